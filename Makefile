@@ -1,0 +1,49 @@
+# cotal: build and check targets. Only the go command is needed; modules come from GOPROXY.
+# GOFLAGS from the environment applies to every go command here.
+
+GO        ?= go
+# PKGS narrows test, bench, cover and chaos: make test PKGS=./config/
+PKGS      ?= ./...
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+FUZZTIME  ?= 10s
+FUZZPKGS  ?= ./endpoint/
+BENCHTIME ?= 1s
+COVERFILE ?= coverage.out
+
+.PHONY: all build test bench fuzz cover chaos clean
+
+all: build test
+
+build:
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/cotal .
+
+# test fails on unformatted files before it vets and runs every test with the race detector.
+test:
+	@unformatted="$$(gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 14m $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
+
+# fuzz runs every FuzzX of FUZZPKGS for FUZZTIME each; go test accepts one fuzzer at a time.
+fuzz:
+	@set -e; for pkg in $(FUZZPKGS); do \
+		list="$$($(GO) test -list 'Fuzz.*' $$pkg)"; \
+		for fuzzer in $$(echo "$$list" | grep '^Fuzz' || true); do \
+			echo "$(GO) test -run '^$$' -fuzz '^$$fuzzer\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+			$(GO) test -run '^$$' -fuzz "^$$fuzzer\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+cover:
+	$(GO) test -count=1 -timeout 14m -covermode=atomic -coverprofile=$(COVERFILE) $(PKGS)
+	$(GO) tool cover -func=$(COVERFILE)
+
+# chaos runs the slow fault-injection tests kept behind the chaos build tag.
+chaos:
+	$(GO) test -tags chaos -race -count=1 -timeout 12m $(PKGS)
+
+clean:
+	rm -rf bin $(COVERFILE)

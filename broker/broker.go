@@ -1,0 +1,289 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Broker is one running embedded nats-server. It is safe for concurrent use.
+type Broker struct {
+	cfg      Config
+	log      *slog.Logger
+	srv      *server.Server
+	trust    *trustChain            // nil in open mode
+	resolver *server.MemAccResolver // nil in open mode
+	store    *store
+	fatal    *fatalSignal
+
+	// accountMu serializes UpdateAccount so the resolver and the server end on the same JWT.
+	accountMu sync.Mutex
+
+	stopOnce sync.Once
+	stopping chan struct{} // closed when Shutdown is first called
+	stopped  chan struct{} // closed when the server has stopped and the store is released
+	stopErr  error         // written before stopped is closed
+	watchers sync.WaitGroup
+}
+
+// Start runs nats-server with cfg and returns once it accepts connections and JetStream is
+// enabled, or with an error after stopping whatever it started. A memory mesh without a
+// listener starts in tens of milliseconds; recovering a large file store takes longer.
+//
+// nats-server's own start sequence (JetStream recovery included) cannot be interrupted
+// safely, so when ctx is cancelled or ReadyTimeout passes, Start lets that sequence finish,
+// shuts the server down, and then returns ctx's error or ErrNotReady.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start broker: %w", err)
+	}
+	b, err := newBroker(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.run(ctx); err != nil {
+		b.srv.Shutdown()
+		b.srv.WaitForShutdown()
+		if relErr := b.store.release(); relErr != nil {
+			b.log.Error("release store after a failed start", "err", relErr)
+		}
+		return nil, err
+	}
+	b.watchers.Add(1)
+	go b.watchFatal()
+	return b, nil
+}
+
+// newBroker prepares the store, the options and the server, without starting it.
+func newBroker(cfg Config) (*Broker, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	b := &Broker{
+		cfg:      cfg,
+		log:      log,
+		fatal:    newFatalSignal(),
+		stopping: make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	if err := b.configureTrust(); err != nil {
+		return nil, err
+	}
+	st, err := openStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.store = st
+	opts, err := b.serverOptions(st.dir)
+	if err == nil {
+		b.srv, err = server.NewServer(opts)
+		if err != nil {
+			err = fmt.Errorf("configure nats-server: %w", err)
+		}
+	}
+	if err != nil {
+		if relErr := st.release(); relErr != nil {
+			b.log.Error("release store after a failed start", "err", relErr)
+		}
+		return nil, err
+	}
+	// Installed before Start, so no line ever reaches nats-server's os.Exit-ing loggers.
+	b.srv.SetLoggerV2(&serverLogger{log: b.log, fatal: b.fatal}, cfg.Debug, cfg.Trace, false)
+	return b, nil
+}
+
+// configureTrust decodes the operator mode fields and preloads the account resolver.
+func (b *Broker) configureTrust() error {
+	if b.cfg.Open {
+		return nil
+	}
+	tc, accounts, err := b.cfg.trust()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	resolver, err := newResolver(b.cfg.Accounts)
+	if err != nil {
+		return err
+	}
+	b.trust, b.resolver = tc, resolver
+	for _, claims := range accounts {
+		tc.warnNoJetStream(b.log, claims)
+	}
+	return nil
+}
+
+// run starts the server and waits for readiness within ReadyTimeout.
+func (b *Broker) run(ctx context.Context) error {
+	deadline := time.Now().Add(b.cfg.ReadyTimeout)
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		b.srv.Start()
+	}()
+	timer := time.NewTimer(b.cfg.ReadyTimeout)
+	defer timer.Stop()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		<-started
+		return fmt.Errorf("start broker: %w", ctx.Err())
+	case <-timer.C:
+		<-started
+		return fmt.Errorf("%w: nats-server did not finish starting within ReadyTimeout %v", ErrNotReady, b.cfg.ReadyTimeout)
+	}
+	if err := b.fatal.error(); err != nil {
+		return err
+	}
+	if !b.srv.ReadyForConnections(max(time.Until(deadline), time.Millisecond)) {
+		return fmt.Errorf("%w: nats-server accepts no connections within ReadyTimeout %v", ErrNotReady, b.cfg.ReadyTimeout)
+	}
+	if !b.srv.JetStreamEnabled() {
+		return fmt.Errorf("%w: %w: check the log for the reason", ErrNotReady, ErrJetStreamDisabled)
+	}
+	return nil
+}
+
+// watchFatal shuts the server down after a fatal error, from a goroutine of its own: the
+// logger that raised the error may be running under nats-server's locks.
+func (b *Broker) watchFatal() {
+	defer b.watchers.Done()
+	select {
+	case <-b.fatal.raised():
+		b.log.Error("nats-server failed; shutting it down", "err", b.fatal.error())
+		b.srv.Shutdown()
+	case <-b.stopping:
+	}
+}
+
+// Shutdown stops the server: listeners close, clients are disconnected, JetStream flushes
+// its store, the store lock is released (a Memory mesh's store is deleted). It returns when
+// all of that is done, or with ctx's error if ctx ends first, in which case the shutdown
+// continues and a later Shutdown call waits for it again. Calling it more than once is safe.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.stopOnce.Do(func() {
+		close(b.stopping)
+		go b.stop()
+	})
+	select {
+	case <-b.stopped:
+		return b.stopErr
+	case <-ctx.Done():
+		return fmt.Errorf("broker shutdown still in progress: %w", ctx.Err())
+	}
+}
+
+func (b *Broker) stop() {
+	b.srv.Shutdown()
+	b.srv.WaitForShutdown()
+	b.watchers.Wait()
+	b.stopErr = b.store.release()
+	close(b.stopped)
+}
+
+func (b *Broker) isStopping() bool {
+	select {
+	case <-b.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// Healthy returns nil while the server runs with JetStream enabled; otherwise ErrClosed after
+// Shutdown, the ErrFatal error that stopped it, ErrNotRunning, or ErrJetStreamDisabled.
+func (b *Broker) Healthy() error {
+	if b.isStopping() {
+		return ErrClosed
+	}
+	if err := b.fatal.error(); err != nil {
+		return err
+	}
+	if !b.srv.Running() {
+		return ErrNotRunning
+	}
+	if !b.srv.JetStreamEnabled() {
+		return ErrJetStreamDisabled
+	}
+	return nil
+}
+
+// InProcess returns the provider for nats.InProcessServer: a connection through a pipe
+// inside the process, with no TCP listener needed. Such connections authenticate like any
+// other and are never TLS. After Shutdown it refuses with ErrClosed, which stops a
+// reconnecting client.
+func (b *Broker) InProcess() nats.InProcessConnProvider { return inProcess{b} }
+
+type inProcess struct{ b *Broker }
+
+// InProcessConn implements nats.InProcessConnProvider.
+func (p inProcess) InProcessConn() (net.Conn, error) {
+	if p.b.isStopping() {
+		return nil, ErrClosed
+	}
+	return p.b.srv.InProcessConn()
+}
+
+// ClientURL returns the listener's URL with the port actually bound: "tls://" when TLS is
+// required, "nats://" otherwise, "" without a listener or after Shutdown. An unspecified
+// listen host (0.0.0.0, ::) is reported as loopback, so the URL always dials from this host.
+func (b *Broker) ClientURL() string {
+	addr, ok := b.srv.Addr().(*net.TCPAddr)
+	if !ok {
+		return ""
+	}
+	scheme := "nats"
+	if b.cfg.TLSCert != "" {
+		scheme = "tls"
+	}
+	return (&url.URL{Scheme: scheme, Host: dialable(addr)}).String()
+}
+
+// MonitorURL returns the monitoring endpoint's "http://" URL with the port actually bound,
+// or "" without one.
+func (b *Broker) MonitorURL() string {
+	addr := b.srv.MonitorAddr()
+	if addr == nil {
+		return ""
+	}
+	return (&url.URL{Scheme: "http", Host: dialable(addr)}).String()
+}
+
+func dialable(addr *net.TCPAddr) string {
+	ip := addr.IP
+	switch {
+	case ip.Equal(net.IPv4zero) || ip == nil:
+		ip = net.IPv4(127, 0, 0, 1)
+	case ip.Equal(net.IPv6unspecified):
+		ip = net.IPv6loopback
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(addr.Port))
+}
+
+// Server returns the running nats-server, for monitoring and statistics. Do not shut it down
+// directly: use Shutdown, which also releases the store.
+func (b *Broker) Server() *server.Server { return b.srv }
+
+// SyncDescription is one line saying how durable acknowledged writes are, for `cotal up`.
+func (b *Broker) SyncDescription() string {
+	switch {
+	case b.cfg.Memory:
+		return "sync: none (memory mesh: the store is deleted at shutdown; nothing survives a restart)"
+	case b.cfg.Sync == SyncInterval:
+		return fmt.Sprintf("sync: every %v (fsync in the background: a power failure can lose the last %v of acknowledged writes; faster)",
+			b.cfg.SyncInterval, b.cfg.SyncInterval)
+	default:
+		return "sync: always (fsync on every write: nothing acknowledged is lost on power failure; slower)"
+	}
+}

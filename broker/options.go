@@ -1,0 +1,79 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// maxControlLine is LAYOUT.md's max_control_line: a credential with per-channel grants rides
+// the CONNECT line and passes nats-server's 4 KiB default at about two channels, after which
+// the server drops the connection and the client retries forever.
+const maxControlLine = 64 << 10
+
+// serverOptions translates a validated Config into nats-server options.
+func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
+	cfg := b.cfg
+	opts := &server.Options{
+		ServerName: cfg.ServerName,
+		// An embedded server must never take over the process's signals (SIGINT would exit).
+		NoSigs:                 true,
+		MaxControlLine:         maxControlLine,
+		JetStream:              true,
+		StoreDir:               storeDir,
+		SyncAlways:             cfg.Sync == SyncAlways,
+		DisableJetStreamBanner: true,
+	}
+	if cfg.Sync == SyncInterval {
+		opts.SyncInterval = cfg.SyncInterval
+	}
+	if err := listenOptions(cfg, opts); err != nil {
+		return nil, err
+	}
+	if b.trust != nil {
+		opts.TrustedOperators = []*jwt.OperatorClaims{b.trust.operator}
+		opts.SystemAccount = b.trust.system
+		opts.AccountResolver = b.resolver
+	}
+	return opts, nil
+}
+
+// listenOptions sets the client listener, its TLS, and the monitoring listener. Port 0 means
+// "pick a free port", which nats-server spells RANDOM_PORT (its 0 means the default port).
+func listenOptions(cfg Config, opts *server.Options) error {
+	opts.DontListen = cfg.Listen == ""
+	if !opts.DontListen {
+		host, port, err := splitHostPort(cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("%w: Listen %q: %w", ErrInvalidConfig, cfg.Listen, err)
+		}
+		opts.Host, opts.Port = host, randomIfZero(port)
+	}
+	if cfg.HTTP != "" {
+		host, port, err := splitHostPort(cfg.HTTP)
+		if err != nil {
+			return fmt.Errorf("%w: HTTP %q: %w", ErrInvalidConfig, cfg.HTTP, err)
+		}
+		opts.HTTPHost, opts.HTTPPort = host, randomIfZero(port)
+	}
+	if cfg.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey})
+		if err != nil {
+			return fmt.Errorf("%w: TLSCert %s, TLSKey %s: %w: give a PEM certificate and its matching private key",
+				ErrTLS, cfg.TLSCert, cfg.TLSKey, err)
+		}
+		// A TLS config on the client listener makes nats-server require TLS from every TCP
+		// client; agents authenticate with their JWT, not a client certificate.
+		opts.TLSConfig = tc
+		opts.TLSVerify = false
+	}
+	return nil
+}
+
+func randomIfZero(port int) int {
+	if port == 0 {
+		return server.RANDOM_PORT
+	}
+	return port
+}

@@ -1,0 +1,134 @@
+package config
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Errors Load and Validate return.
+var (
+	// ErrInvalid is wrapped by every problem Validate reports.
+	ErrInvalid = errors.New("invalid configuration")
+	// ErrUnknownKey means the file or the flag overrides name a key Config does not have.
+	ErrUnknownKey = errors.New("unknown configuration key")
+)
+
+// Config is everything a cotal mesh runs from. The zero value is not useful; start from
+// Default or Load.
+type Config struct {
+	// Dir is the data directory holding the key store, the JetStream store and cotal.yaml.
+	// Default: DefaultDir(), the user's data directory + "/cotal".
+	Dir string `koanf:"dir"`
+
+	// Listen is the host:port of the NATS client listener; "" means no TCP listener
+	// (in-process connections only). Default "127.0.0.1:4222", SPEC §10's default port.
+	Listen string `koanf:"listen"`
+
+	// HTTP is the host:port serving monitoring, health and metrics; "" (the default) is off.
+	HTTP string `koanf:"http"`
+
+	// Spaces are the spaces the mesh hosts, one NATS account each (SPEC §1, §9). Each is a
+	// token that SPEC §3 sanitization leaves unchanged: letters, digits, _ and -.
+	// Default ["main"].
+	Spaces []string `koanf:"spaces"`
+
+	// TLS turns on TLS for the client listener (clients then join with cotals://, SPEC §10).
+	// Both files or neither; default neither.
+	TLS TLS `koanf:"tls"`
+
+	// Sync is when JetStream flushes its store to disk: "always" (default) fsyncs every write
+	// so an acknowledged publish survives power loss; "interval"
+	// fsyncs every SyncInterval, faster but may lose the last interval on a crash.
+	Sync string `koanf:"sync"`
+
+	// SyncInterval is the fsync period used when Sync is "interval". Default 2m, at least 1s.
+	SyncInterval time.Duration `koanf:"sync_interval"`
+
+	// Open runs the mesh without authentication, for local development only: it is outside
+	// every security claim of SPEC §9 (see also §2). Default false.
+	Open bool `koanf:"open"`
+
+	// Log selects the log format and level.
+	Log Log `koanf:"log"`
+
+	// Expiry is the default lifetime of a minted credential (SPEC §9 user JWTs). Default 24h,
+	// at least 1s since JWT expiry has whole-second resolution.
+	Expiry time.Duration `koanf:"expiry"`
+}
+
+// TLS names the PEM certificate and private key of the client listener.
+type TLS struct {
+	// Cert is the path of the PEM certificate (chain). Default "".
+	Cert string `koanf:"cert"`
+	// Key is the path of the PEM private key; it is read, never logged. Default "".
+	Key string `koanf:"key"`
+}
+
+// Log selects how cotal logs.
+type Log struct {
+	// Format is "text" (default) or "json".
+	Format string `koanf:"format"`
+	// Level is "debug", "info" (default), "warn" or "error".
+	Level string `koanf:"level"`
+}
+
+// Default returns the defaults documented on each field. Dir is "" when the user's data
+// directory cannot be determined (see DefaultDir); Validate then asks for one.
+func Default() Config {
+	dir, _ := DefaultDir()
+	return defaults(dir)
+}
+
+func defaults(dir string) Config {
+	return Config{
+		Dir:          dir,
+		Listen:       "127.0.0.1:4222",
+		Spaces:       []string{"main"},
+		Sync:         "always",
+		SyncInterval: 2 * time.Minute,
+		Log:          Log{Format: "text", Level: "info"},
+		Expiry:       24 * time.Hour,
+	}
+}
+
+// values is c keyed by koanf path; its keys are the only keys Load accepts.
+func (c Config) values() map[string]any {
+	return map[string]any{
+		"dir":           c.Dir,
+		"listen":        c.Listen,
+		"http":          c.HTTP,
+		"spaces":        c.Spaces,
+		"tls.cert":      c.TLS.Cert,
+		"tls.key":       c.TLS.Key,
+		"sync":          c.Sync,
+		"sync_interval": c.SyncInterval,
+		"open":          c.Open,
+		"log.format":    c.Log.Format,
+		"log.level":     c.Log.Level,
+		"expiry":        c.Expiry,
+	}
+}
+
+// keySet is the koanf paths Config has ("tls.cert") and the sections holding them ("tls").
+type keySet struct {
+	leaves, sections map[string]bool
+}
+
+func configKeys() keySet {
+	k := keySet{leaves: map[string]bool{}, sections: map[string]bool{}}
+	for key := range (Config{}).values() {
+		k.leaves[key] = true
+		if section, _, ok := strings.Cut(key, "."); ok {
+			k.sections[section] = true
+		}
+	}
+	return k
+}
+
+// String lists the keys sorted, for error messages.
+func (k keySet) String() string {
+	return strings.Join(slices.Sorted(maps.Keys(k.leaves)), ", ")
+}

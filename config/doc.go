@@ -1,0 +1,28 @@
+// Package config holds the one Config struct a cotal mesh runs from and loads it with koanf
+// from four layers, each overriding the one before:
+//
+//	defaults < YAML file (cotal.yaml) < COTAL_* environment < command-line flags
+//
+// Load reads and validates; it does no other I/O than reading the file and checking that
+// configured TLS files exist. Validate reports every problem at once, each naming the key and
+// the fix, and each wrapping ErrInvalid.
+//
+// # Keys
+//
+// The koanf keys, used in cotal.yaml and in LoadOptions.Flags, are: dir, listen, http, spaces,
+// tls.cert, tls.key, sync, sync_interval, open, log.format, log.level and expiry. Durations are
+// Go durations ("90s", "2m", "24h").
+//
+// # Environment
+//
+// A variable COTAL_<NAME> sets the key <name>, lowercased. When <name> starts with a section
+// name followed by an underscore (TLS_ or LOG_), that first underscore is the section separator:
+// COTAL_TLS_CERT sets tls.cert and COTAL_LOG_LEVEL sets log.level, while COTAL_SYNC_INTERVAL
+// sets sync_interval. COTAL_SPACES is a comma-separated list ("main,ops"). COTAL_* variables that
+// name no key, such as COTAL_LINK and COTAL_CREDS read by client commands, are ignored here.
+//
+// # What it does not do
+//
+// A misspelled key in the file or in Flags is an error (ErrUnknownKey); a misspelled COTAL_*
+// variable is ignored, because the environment is shared with the client commands.
+package config

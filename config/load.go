@@ -1,0 +1,145 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+// FileName is the configuration file Load looks for in the data directory.
+const FileName = "cotal.yaml"
+
+// LoadOptions says where Load finds each layer.
+type LoadOptions struct {
+	// File is an explicit configuration file (--config); it must exist.
+	File string
+	// Dir is where to look for cotal.yaml when File is empty; a missing file there is fine.
+	// When Dir is empty too, Load looks in the data directory that Flags, the environment
+	// or DefaultDir give, in that order.
+	Dir string
+	// Env is the environment as os.Environ returns it; nil means os.Environ(). The default
+	// data directory derives from it too ($HOME, $XDG_DATA_HOME, %LocalAppData%), so tests
+	// that pass their own stay hermetic.
+	Env []string
+	// Flags are overrides from parsed flags keyed by koanf path ("listen", "tls.cert",
+	// "spaces"). Pass only the flags the user set, or a flag's default would override the
+	// file and the environment.
+	Flags map[string]any
+}
+
+// layer is one source of configuration, named for error messages.
+type layer struct {
+	name     string
+	provider koanf.Provider
+	parser   koanf.Parser
+	// strict makes a key Config does not have an error.
+	strict bool
+}
+
+// Load merges defaults < file < environment < flags into a Config and validates it; on any
+// error it returns the zero Config. Errors name the layer they come from: the file's path,
+// "COTAL_* environment" or "flags"; validation problems wrap ErrInvalid.
+func Load(opts LoadOptions) (Config, error) {
+	environ := opts.Env
+	if environ == nil {
+		environ = os.Environ()
+	}
+	getenv := lookup(environ)
+	dir, _ := dataDir(runtime.GOOS, getenv)
+	known := configKeys()
+
+	layers := []layer{{name: "defaults", provider: confmap.Provider(defaults(dir).values(), ".")}}
+	if fileLayer := findFile(opts, getenv, dir); fileLayer != nil {
+		layers = append(layers, *fileLayer)
+	}
+	layers = append(layers, layer{name: "COTAL_* environment", provider: envProvider(environ, known)})
+	if len(opts.Flags) > 0 {
+		layers = append(layers, layer{name: "flags", provider: confmap.Provider(opts.Flags, "."), strict: true})
+	}
+
+	merged := koanf.New(".")
+	for _, l := range layers {
+		k, err := l.load(known)
+		if err != nil {
+			return Config{}, err
+		}
+		if err := merged.Merge(k); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", l.name, err)
+		}
+	}
+	var c Config
+	if err := merged.Unmarshal("", &c); err != nil {
+		return Config{}, fmt.Errorf("decoding configuration: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// findFile returns the file layer, or nil when no file is named and none exists where Load
+// looks: opts.Dir, else the data directory a flag or COTAL_DIR sets, else defaultDir.
+func findFile(opts LoadOptions, getenv func(string) string, defaultDir string) *layer {
+	path := opts.File
+	if path == "" {
+		dir := opts.Dir
+		if flagDir, ok := opts.Flags["dir"].(string); dir == "" && ok {
+			dir = flagDir
+		}
+		if dir == "" {
+			dir = getenv(envPrefix + "DIR")
+		}
+		if dir == "" {
+			dir = defaultDir
+		}
+		if dir == "" {
+			return nil
+		}
+		path = filepath.Join(dir, FileName)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	return &layer{name: "config file " + path, provider: file.Provider(path), parser: yaml.Parser(), strict: true}
+}
+
+// load reads one layer on its own, so that an unknown key or a value of the wrong type is
+// reported against the layer that holds it.
+func (l layer) load(known keySet) (*koanf.Koanf, error) {
+	k := koanf.New(".")
+	if err := k.Load(l.provider, l.parser); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.name, err)
+	}
+	if l.strict {
+		for _, key := range k.Keys() {
+			if !known.leaves[key] && !known.sections[key] {
+				return nil, fmt.Errorf("%s: %w %q; known keys: %s", l.name, ErrUnknownKey, key, known)
+			}
+		}
+	}
+	var scratch Config
+	if err := k.Unmarshal("", &scratch); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.name, err)
+	}
+	return k, nil
+}
+
+// lookup is os.Getenv over environ; the last assignment of a name wins, as in os/exec.
+func lookup(environ []string) func(string) string {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if name, value, ok := strings.Cut(kv, "="); ok {
+			vars[name] = value
+		}
+	}
+	return func(name string) string { return vars[name] }
+}

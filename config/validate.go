@@ -1,0 +1,130 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// spaceToken is a space name SPEC §3 sanitization leaves unchanged; notToken is one character
+// it would replace with '_'.
+var (
+	spaceToken = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	notToken   = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+)
+
+// minDuration is the shortest sync_interval and expiry: JWT expiry has whole-second
+// resolution, and a sub-second fsync interval is "always" in all but name.
+const minDuration = time.Second
+
+// fieldError is one problem with one key; it wraps ErrInvalid.
+type fieldError struct {
+	key, problem string
+}
+
+func (e fieldError) Error() string { return e.key + ": " + e.problem }
+func (e fieldError) Unwrap() error { return ErrInvalid }
+
+// Validate reports every problem of c joined with errors.Join, each naming the key and the
+// fix and wrapping ErrInvalid; nil means c is usable. It checks that TLS files exist but does
+// not read them.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fieldError{key: key, problem: fmt.Sprintf(format, args...)})
+	}
+	if c.Dir == "" {
+		add("dir", "empty, and the user's data directory is unknown ($HOME or %%LocalAppData%% unset); set --dir, COTAL_DIR or dir in the config file")
+	}
+	if err := checkAddr(c.Listen); err != nil {
+		add("listen", "%q is not host:port (%v); use e.g. 127.0.0.1:4222, or \"\" for no TCP listener", c.Listen, err)
+	}
+	if err := checkAddr(c.HTTP); err != nil {
+		add("http", "%q is not host:port (%v); use e.g. 127.0.0.1:8222, or \"\" to turn monitoring off", c.HTTP, err)
+	}
+	errs = append(errs, c.checkSpaces()...)
+	errs = append(errs, c.TLS.check()...)
+	if c.Sync != "always" && c.Sync != "interval" {
+		add("sync", "%q is not a sync mode; use always or interval", c.Sync)
+	}
+	if c.SyncInterval < minDuration {
+		add("sync_interval", "%v is too short; use at least %v, e.g. 2m", c.SyncInterval, minDuration)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		add("log.format", "%q is not a log format; use text or json", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log.level", "%q is not a log level; use debug, info, warn or error", c.Log.Level)
+	}
+	if c.Expiry < minDuration {
+		add("expiry", "%v is too short for a credential lifetime; use at least %v, e.g. 24h", c.Expiry, minDuration)
+	}
+	return errors.Join(errs...)
+}
+
+// checkAddr accepts "" (off) or host:port with a numeric port; the host may be empty, meaning
+// every interface, and port 0 picks a free port.
+func checkAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+func (c Config) checkSpaces() []error {
+	if len(c.Spaces) == 0 {
+		return []error{fieldError{"spaces", "none given; name at least one space, e.g. main"}}
+	}
+	var errs []error
+	seen := make(map[string]bool, len(c.Spaces))
+	for i, s := range c.Spaces {
+		switch {
+		case s == "":
+			errs = append(errs, fieldError{"spaces", fmt.Sprintf("name %d is empty; remove it or name the space", i+1)})
+		case !spaceToken.MatchString(s):
+			errs = append(errs, fieldError{"spaces", fmt.Sprintf("%q is not a space token (SPEC §3); use only letters, digits, _ and -, e.g. %q",
+				s, notToken.ReplaceAllString(s, "_"))})
+		case seen[s]:
+			errs = append(errs, fieldError{"spaces", fmt.Sprintf("%q is listed twice; list each space once", s)})
+		}
+		seen[s] = true
+	}
+	return errs
+}
+
+func (t TLS) check() []error {
+	switch {
+	case t.Cert == "" && t.Key == "":
+		return nil
+	case t.Key == "":
+		return []error{fieldError{"tls", "cert is set but key is not; set both tls.cert and tls.key, or neither"}}
+	case t.Cert == "":
+		return []error{fieldError{"tls", "key is set but cert is not; set both tls.cert and tls.key, or neither"}}
+	}
+	var errs []error
+	for _, f := range []struct{ key, path, want string }{
+		{"tls.cert", t.Cert, "a PEM certificate file"},
+		{"tls.key", t.Key, "a PEM private key file"},
+	} {
+		switch info, err := os.Stat(f.path); {
+		case err != nil:
+			errs = append(errs, fieldError{f.key, fmt.Sprintf("%v; point it at %s", err, f.want)})
+		case info.IsDir():
+			errs = append(errs, fieldError{f.key, fmt.Sprintf("%s is a directory; point it at %s", f.path, f.want)})
+		}
+	}
+	return errs
+}

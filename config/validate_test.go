@@ -1,0 +1,91 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := defaults(t.TempDir()).Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	pem := filepath.Join(dir, "x.pem")
+	if err := os.WriteFile(pem, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	absent := filepath.Join(dir, "absent.pem")
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string // "" means valid
+	}{
+		{"no TCP listener is allowed", func(c *Config) { c.Listen = "" }, ""},
+		{"port 0 on every interface is allowed", func(c *Config) { c.Listen = ":0" }, ""},
+		{"an IPv6 listener is allowed", func(c *Config) { c.Listen = "[::1]:4222" }, ""},
+		{"TLS with both files is allowed", func(c *Config) { c.TLS = TLS{Cert: pem, Key: pem} }, ""},
+		{"an empty dir is refused", func(c *Config) { c.Dir = "" }, "dir: empty"},
+		{"a listener without a port is refused", func(c *Config) { c.Listen = "localhost" },
+			`listen: "localhost" is not host:port`},
+		{"a named port is refused", func(c *Config) { c.Listen = "localhost:nats" },
+			`port "nats" is not a number`},
+		{"a port past 65535 is refused", func(c *Config) { c.HTTP = "127.0.0.1:70000" },
+			`http: "127.0.0.1:70000" is not host:port`},
+		{"no spaces are refused", func(c *Config) { c.Spaces = nil }, "spaces: none given"},
+		{"an empty space name is refused", func(c *Config) { c.Spaces = []string{"main", ""} },
+			"spaces: name 2 is empty"},
+		{"a space Sanitize would change is refused with the sanitized form", func(c *Config) { c.Spaces = []string{"team.a"} },
+			`spaces: "team.a" is not a space token (SPEC §3); use only letters, digits, _ and -, e.g. "team_a"`},
+		{"a duplicate space is refused", func(c *Config) { c.Spaces = []string{"main", "main"} },
+			`spaces: "main" is listed twice`},
+		{"a cert without a key is refused", func(c *Config) { c.TLS.Cert = pem }, "tls: cert is set but key is not"},
+		{"a key without a cert is refused", func(c *Config) { c.TLS.Key = pem }, "tls: key is set but cert is not"},
+		{"a missing cert file is refused", func(c *Config) { c.TLS = TLS{Cert: absent, Key: pem} },
+			"tls.cert: stat " + absent},
+		{"a directory as key is refused", func(c *Config) { c.TLS = TLS{Cert: pem, Key: dir} },
+			"tls.key: " + dir + " is a directory"},
+		{"an unknown sync mode is refused", func(c *Config) { c.Sync = "sometimes" },
+			`sync: "sometimes" is not a sync mode; use always or interval`},
+		{"a sub-second sync interval is refused", func(c *Config) { c.SyncInterval = time.Millisecond },
+			"sync_interval: 1ms is too short"},
+		{"an unknown log format is refused", func(c *Config) { c.Log.Format = "xml" },
+			`log.format: "xml" is not a log format; use text or json`},
+		{"an unknown log level is refused", func(c *Config) { c.Log.Level = "loud" },
+			`log.level: "loud" is not a log level`},
+		{"a zero expiry is refused", func(c *Config) { c.Expiry = 0 }, "expiry: 0s is too short"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaults(dir)
+			tt.change(&c)
+			err := c.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v; want ErrInvalid mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := defaults(t.TempDir())
+	c.Sync, c.Log.Level, c.Spaces = "sometimes", "loud", nil
+	err := c.Validate()
+	for _, key := range []string{"sync:", "log.level:", "spaces:"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("Validate = %v; want a problem with %s", err, key)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package delivery
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// sameIDs fails unless got holds exactly want, each once, in any order.
+func sameIDs(t *testing.T, got, want []string) {
+	t.Helper()
+	g, w := slices.Clone(got), slices.Clone(want)
+	slices.Sort(g)
+	slices.Sort(w)
+	if !slices.Equal(g, w) {
+		t.Fatalf("got %d copies %v, want %d %v", len(got), got, len(want), want)
+	}
+}
+
+func TestOfflineDurableMemberGetsEveryMessageOnce(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	for _, a := range []*agent{alice, bob} {
+		if r := a.join("team"); !r.Durable || r.Generation != 1 {
+			t.Fatalf("join = %+v, want durable generation 1", r)
+		}
+	}
+	var sent []*endpoint.CotalMessage
+	for range 20 {
+		m, _ := alice.publish("team")
+		sent = append(sent, m)
+	}
+	t.Run("the offline member gets every message exactly once", func(t *testing.T) {
+		sameIDs(t, bob.received(), ids(sent...))
+	})
+	t.Run("the sender gets no copy of its own messages", func(t *testing.T) {
+		sameIDs(t, alice.received(), nil)
+	})
+	if st := h.svc.Stats(); st.FannedOutDurable != 20 || st.ReaderDelivered != 20 {
+		t.Fatalf("stats = %+v, want 20 fanned out and 20 delivered", st)
+	}
+}
+
+func TestLiveChannelGivesNoDurableCopies(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", ">"), h.newAgent("bob", ">")
+	h.setChannel("lobby", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryLive})
+	checkFor(t, func() error { return h.classIs("lobby", endpoint.DeliveryLive) })
+	if r := bob.join("lobby"); r.Durable || r.Reason != ReasonChannelLive {
+		t.Fatalf("join of a live channel = %+v, want durable false with reason %q", r, ReasonChannelLive)
+	}
+	alice.publish("lobby")
+	sameIDs(t, bob.received(), nil)
+	if st := h.svc.Stats(); st.FannedOutDurable != 0 {
+		t.Fatalf("fanned out %d durable entries on a live channel", st.FannedOutDurable)
+	}
+}
+
+func TestLeaveIsAHardReadBoundary(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	gen := bob.join("team").Generation
+	// Hold the reader so the pre-leave entries are still in INBOX when bob leaves.
+	release := h.svc.StopLoop(t, LoopReader)
+	var before []*endpoint.CotalMessage
+	for range 3 {
+		m, _ := alice.publish("team")
+		before = append(before, m)
+	}
+	checkFor(t, h.fannedOut(3))
+	if r := bob.leave("team", gen); r.AlreadyLeft || r.Channel != "team" {
+		t.Fatalf("leave = %+v, want left", r)
+	}
+	for range 3 {
+		alice.publish("team")
+	}
+	release()
+	t.Run("entries before the leave cursor are delivered, later ones are not", func(t *testing.T) {
+		sameIDs(t, bob.received(), ids(before...))
+	})
+	t.Run("leaving again answers alreadyLeft", func(t *testing.T) {
+		if r := bob.leave("team", gen); !r.AlreadyLeft {
+			t.Fatalf("second leave = %+v, want alreadyLeft", r)
+		}
+	})
+	t.Run("the left membership is no longer listed", func(t *testing.T) {
+		var list ListReply
+		h.decodeOK(bob.control(OpListMemberships, nil), &list)
+		if len(list.Memberships) != 0 {
+			t.Fatalf("memberships after leave = %+v", list.Memberships)
+		}
+	})
+}
+
+func TestRejoinTakesANewCursor(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	first := bob.join("team")
+	m1, _ := alice.publish("team")
+	bob.leave("team", first.Generation)
+	alice.publish("team") // published while bob was away: never durable for him
+	second := bob.join("team")
+	if second.Generation <= first.Generation {
+		t.Fatalf("rejoin generation %d, want more than %d", second.Generation, first.Generation)
+	}
+	m3, seq := alice.publish("team")
+	if rec := bob.membership("team"); rec.JoinCursor >= seq || rec.LeaveCursor != nil || rec.Generation != second.Generation {
+		t.Fatalf("record after rejoin = %+v, want an open membership with a cursor before %d", rec, seq)
+	}
+	sameIDs(t, bob.received(), ids(m1, m3))
+}
+
+func TestNarrowedACLDropsPendingEntries(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team", "other")
+	bob.join("team")
+	release := h.svc.StopLoop(t, LoopReader)
+	for range 3 {
+		alice.publish("team")
+	}
+	checkFor(t, h.fannedOut(3))
+	h.acl.set(bob.id, "other") // re-minted without team
+	release()
+	sameIDs(t, bob.received(), nil)
+	if st := h.svc.Stats(); st.ReaderDroppedUnauthorized != 3 {
+		t.Fatalf("dropped unauthorized = %d, want 3", st.ReaderDroppedUnauthorized)
+	}
+}
+
+func TestUnknownMemberIsRetriedThenGivenUpLoudly(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	bob.join("team")
+	h.acl.forget(bob.id)
+	alice.publish("team")
+	sameIDs(t, bob.received(), nil)
+	if st := h.svc.Stats(); st.ReaderGaveUpUnknown != 1 {
+		t.Fatalf("gave up = %d, want 1", st.ReaderGaveUpUnknown)
+	}
+}
+
+func TestMentionOnLiveChannel(t *testing.T) {
+	h := newHarness(t)
+	h.setChannel("lobby", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryLive})
+	checkFor(t, func() error { return h.classIs("lobby", endpoint.DeliveryLive) })
+	alice := h.newAgent("alice", ">")
+	now := time.Now()
+	bob := h.newAgent("bob", "lobby")      // authorized, present, not reading
+	eve := h.newAgent("eve", "elsewhere")  // present but not authorized
+	carol1 := h.newAgent("carol", "lobby") // two present carols: ambiguous
+	carol2 := h.newAgent("carol", "lobby")
+	dave := h.newAgent("dave", "lobby")   // authorized but stale presence
+	frank := h.newAgent("frank", "lobby") // authorized, announced offline
+	for _, a := range []*agent{bob, eve, carol1, carol2} {
+		a.announce(now)
+	}
+	dave.announce(now.Add(-time.Minute))
+	frank.announceStatus(now, endpoint.StatusOffline)
+	h.waitPresence(bob, eve, carol1, carol2, dave, frank)
+
+	m, _ := alice.publish("lobby", "Bob", "eve", "carol", "dave", "frank", "nobody")
+	tests := []struct {
+		name string
+		who  *agent
+		want []string
+	}{
+		{"an authorized present target gets one durable copy", bob, ids(m)},
+		{"a target outside its read ACL gets nothing", eve, nil},
+		{"an ambiguous name gets nothing", carol1, nil},
+		{"the other holder of the ambiguous name gets nothing", carol2, nil},
+		{"a stale target gets nothing", dave, nil},
+		{"an offline target gets nothing", frank, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { sameIDs(t, tc.who.received(), tc.want) })
+	}
+	if st := h.svc.Stats(); st.FannedOutMention != 1 {
+		t.Fatalf("mention entries = %d, want 1", st.FannedOutMention)
+	}
+}

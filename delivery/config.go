@@ -1,0 +1,113 @@
+package delivery
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// ACLSource answers the authoritative current read ACL of an instance (SPEC §9 item 6): the
+// allowSubscribe of the credential the broker currently enforces. The mesh supplies it from the
+// provisioner's registry. It is deliberately not read from the cotal_acl_<s> bucket, whose keys
+// an agent can overwrite with a JetStream acknowledgement through an injected reply subject
+// (LAYOUT.md "Reply-subject injection"). ReadACL must be safe for concurrent use and fast: the
+// trusted reader calls it once per backstop entry.
+type ACLSource interface {
+	// ReadACL returns the instance's current read ACL, and false when the instance is unknown
+	// (never minted, or not yet visible), which is not the same as an ACL that reads nothing.
+	ReadACL(id string) (endpoint.ACLRecord, bool)
+}
+
+// Defaults of the tunable Config fields.
+const (
+	// DefaultUnknownMemberRetries bounds how often an entry for an unknown instance is retried.
+	DefaultUnknownMemberRetries = 10
+	// DefaultUnknownMemberDelay is the redelivery delay of an entry for an unknown instance.
+	DefaultUnknownMemberDelay = 5 * time.Second
+	// DefaultRestartBackoff is the first delay before a stopped loop is restarted.
+	DefaultRestartBackoff = 500 * time.Millisecond
+	// DefaultMaxRestartBackoff caps the doubling restart delay.
+	DefaultMaxRestartBackoff = 30 * time.Second
+)
+
+// Config configures a Service. Names, Conn and ACL are required; zero tunables take the
+// defaults of DefaultConfig.
+type Config struct {
+	// Names are the space's stream, bucket, consumer and subject names.
+	Names endpoint.Names
+	// Conn is the service's own scoped connection, holding exactly Grants (see Grants). The
+	// Service never closes it; the caller does, after Close.
+	Conn *nats.Conn
+	// ACL answers each member's current read ACL (SPEC §9 items 5, 6).
+	ACL ACLSource
+	// Logger receives the service's logs; nil logs through slog.Default().
+	Logger *slog.Logger
+	// UnknownMemberRetries is how many deliveries a backstop entry addressed to an instance the
+	// ACL source does not know gets before the trusted reader terminates it, logged and counted
+	// as Stats.ReaderGaveUpUnknown. Default DefaultUnknownMemberRetries.
+	UnknownMemberRetries int
+	// UnknownMemberDelay is the redelivery delay between those attempts. Default
+	// DefaultUnknownMemberDelay.
+	UnknownMemberDelay time.Duration
+	// RestartBackoff is the first delay before the supervisor restarts a loop that stopped; it
+	// doubles on each consecutive failure up to MaxRestartBackoff. Default DefaultRestartBackoff.
+	RestartBackoff time.Duration
+	// MaxRestartBackoff caps the restart delay. Default DefaultMaxRestartBackoff.
+	MaxRestartBackoff time.Duration
+}
+
+// DefaultConfig returns a Config with every tunable at its default; the caller sets Names,
+// Conn and ACL.
+func DefaultConfig() Config {
+	return Config{
+		UnknownMemberRetries: DefaultUnknownMemberRetries,
+		UnknownMemberDelay:   DefaultUnknownMemberDelay,
+		RestartBackoff:       DefaultRestartBackoff,
+		MaxRestartBackoff:    DefaultMaxRestartBackoff,
+	}
+}
+
+// withDefaults returns c with every zero tunable set to its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.UnknownMemberRetries == 0 {
+		c.UnknownMemberRetries = d.UnknownMemberRetries
+	}
+	if c.UnknownMemberDelay == 0 {
+		c.UnknownMemberDelay = d.UnknownMemberDelay
+	}
+	if c.RestartBackoff == 0 {
+		c.RestartBackoff = d.RestartBackoff
+	}
+	if c.MaxRestartBackoff == 0 {
+		c.MaxRestartBackoff = d.MaxRestartBackoff
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first field that is missing or out of range, and how to fix it.
+func (c Config) Validate() error {
+	switch {
+	case c.Names.Space() == "":
+		return fmt.Errorf("%w: Names is the zero value; build it with endpoint.NewNames", ErrInvalidConfig)
+	case c.Conn == nil:
+		return fmt.Errorf("%w: Conn is nil; pass the service's scoped in-process connection", ErrInvalidConfig)
+	case c.ACL == nil:
+		return fmt.Errorf("%w: ACL is nil; pass the provisioner's read-ACL registry", ErrInvalidConfig)
+	case c.UnknownMemberRetries < 1:
+		return fmt.Errorf("%w: UnknownMemberRetries is %d; use at least 1", ErrInvalidConfig, c.UnknownMemberRetries)
+	case c.UnknownMemberDelay < 0:
+		return fmt.Errorf("%w: UnknownMemberDelay is negative", ErrInvalidConfig)
+	case c.RestartBackoff < 0 || c.MaxRestartBackoff < c.RestartBackoff:
+		return fmt.Errorf("%w: RestartBackoff %v and MaxRestartBackoff %v; use 0 <= RestartBackoff <= MaxRestartBackoff",
+			ErrInvalidConfig, c.RestartBackoff, c.MaxRestartBackoff)
+	}
+	return nil
+}

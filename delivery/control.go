@@ -1,0 +1,115 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// The ops of the delivery control service (LAYOUT.md "Control service delivery").
+const (
+	OpDurableJoin     = "durableJoin"
+	OpDurableLeave    = "durableLeave"
+	OpListMemberships = "listMemberships"
+)
+
+// controlTimeout bounds the broker work one control request may do.
+const controlTimeout = 10 * time.Second
+
+// controlSubject is cotal.<s>.ctl.delivery.*: requests from every sender. Replies live deeper
+// (<request subject>.reply.<token>), so the subscription never sees them.
+func controlSubject(n endpoint.Names) string {
+	return n.Prefix() + ".ctl." + endpoint.DeliveryService + ".*"
+}
+
+// runControl serves the delivery control service once the membership view is loaded.
+func (s *Service) runControl(ctx context.Context, up func()) error {
+	if err := s.members.loaded.wait(ctx); err != nil {
+		return err
+	}
+	sub, err := s.cfg.Conn.SubscribeSync(controlSubject(s.names))
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", controlSubject(s.names), err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := s.cfg.Conn.FlushTimeout(controlTimeout); err != nil {
+		return fmt.Errorf("confirm the subscription to %s: %w", controlSubject(s.names), err)
+	}
+	up()
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return fmt.Errorf("control service: %w", err)
+		}
+		s.serveControl(ctx, m)
+	}
+}
+
+// serveControl answers one request. A reply subject outside the request subject's .reply.
+// subtree gets no answer at all: the answer would be published wherever the requester
+// pointed it (LAYOUT.md "Reply-subject injection").
+func (s *Service) serveControl(ctx context.Context, m *nats.Msg) {
+	if err := endpoint.CheckControlReplySubject(m.Subject, m.Reply); err != nil {
+		s.stats.refusedReply.Add(1)
+		s.log.Warn("dropping a control request whose reply subject is outside its own subtree",
+			"subject", m.Subject, "reply", m.Reply)
+		return
+	}
+	reply := s.handleControl(ctx, m)
+	data, err := json.Marshal(reply)
+	if err == nil {
+		err = m.Respond(data)
+	}
+	if err != nil {
+		s.log.Warn("could not answer a control request", "subject", m.Subject, "err", err)
+	}
+}
+
+// handleControl checks the request (SPEC §5: from.id must be the subject sender) and runs it.
+func (s *Service) handleControl(ctx context.Context, m *nats.Msg) endpoint.ControlReply {
+	sub, req, err := endpoint.CheckControlRequest(m.Subject, m.Data)
+	if err != nil {
+		reason, ok := endpoint.ReasonOf(err)
+		if !ok {
+			reason = err.Error()
+		}
+		return endpoint.ReplyError(reason)
+	}
+	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	var data any
+	switch req.Op {
+	case OpDurableJoin:
+		data, err = s.durableJoin(ctx, sub.Sender, req.Args)
+	case OpDurableLeave:
+		data, err = s.durableLeave(ctx, sub.Sender, req.Args)
+	case OpListMemberships:
+		data = s.listMemberships(sub.Sender)
+	default:
+		return endpoint.ReplyError(fmt.Sprintf("op %q not supported on the delivery control service", req.Op))
+	}
+	if err != nil {
+		return endpoint.ReplyError(err.Error())
+	}
+	reply, err := endpoint.ReplyOK(data)
+	if err != nil {
+		return endpoint.ReplyError(err.Error())
+	}
+	return reply
+}
+
+// decodeArgs decodes a request's args object into v.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return fmt.Errorf("%s: args are missing", endpoint.ReasonMalformedJSON)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: args: %v", endpoint.ReasonMalformedJSON, err)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package delivery
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+func TestControlService(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team", "team.>"), h.newAgent("bob", "team")
+
+	t.Run("a request whose from.id is not the subject sender is refused with sender-mismatch", func(t *testing.T) {
+		req, _ := endpoint.NewControlRequest(OpListMemberships, nil, bob.ref())
+		r := h.request(testNames.CtlSubject(endpoint.DeliveryService, alice.id), "", mustJSON(t, req))
+		if r.OK || r.Error != endpoint.ReasonSenderMismatch {
+			t.Fatalf("reply = %+v, want error %q", r, endpoint.ReasonSenderMismatch)
+		}
+	})
+	t.Run("an unknown op is refused by name", func(t *testing.T) {
+		r := alice.control("frobnicate", nil)
+		if want := `op "frobnicate" not supported on the delivery control service`; r.OK || r.Error != want {
+			t.Fatalf("reply = %+v, want error %q", r, want)
+		}
+	})
+	t.Run("a reply subject outside the request's subtree gets no answer", func(t *testing.T) {
+		subject := testNames.CtlSubject(endpoint.DeliveryService, alice.id)
+		req, _ := endpoint.NewControlRequest(OpListMemberships, nil, alice.ref())
+		// Pointing the reply at a presence key is the injection LAYOUT.md warns about.
+		if err := h.nc.PublishRequest(subject, testNames.PresenceKVSubject(bob.id), mustJSON(t, req)); err != nil {
+			t.Fatal(err)
+		}
+		checkFor(t, func() error {
+			if h.svc.Stats().ControlRefusedReplySubject != 1 {
+				return errorString("request not refused yet")
+			}
+			return nil
+		})
+	})
+	t.Run("a join outside the read ACL is not durable", func(t *testing.T) {
+		if r := bob.join("secret"); r.Durable || !strings.Contains(r.Reason, "read ACL") {
+			t.Fatalf("join = %+v, want a read-ACL refusal", r)
+		}
+	})
+	t.Run("a wildcard channel cannot be joined", func(t *testing.T) {
+		if r := alice.join("team.>"); r.Durable || r.Reason == "" {
+			t.Fatalf("join = %+v, want a refusal", r)
+		}
+	})
+	t.Run("malformed args are refused as malformed-json", func(t *testing.T) {
+		r := alice.control(OpDurableJoin, map[string]any{"channel": 7})
+		if r.OK || !strings.HasPrefix(r.Error, endpoint.ReasonMalformedJSON) {
+			t.Fatalf("reply = %+v, want a malformed-json refusal", r)
+		}
+	})
+	t.Run("listMemberships lists the active memberships by channel", func(t *testing.T) {
+		alice.join("team.b")
+		alice.join("team")
+		var list ListReply
+		h.decodeOK(alice.control(OpListMemberships, nil), &list)
+		want := []MembershipInfo{{Channel: "team", Generation: 1, Activated: true}, {Channel: "team.b", Generation: 1, Activated: true}}
+		if got, _ := json.Marshal(list.Memberships); string(got) != string(mustJSON(t, want)) {
+			t.Fatalf("memberships = %s, want %s", got, mustJSON(t, want))
+		}
+	})
+	t.Run("a leave naming another generation leaves nothing", func(t *testing.T) {
+		if r := alice.leave("team", 99); !r.AlreadyLeft {
+			t.Fatalf("leave = %+v, want alreadyLeft", r)
+		}
+		if rec := alice.membership("team"); rec.LeaveCursor != nil {
+			t.Fatalf("record = %+v, want it still open", rec)
+		}
+	})
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

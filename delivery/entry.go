@@ -1,0 +1,69 @@
+package delivery
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// Reasons a backstop entry was written (LAYOUT.md "The durable backstop").
+const (
+	// ReasonDurableChannel: the entry is a durable channel's copy for one of its members.
+	ReasonDurableChannel = "durable-channel"
+	// ReasonLiveMention: the entry is a live channel's copy for a mentioned, authorized target.
+	ReasonLiveMention = "live-mention"
+)
+
+// errInvalidEntry: an INBOX value is not a backstop entry this package wrote, for example a
+// JetStream acknowledgement an injected reply subject put there.
+var errInvalidEntry = errors.New("not a valid backstop entry")
+
+// entry is one value of INBOX_<s> on cotal.<s>.dinbox.<member> (LAYOUT.md): the message as
+// its sender published it, the channel from its subject, its CHAT stream sequence, why it
+// was written, and the membership generation it was written under (0 for a mention).
+type entry struct {
+	Msg        json.RawMessage `json:"msg"`
+	Channel    string          `json:"channel"`
+	Seq        uint64          `json:"seq"`
+	Reason     string          `json:"reason"`
+	Generation uint64          `json:"generation"`
+}
+
+// entryMsgID is the INBOX Nats-Msg-Id <msgId>:<member>:<generation>: a redelivered CHAT
+// message is written once per member and membership (LAYOUT.md).
+func entryMsgID(msgID, member string, generation uint64) string {
+	return msgID + ":" + member + ":" + strconv.FormatUint(generation, 10)
+}
+
+// dlvMsgID is the DLV Nats-Msg-Id <msgId>:<member>. It is not the bare message id: JetStream
+// deduplicates per stream, not per subject, so with the bare id the copy for the second member
+// of a channel would be acknowledged as a duplicate of the first member's copy and never stored.
+func dlvMsgID(msgID, member string) string { return msgID + ":" + member }
+
+// decodeEntry decodes an INBOX value strictly: every field present and valid, the message a
+// valid CotalMessage (SPEC §5). It returns the decoded message too, whose id the handoff uses.
+func decodeEntry(data []byte) (*entry, *endpoint.CotalMessage, error) {
+	var e entry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errInvalidEntry, err)
+	}
+	switch {
+	case len(e.Msg) == 0:
+		return nil, nil, fmt.Errorf("%w: msg is missing", errInvalidEntry)
+	case endpoint.ValidatePolicyChannel(e.Channel) != nil || endpoint.ValidatePublishChannel(e.Channel) != nil:
+		return nil, nil, fmt.Errorf("%w: channel %q is not a sanitized concrete channel", errInvalidEntry, e.Channel)
+	case e.Seq == 0:
+		return nil, nil, fmt.Errorf("%w: seq is missing", errInvalidEntry)
+	case e.Reason != ReasonDurableChannel && e.Reason != ReasonLiveMention:
+		return nil, nil, fmt.Errorf("%w: reason %q is not %s or %s", errInvalidEntry, e.Reason,
+			ReasonDurableChannel, ReasonLiveMention)
+	}
+	m, err := endpoint.DecodeMessage(e.Msg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: msg: %w", errInvalidEntry, err)
+	}
+	return &e, m, nil
+}

@@ -1,0 +1,192 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// ackWait is the ack wait of the service's consumers (LAYOUT.md "Consumers").
+const ackWait = 60 * time.Second
+
+// fanoutConsumerConfig is the fanout durable on CHAT_<s> (LAYOUT.md "Consumers").
+func fanoutConsumerConfig(n endpoint.Names) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       endpoint.FanoutConsumer,
+		FilterSubject: n.Prefix() + ".chat.>",
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+	}
+}
+
+// runFanout is the fan-out writer (SPEC §4, §8; LAYOUT.md "The durable backstop"). It starts
+// once the membership, channel and presence views are loaded, so it never routes a message
+// against a partial view.
+func (s *Service) runFanout(ctx context.Context, up func()) error {
+	if err := s.waitViews(ctx); err != nil {
+		return err
+	}
+	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.ChatStream(), fanoutConsumerConfig(s.names))
+	if err != nil {
+		return fmt.Errorf("create consumer %s on %s: %w", endpoint.FanoutConsumer, s.names.ChatStream(), err)
+	}
+	s.gaps.resume(cons.CachedInfo().Delivered.Stream)
+	it, err := cons.Messages(jetstream.PullMaxMessages(pullBatch))
+	if err != nil {
+		return fmt.Errorf("pull from %s: %w", endpoint.FanoutConsumer, err)
+	}
+	defer releaseBuffered(it)
+	up()
+	for {
+		batch, err := nextBatch(ctx, it, pullBatch)
+		if err != nil {
+			return fmt.Errorf("pull from %s: %w", endpoint.FanoutConsumer, err)
+		}
+		if err := s.fanoutBatch(ctx, batch); err != nil {
+			return err
+		}
+	}
+}
+
+// waitViews blocks until the membership view is loaded and the channel and presence caches
+// are current.
+func (s *Service) waitViews(ctx context.Context) error {
+	for _, g := range []*gate{s.members.loaded, s.channels.gate, s.presence.gate} {
+		if err := g.wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fanoutBatch routes every message of batch and acks each once its entries are stored.
+func (s *Service) fanoutBatch(ctx context.Context, batch []jetstream.Msg) error {
+	var pend []pendingMsg
+	inFlight := 0
+	for i, m := range batch {
+		// A cache whose watch is restarting is not fresh; wait rather than route on it.
+		if err := s.waitViews(ctx); err != nil {
+			nakAll(batch[i:])
+			return settle(ctx, pend, s.fanoutFailed)
+		}
+		p := s.fanoutOne(m)
+		pend = append(pend, p)
+		inFlight += len(p.futures)
+		if inFlight >= flushAt {
+			if err := settle(ctx, pend, s.fanoutFailed); err != nil {
+				nakAll(batch[i+1:])
+				return err
+			}
+			pend, inFlight = pend[:0], 0
+		}
+	}
+	return settle(ctx, pend, s.fanoutFailed)
+}
+
+func (s *Service) fanoutFailed(p pendingMsg, err error) {
+	s.log.Warn("fan-out entry not stored; the CHAT message will be redelivered",
+		"subject", p.msg.Subject(), "err", err)
+}
+
+// fanoutOne validates one CHAT message and starts publishing its entries. A message that is
+// not a valid chat delivery is counted and settled with no entries.
+func (s *Service) fanoutOne(m jetstream.Msg) pendingMsg {
+	meta, err := m.Metadata()
+	if err != nil {
+		s.skip(m, 0, err)
+		return pendingMsg{msg: m}
+	}
+	s.stats.fanoutLag.Store(meta.NumPending)
+	if meta.NumDelivered == 1 {
+		if gap, found := s.gaps.observe(meta.Sequence.Stream); found {
+			s.reportGap(gap)
+		}
+	}
+	seq := meta.Sequence.Stream
+	sub, msg, err := endpoint.CheckDelivery(m.Subject(), m.Data())
+	if err == nil && sub.Kind != endpoint.KindChat {
+		err = fmt.Errorf("subject kind %s is not chat", sub.Kind)
+	}
+	if err != nil {
+		s.skip(m, seq, err)
+		return pendingMsg{msg: m}
+	}
+	targets, reason := s.route(sub, msg, seq, meta.Timestamp)
+	p := pendingMsg{msg: m}
+	for _, t := range targets {
+		f, err := s.publishEntry(m.Data(), msg.ID, sub.Rest, seq, reason, t)
+		if err != nil {
+			p.err = err
+			break
+		}
+		p.futures = append(p.futures, f)
+	}
+	counter := &s.stats.fannedOutDurable
+	if reason == ReasonLiveMention {
+		counter = &s.stats.fannedOutMention
+	}
+	p.onStored = func() { counter.Add(int64(len(targets))) }
+	return p
+}
+
+// route decides who gets an entry. The class is resolved fresh from the channel registry
+// through endpoint.EffectiveClass (SPEC §7). Durable: every eligible member but the sender,
+// decided under the join fence (doc.go). Live: each @mention resolving to one present instance
+// whose current read ACL covers the channel (SPEC §4).
+func (s *Service) route(sub endpoint.Subject, msg *endpoint.CotalMessage, seq uint64, at time.Time) ([]recipient, string) {
+	channel := sub.Rest
+	if classOf(s.channels, channel) == endpoint.DeliveryDurable {
+		s.members.view.mu.Lock()
+		defer s.members.view.mu.Unlock()
+		return s.members.view.eligibleLocked(nil, channel, sub.Sender, seq), ReasonDurableChannel
+	}
+	var out []recipient
+	seen := map[string]bool{}
+	for _, name := range msg.Mentions {
+		id, ok := resolveMention(s.presence, name, at)
+		if !ok || id == sub.Sender || seen[id] {
+			continue
+		}
+		seen[id] = true
+		if acl, known := s.cfg.ACL.ReadACL(id); known && acl.Covers(channel) {
+			out = append(out, recipient{id: id})
+		}
+	}
+	return out, ReasonLiveMention
+}
+
+// publishEntry starts the INBOX write of one entry.
+func (s *Service) publishEntry(raw []byte, msgID, channel string, seq uint64, reason string, t recipient) (jetstream.PubAckFuture, error) {
+	data, err := json.Marshal(entry{Msg: raw, Channel: channel, Seq: seq, Reason: reason, Generation: t.generation})
+	if err != nil {
+		return nil, fmt.Errorf("encode entry: %w", err)
+	}
+	return s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DInboxSubject(t.id), Data: data},
+		jetstream.WithMsgID(entryMsgID(msgID, t.id, t.generation)),
+		jetstream.WithExpectStream(s.names.InboxStream()))
+}
+
+// skip counts and logs a CHAT message that is not a valid chat delivery; it is acked with no
+// entries, because no retry can repair it (SPEC §4 permanent anomalies).
+func (s *Service) skip(m jetstream.Msg, seq uint64, err error) {
+	s.stats.fanoutSkipped.Add(1)
+	reason, _ := endpoint.ReasonOf(err)
+	s.log.Warn("fan-out skips a CHAT message that is not a valid chat delivery",
+		"subject", m.Subject(), "seq", seq, "reason", reason, "err", err)
+}
+
+// reportGap makes a gap visible: counted, logged with its range, and listed for every affected
+// membership by listMemberships.
+func (s *Service) reportGap(g SeqRange) {
+	s.stats.gaps.Add(1)
+	s.stats.gapMessages.Add(int64(g.Last - g.First + 1))
+	s.log.Error("CHAT messages were removed before the fan-out read them; durable members miss them",
+		"first", g.First, "last", g.Last, "count", g.Last-g.First+1)
+}

@@ -1,0 +1,66 @@
+package delivery
+
+import (
+	"sync"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// maxGapRanges bounds the gap ranges kept for listMemberships; the counters keep the totals.
+const maxGapRanges = 256
+
+// SeqRange is an inclusive range of CHAT stream sequences.
+type SeqRange struct {
+	First uint64 `json:"first"`
+	Last  uint64 `json:"last"`
+}
+
+// gapLog detects CHAT sequences the fan-out never saw (LAYOUT.md trap "Eviction before
+// fan-out"). The fan-out's filter is the whole stream, so first deliveries arrive with
+// consecutive stream sequences; a jump means retention (or an operator) removed messages
+// before the fan-out read them. Their subjects are gone with them, so a gap cannot be pinned
+// to a channel: it is reported to every membership whose interval overlaps it.
+type gapLog struct {
+	mu     sync.Mutex
+	next   uint64 // the stream sequence the next first delivery should carry
+	ranges []SeqRange
+}
+
+// resume sets the expected next sequence from the consumer's last delivered one, when the
+// fan-out (re)starts.
+func (g *gapLog) resume(delivered uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.next = delivered + 1
+}
+
+// observe records the first delivery of seq and returns the gap before it, if any.
+func (g *gapLog) observe(seq uint64) (SeqRange, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if seq < g.next {
+		return SeqRange{}, false
+	}
+	gap, found := SeqRange{First: g.next, Last: seq - 1}, seq > g.next
+	g.next = seq + 1
+	if found {
+		g.ranges = append(g.ranges, gap)
+		if len(g.ranges) > maxGapRanges {
+			g.ranges = g.ranges[len(g.ranges)-maxGapRanges:]
+		}
+	}
+	return gap, found
+}
+
+// affecting returns the recorded gaps that overlap rec's membership interval.
+func (g *gapLog) affecting(rec endpoint.Membership) []SeqRange {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []SeqRange
+	for _, r := range g.ranges {
+		if r.Last > rec.JoinCursor && (rec.LeaveCursor == nil || r.First <= *rec.LeaveCursor) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,554 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// The harness runs a bare embedded JetStream server with two users: "delivery", holding
+// exactly ServiceGrants, and "agent", allowed everything, which plays the agents and the mesh.
+const (
+	testSpace         = "main"
+	deliveryInbox     = "_INBOX_delivery"
+	waitFor           = 20 * time.Second
+	pollEvery         = 10 * time.Millisecond
+	deliveryUser      = "delivery"
+	agentUser         = "agent"
+	testUserPassword  = "pw"
+	testPresenceTTL   = endpoint.DefaultLivenessWindow
+	testChatPerSubj   = 1000
+	testBackstopDedup = 2 * time.Hour
+)
+
+var testNames = endpoint.NewNames(testSpace)
+
+// harness is one space on its own server, with a running Service.
+type harness struct {
+	t      testing.TB
+	dir    string
+	srv    *server.Server
+	nc     *nats.Conn // the agent/mesh connection
+	js     jetstream.JetStream
+	acl    *aclMap
+	cfg    Config
+	svc    *Service
+	svcNC  *nats.Conn
+	asyncE *asyncErrors
+}
+
+// newHarness starts a server in a fresh directory, provisions the space and starts a Service.
+// opts adjust the Config before Start.
+func newHarness(t testing.TB, opts ...func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), acl: newACLMap(), asyncE: &asyncErrors{}}
+	h.startServer()
+	provisionTestSpace(t, h.js)
+	h.cfg = Config{Names: testNames, ACL: h.acl, Logger: testLogger(t),
+		UnknownMemberRetries: 3, UnknownMemberDelay: 20 * time.Millisecond, RestartBackoff: 20 * time.Millisecond}
+	for _, o := range opts {
+		o(&h.cfg)
+	}
+	h.startService()
+	t.Cleanup(h.stop)
+	return h
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func (h *harness) startServer() {
+	h.t.Helper()
+	g := ServiceGrants(testNames, deliveryInbox)
+	opts := &server.Options{
+		ServerName: "delivery-test", DontListen: true, JetStream: true, StoreDir: h.dir,
+		NoLog: true, NoSigs: true, MaxControlLine: 65536,
+		Users: []*server.User{
+			{Username: deliveryUser, Password: testUserPassword, Permissions: &server.Permissions{
+				Publish:   &server.SubjectPermission{Allow: g.Publish},
+				Subscribe: &server.SubjectPermission{Allow: g.Subscribe},
+			}},
+			{Username: agentUser, Password: testUserPassword},
+		},
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		h.t.Fatalf("new server: %v", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(waitFor) {
+		h.t.Fatal("server did not become ready")
+	}
+	h.srv = srv
+	h.nc = h.connect(agentUser, nil)
+	h.js, err = jetstream.New(h.nc)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// connect opens an in-process connection as user.
+func (h *harness) connect(user string, extra []nats.Option) *nats.Conn {
+	h.t.Helper()
+	opts := append([]nats.Option{nats.InProcessServer(h.srv), nats.UserInfo(user, testUserPassword),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { h.asyncE.add(user, err) })}, extra...)
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		h.t.Fatalf("connect as %s: %v", user, err)
+	}
+	return nc
+}
+
+func (h *harness) startService() {
+	h.t.Helper()
+	h.svcNC = h.connect(deliveryUser, []nats.Option{nats.CustomInboxPrefix(deliveryInbox)})
+	cfg := h.cfg
+	cfg.Conn = h.svcNC
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	svc, err := Start(ctx, cfg)
+	if err != nil {
+		h.t.Fatalf("start delivery: %v", err)
+	}
+	h.svc = svc
+}
+
+func (h *harness) stopService() {
+	h.t.Helper()
+	if h.svc == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := h.svc.Close(ctx); err != nil {
+		h.t.Errorf("close delivery: %v", err)
+	}
+	h.svc = nil
+	h.svcNC.Close()
+}
+
+// restartMesh stops the Service and the server and starts both again on the same store.
+func (h *harness) restartMesh() {
+	h.t.Helper()
+	h.stopService()
+	h.nc.Close()
+	h.srv.Shutdown()
+	h.srv.WaitForShutdown()
+	h.startServer()
+	h.startService()
+}
+
+func (h *harness) stop() {
+	h.stopService()
+	h.nc.Close()
+	h.srv.Shutdown()
+	h.srv.WaitForShutdown()
+	if errs := h.asyncE.list(); len(errs) > 0 {
+		h.t.Errorf("asynchronous connection errors (a missing grant?): %v", errs)
+	}
+}
+
+// asyncErrors collects connection errors, notably permission violations of the delivery user.
+type asyncErrors struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (a *asyncErrors) add(user string, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.errs = append(a.errs, user+": "+err.Error())
+}
+
+func (a *asyncErrors) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.errs...)
+}
+
+// aclMap is a test ACLSource.
+type aclMap struct {
+	mu sync.Mutex
+	m  map[string]endpoint.ACLRecord
+}
+
+func newACLMap() *aclMap { return &aclMap{m: map[string]endpoint.ACLRecord{}} }
+
+func (a *aclMap) ReadACL(id string) (endpoint.ACLRecord, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.m[id]
+	return r, ok
+}
+
+func (a *aclMap) set(id string, allow ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prev := a.m[id]
+	a.m[id] = endpoint.ACLRecord{AllowSubscribe: allow, Revision: prev.Revision + 1, UpdatedAt: time.Now().UnixMilli()}
+}
+
+func (a *aclMap) forget(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.m, id)
+}
+
+// provisionTestSpace creates the streams and buckets the Service uses, with the settings of
+// LAYOUT.md (a test-only replica of what package space provisions).
+func provisionTestSpace(t testing.TB, js jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	n := testNames
+	stream := func(name, subject string, perSubj int64, dup time.Duration) jetstream.StreamConfig {
+		return jetstream.StreamConfig{Name: name, Subjects: []string{n.Prefix() + "." + subject + ".>"},
+			Storage: jetstream.FileStorage, Discard: jetstream.DiscardOld, MaxMsgsPerSubject: perSubj,
+			Duplicates: dup, MaxMsgs: -1, MaxBytes: -1}
+	}
+	chat := stream(n.ChatStream(), "chat", testChatPerSubj, 2*time.Minute)
+	chat.AllowDirect = true
+	kv := func(bucket string, ttl time.Duration) jetstream.StreamConfig {
+		dup := 2 * time.Minute
+		if ttl > 0 {
+			dup = ttl
+		}
+		return jetstream.StreamConfig{Name: endpoint.KVStream(bucket), Subjects: []string{"$KV." + bucket + ".>"},
+			Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, MaxMsgs: -1, MaxBytes: -1, MaxMsgSize: -1,
+			MaxConsumers: -1, MaxAge: ttl, Discard: jetstream.DiscardNew, DenyDelete: true, Duplicates: dup}
+	}
+	for _, cfg := range []jetstream.StreamConfig{
+		chat,
+		stream(n.InboxStream(), "dinbox", 1000, testBackstopDedup),
+		stream(n.DLVStream(), "dlv", 1000, testBackstopDedup),
+		kv(n.PresenceBucket(), testPresenceTTL),
+		kv(n.ChannelsBucket(), 0),
+		kv(n.MembersBucket(), 0),
+	} {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			t.Fatalf("create stream %s: %v", cfg.Name, err)
+		}
+	}
+	reg, err := js.KeyValue(ctx, n.ChannelsBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Put(ctx, endpoint.DefaultsKey, mustJSON(t, endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryDurable})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// agent is an instance played over the harness's unrestricted connection.
+type agent struct {
+	h    *harness
+	id   string
+	name string
+}
+
+// newAgent mints an nkey id for name, gives it a read ACL and pre-creates its dlv_<id>
+// consumer, as the provisioner does.
+func (h *harness) newAgent(name string, allow ...string) *agent {
+	h.t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	id, err := kp.PublicKey()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.acl.set(id, allow...)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	_, err = h.js.CreateOrUpdateConsumer(ctx, testNames.DLVStream(), jetstream.ConsumerConfig{
+		Durable: testNames.DLVConsumer(id), FilterSubject: testNames.DLVSubject(id),
+		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+	})
+	if err != nil {
+		h.t.Fatalf("create dlv consumer: %v", err)
+	}
+	return &agent{h: h, id: id, name: name}
+}
+
+func (a *agent) ref() endpoint.EndpointRef { return endpoint.EndpointRef{ID: a.id, Name: a.name} }
+
+// publish sends a channel message through JetStream with Nats-Msg-Id = id (SPEC §8) and
+// returns it with its CHAT sequence.
+func (a *agent) publish(channel string, mentions ...string) (*endpoint.CotalMessage, uint64) {
+	a.h.t.Helper()
+	m := endpoint.NewChannelMessage(testSpace, a.ref(), channel, endpoint.Part{Kind: "text", Text: "hi"})
+	m.Mentions = mentions
+	ack, err := a.h.js.PublishMsg(context.Background(), &nats.Msg{Subject: testNames.ChatSubject(a.id, channel),
+		Data: mustJSON(a.h.t, m)}, jetstream.WithMsgID(m.ID))
+	if err != nil {
+		a.h.t.Fatalf("publish: %v", err)
+	}
+	return m, ack.Sequence
+}
+
+// announce writes the agent's presence row, idle, with heartbeat time ts.
+func (a *agent) announce(ts time.Time) { a.announceStatus(ts, endpoint.StatusIdle) }
+
+// control sends a request on the delivery control service with a reply subject inside the
+// request's own subtree and returns the reply.
+func (a *agent) control(op string, args any) endpoint.ControlReply {
+	a.h.t.Helper()
+	req, err := endpoint.NewControlRequest(op, args, a.ref())
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	return a.h.request(testNames.CtlSubject(endpoint.DeliveryService, a.id), "", mustJSON(a.h.t, req))
+}
+
+// request publishes data on subject with a reply subject (default: inside the subject's
+// .reply. subtree) and waits for the answer.
+func (h *harness) request(subject, reply string, data []byte) endpoint.ControlReply {
+	h.t.Helper()
+	if reply == "" {
+		reply = endpoint.ControlReplySubject(subject)
+	}
+	sub, err := h.nc.SubscribeSync(reply)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := h.nc.PublishRequest(subject, reply, data); err != nil {
+		h.t.Fatal(err)
+	}
+	m, err := sub.NextMsg(waitFor)
+	if err != nil {
+		h.t.Fatalf("no reply to %s: %v", subject, err)
+	}
+	r, err := endpoint.DecodeControlReply(m.Data)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return *r
+}
+
+// join asks for durable membership and returns the reply data.
+func (a *agent) join(channel string) JoinReply {
+	a.h.t.Helper()
+	var out JoinReply
+	a.h.decodeOK(a.control(OpDurableJoin, map[string]any{"channel": channel}), &out)
+	return out
+}
+
+func (a *agent) leave(channel string, generation uint64) LeaveReply {
+	a.h.t.Helper()
+	var out LeaveReply
+	a.h.decodeOK(a.control(OpDurableLeave, map[string]any{"channel": channel, "generation": generation}), &out)
+	return out
+}
+
+func (h *harness) decodeOK(r endpoint.ControlReply, v any) {
+	h.t.Helper()
+	if !r.OK {
+		h.t.Fatalf("control request refused: %s", r.Error)
+	}
+	if err := json.Unmarshal(r.Data, v); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// membership reads the agent's persisted membership record of channel.
+func (a *agent) membership(channel string) endpoint.Membership {
+	a.h.t.Helper()
+	kv, err := a.h.js.KeyValue(context.Background(), testNames.MembersBucket())
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	key := endpoint.MemberKey(channel, a.id)
+	e, err := kv.Get(context.Background(), key)
+	if err != nil {
+		a.h.t.Fatalf("read membership %s: %v", key, err)
+	}
+	rec, err := endpoint.DecodeMembership(key, e.Value())
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	return *rec
+}
+
+// settle waits until the fan-out and the reader have consumed and acknowledged everything.
+func (h *harness) settle() {
+	h.t.Helper()
+	checkFor(h.t, func() error {
+		for _, c := range []struct{ stream, name string }{
+			{testNames.ChatStream(), endpoint.FanoutConsumer},
+			{testNames.InboxStream(), endpoint.ReaderConsumer},
+		} {
+			info, err := h.consumerInfo(c.stream, c.name)
+			if err != nil {
+				return err
+			}
+			if info.NumPending != 0 || info.NumAckPending != 0 {
+				return fmt.Errorf("%s: %d pending, %d unacknowledged", c.name, info.NumPending, info.NumAckPending)
+			}
+		}
+		return nil
+	})
+}
+
+func (h *harness) consumerInfo(stream, name string) (*jetstream.ConsumerInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	c, err := h.js.Consumer(ctx, stream, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.Info(ctx)
+}
+
+// received reads every copy waiting on the agent's dlv_<id> consumer, acking each, once the
+// pipeline has settled; the result is exact, duplicates included.
+func (a *agent) received() []string {
+	a.h.t.Helper()
+	a.h.settle()
+	info, err := a.h.consumerInfo(testNames.DLVStream(), testNames.DLVConsumer(a.id))
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	var ids []string
+	if info.NumPending == 0 {
+		return ids
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	cons, err := a.h.js.Consumer(ctx, testNames.DLVStream(), testNames.DLVConsumer(a.id))
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	for uint64(len(ids)) < info.NumPending {
+		batch, err := cons.Fetch(int(info.NumPending)-len(ids), jetstream.FetchMaxWait(waitFor))
+		if err != nil {
+			a.h.t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			got, err := endpoint.DecodeMessage(m.Data())
+			if err != nil {
+				a.h.t.Fatalf("DLV copy is not a CotalMessage: %v", err)
+			}
+			ids = append(ids, got.ID)
+			_ = m.Ack()
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			a.h.t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// checkFor polls fn until it returns nil, failing the test at the deadline.
+func checkFor(t testing.TB, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v: %v", waitFor, err)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// ids returns the ids of msgs.
+func ids(msgs ...*endpoint.CotalMessage) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.ID
+	}
+	return out
+}
+
+// setChannel writes a channel's registry entry, as a privileged operator would.
+func (h *harness) setChannel(channel string, cfg endpoint.ChannelConfig) {
+	h.t.Helper()
+	kv, err := h.js.KeyValue(context.Background(), testNames.ChannelsBucket())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := kv.Put(context.Background(), channel, mustJSON(h.t, cfg)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// classIs reports whether the Service already resolves channel to want.
+func (h *harness) classIs(channel string, want endpoint.DeliveryClass) error {
+	if got := classOf(h.svc.channels, channel); got != want {
+		return fmt.Errorf("class of %s is %s, want %s", channel, got, want)
+	}
+	return nil
+}
+
+// fannedOut is a condition: at least n durable entries were written.
+func (h *harness) fannedOut(n int64) func() error {
+	return func() error {
+		if got := h.svc.Stats().FannedOutDurable; got < n {
+			return fmt.Errorf("%d durable entries fanned out, want %d", got, n)
+		}
+		return nil
+	}
+}
+
+// waitPresence waits until the Service's presence view holds every agent's latest row.
+func (h *harness) waitPresence(agents ...*agent) {
+	h.t.Helper()
+	checkFor(h.t, func() error {
+		for _, a := range agents {
+			if _, ok := h.svc.presence.get(a.id); !ok {
+				return fmt.Errorf("no presence row for %s yet", a.name)
+			}
+		}
+		return nil
+	})
+}
+
+// announceStatus writes a presence row with an explicit status.
+func (a *agent) announceStatus(ts time.Time, status endpoint.PresenceStatus) {
+	a.h.t.Helper()
+	kv, err := a.h.js.KeyValue(context.Background(), testNames.PresenceBucket())
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	p := endpoint.Presence{Card: endpoint.AgentCard{ID: a.id, Name: a.name, Kind: endpoint.CardKindAgent},
+		Status: status, TS: ts.UnixMilli()}
+	if _, err := kv.Put(context.Background(), a.id, mustJSON(a.h.t, p)); err != nil {
+		a.h.t.Fatal(err)
+	}
+}

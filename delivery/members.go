@@ -1,0 +1,154 @@
+package delivery
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// maxPastIntervals bounds the closed intervals a member record keeps for the fan-out.
+const maxPastIntervals = 32
+
+// pastInterval is a closed membership interval (JoinCursor, LeaveCursor] of an earlier
+// generation, kept while the fan-out may still have to route messages inside it (doc.go,
+// "Rejoin"). A cotal addition to the LAYOUT.md record, stored under "previous".
+type pastInterval struct {
+	Generation  uint64 `json:"generation"`
+	JoinCursor  uint64 `json:"joinCursor"`
+	LeaveCursor uint64 `json:"leaveCursor"`
+}
+
+func (p pastInterval) eligible(seq uint64) bool { return p.JoinCursor < seq && seq <= p.LeaveCursor }
+
+// member is one member's state on one channel: its current record and the closed intervals
+// of earlier generations the fan-out has not yet passed.
+type member struct {
+	rec  endpoint.Membership
+	past []pastInterval
+}
+
+// storedMember is the persisted form: the LAYOUT.md record plus the closed intervals. Readers
+// of the record ignore the extra field (SPEC §11).
+type storedMember struct {
+	endpoint.Membership
+	Previous []pastInterval `json:"previous,omitempty"`
+}
+
+// decodeMember decodes a stored record strictly (endpoint.DecodeMembership) with its past
+// intervals.
+func decodeMember(key string, data []byte) (member, error) {
+	rec, err := endpoint.DecodeMembership(key, data)
+	if err != nil {
+		return member{}, err
+	}
+	var s struct {
+		Previous []pastInterval `json:"previous"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return member{}, fmt.Errorf("%w: previous: %w", endpoint.ErrInvalidRecord, err)
+	}
+	return member{rec: *rec, past: s.Previous}, nil
+}
+
+// memberView is the in-memory membership registry (SPEC §7): every record of
+// cotal_members_<s>, by channel and owner. The delivery service is the registry's only writer,
+// so the view is exact without reading the bucket again after start (LAYOUT.md trap "One
+// consumer per message").
+//
+// mu is the join fence: fan-out holds it while it decides which members a message goes to,
+// and a join or leave holds it while it reads the CHAT cursor and updates the record (doc.go).
+type memberView struct {
+	mu        sync.Mutex
+	byChannel map[string]map[string]member // channel -> owner -> state
+}
+
+func newMemberView() *memberView {
+	return &memberView{byChannel: map[string]map[string]member{}}
+}
+
+// recipient is a member a durable entry is written for, with the generation it is tagged with.
+type recipient struct {
+	id         string
+	generation uint64
+}
+
+// eligibleLocked appends to dst every member of channel, except the sender, with a membership
+// interval, current or past, that holds seq (SPEC §7). The caller holds mu.
+func (v *memberView) eligibleLocked(dst []recipient, channel, sender string, seq uint64) []recipient {
+	for owner, m := range v.byChannel[channel] {
+		if owner == sender {
+			continue
+		}
+		if m.rec.Eligible(seq) {
+			dst = append(dst, recipient{id: owner, generation: m.rec.Generation})
+			continue
+		}
+		for _, p := range m.past {
+			if p.eligible(seq) {
+				dst = append(dst, recipient{id: owner, generation: p.Generation})
+				break
+			}
+		}
+	}
+	return dst
+}
+
+// lookupLocked returns owner's state on channel. The caller holds mu.
+func (v *memberView) lookupLocked(channel, owner string) (member, bool) {
+	m, ok := v.byChannel[channel][owner]
+	return m, ok
+}
+
+// putLocked stores m. The caller holds mu.
+func (v *memberView) putLocked(m member) {
+	owners := v.byChannel[m.rec.Channel]
+	if owners == nil {
+		owners = map[string]member{}
+		v.byChannel[m.rec.Channel] = owners
+	}
+	owners[m.rec.Owner] = m
+}
+
+// removeLocked drops owner's state on channel. The caller holds mu.
+func (v *memberView) removeLocked(channel, owner string) {
+	delete(v.byChannel[channel], owner)
+	if len(v.byChannel[channel]) == 0 {
+		delete(v.byChannel, channel)
+	}
+}
+
+// authorizes re-checks a durable-channel backstop entry against the member's record (SPEC §7,
+// §8, §9 item 5). An entry of the record's generation must lie in its interval, so leave is a
+// hard read boundary. An entry of an earlier generation was written by the fan-out only inside
+// that generation's closed interval (doc.go), so, like any pre-leave entry, it stays
+// deliverable. No record, or an entry tagged with a generation the record never reached (a
+// join that was rolled back), is not authorized.
+func (v *memberView) authorizes(channel, owner string, generation, seq uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	m, ok := v.lookupLocked(channel, owner)
+	switch {
+	case !ok || generation > m.rec.Generation:
+		return false
+	case generation < m.rec.Generation:
+		return true
+	}
+	return m.rec.Eligible(seq)
+}
+
+// active returns owner's memberships that have not been left, by channel.
+func (v *memberView) active(owner string) []endpoint.Membership {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []endpoint.Membership
+	for _, owners := range v.byChannel {
+		if m, ok := owners[owner]; ok && m.rec.LeaveCursor == nil {
+			out = append(out, m.rec)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Channel < out[j].Channel })
+	return out
+}

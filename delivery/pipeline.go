@@ -1,0 +1,102 @@
+package delivery
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Pipeline sizes: the fan-out and the reader pull in batches and publish asynchronously, so
+// neither waits a round trip per message (LAYOUT.md trap "Backstop throughput").
+const (
+	pullBatch   = 256                   // messages a pull consumer buffers and a batch holds
+	batchLinger = time.Millisecond      // how long a batch waits for one more buffered message
+	flushAt     = 1024                  // unconfirmed publishes before a batch waits for them
+	retryDelay  = time.Second           // redelivery delay after a publish that was not stored
+	drainWait   = 50 * time.Millisecond // how long a stopping loop waits for each buffered message
+)
+
+// nextBatch blocks for one message, then takes whatever else is buffered, up to max.
+func nextBatch(ctx context.Context, it jetstream.MessagesContext, max int) ([]jetstream.Msg, error) {
+	m, err := it.Next(jetstream.NextContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	batch := []jetstream.Msg{m}
+	for len(batch) < max {
+		m, err := it.Next(jetstream.NextMaxWait(batchLinger))
+		if err != nil {
+			break // a timeout ends the batch; any other error returns from the next blocking call
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
+}
+
+// releaseBuffered stops the iterator and naks the messages it had buffered, so they are
+// redelivered now instead of after the consumer's 60 s ack wait.
+func releaseBuffered(it jetstream.MessagesContext) {
+	it.Drain()
+	for {
+		m, err := it.Next(jetstream.NextMaxWait(drainWait))
+		if err != nil {
+			return
+		}
+		_ = m.Nak()
+	}
+}
+
+// pendingMsg is a consumed message waiting for the publishes it caused.
+type pendingMsg struct {
+	msg      jetstream.Msg
+	futures  []jetstream.PubAckFuture
+	err      error  // a publish that could not even be sent
+	onStored func() // counts what was delivered, once every publish is stored
+}
+
+// settle waits for each pending message's publishes and acks it only when all of them were
+// stored; otherwise it naks it for redelivery, which republishes under the same Nats-Msg-Id,
+// so what was stored already is deduplicated. When ctx ends, the rest are nak'ed at once.
+func settle(ctx context.Context, pend []pendingMsg, onFail func(pendingMsg, error)) error {
+	for _, p := range pend {
+		err := p.err
+		if err == nil {
+			err = awaitAll(ctx, p.futures)
+		}
+		switch {
+		case ctx.Err() != nil:
+			_ = p.msg.Nak()
+		case err != nil:
+			onFail(p, err)
+			_ = p.msg.NakWithDelay(retryDelay)
+		default:
+			_ = p.msg.Ack()
+			if p.onStored != nil {
+				p.onStored()
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// awaitAll waits until every publish is stored, one fails, or ctx ends.
+func awaitAll(ctx context.Context, futures []jetstream.PubAckFuture) error {
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// nakAll releases messages a stopping loop will not process.
+func nakAll(msgs []jetstream.Msg) {
+	for _, m := range msgs {
+		_ = m.Nak()
+	}
+}

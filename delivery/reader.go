@@ -1,0 +1,143 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// readerMaxAckPending is the reader consumer's max ack pending (LAYOUT.md "Consumers").
+const readerMaxAckPending = 1000
+
+// readerConsumerConfig is the reader durable on INBOX_<s> (LAYOUT.md "Consumers").
+func readerConsumerConfig(n endpoint.Names) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       endpoint.ReaderConsumer,
+		FilterSubject: n.Prefix() + ".dinbox.>",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxAckPending: readerMaxAckPending,
+	}
+}
+
+// runReader is the trusted reader (SPEC §8, §9 item 5): it re-authorizes every INBOX entry
+// against the member's current read ACL and membership interval, and hands what passes to the
+// member's DLV subject, acking the entry only once that copy is stored.
+func (s *Service) runReader(ctx context.Context, up func()) error {
+	if err := s.members.loaded.wait(ctx); err != nil {
+		return err
+	}
+	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.InboxStream(), readerConsumerConfig(s.names))
+	if err != nil {
+		return fmt.Errorf("create consumer %s on %s: %w", endpoint.ReaderConsumer, s.names.InboxStream(), err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(pullBatch))
+	if err != nil {
+		return fmt.Errorf("pull from %s: %w", endpoint.ReaderConsumer, err)
+	}
+	defer releaseBuffered(it)
+	up()
+	for {
+		batch, err := nextBatch(ctx, it, pullBatch)
+		if err != nil {
+			return fmt.Errorf("pull from %s: %w", endpoint.ReaderConsumer, err)
+		}
+		if err := s.readBatch(ctx, batch); err != nil {
+			return err
+		}
+	}
+}
+
+// readBatch handles every entry of batch.
+func (s *Service) readBatch(ctx context.Context, batch []jetstream.Msg) error {
+	var pend []pendingMsg
+	for i, m := range batch {
+		if p, ok := s.readOne(m); ok {
+			pend = append(pend, p)
+		}
+		if len(pend) >= flushAt {
+			if err := settle(ctx, pend, s.handoffFailed); err != nil {
+				nakAll(batch[i+1:])
+				return err
+			}
+			pend = pend[:0]
+		}
+	}
+	return settle(ctx, pend, s.handoffFailed)
+}
+
+func (s *Service) handoffFailed(p pendingMsg, err error) {
+	s.log.Warn("DLV copy not stored; the entry will be redelivered", "subject", p.msg.Subject(), "err", err)
+}
+
+// readOne re-authorizes one entry. It settles refused entries itself and returns the pending
+// handoff of an authorized one.
+func (s *Service) readOne(m jetstream.Msg) (pendingMsg, bool) {
+	meta, err := m.Metadata()
+	if err != nil {
+		s.malformed(m, err)
+		return pendingMsg{}, false
+	}
+	s.stats.readerLag.Store(meta.NumPending)
+	member, ok := strings.CutPrefix(m.Subject(), s.names.Prefix()+".dinbox.")
+	if !ok || member == "" || endpoint.Sanitize(member) != member {
+		s.malformed(m, fmt.Errorf("subject %q is not %s.dinbox.<member>", m.Subject(), s.names.Prefix()))
+		return pendingMsg{}, false
+	}
+	e, msg, err := decodeEntry(m.Data())
+	if err != nil {
+		s.malformed(m, err)
+		return pendingMsg{}, false
+	}
+	acl, known := s.cfg.ACL.ReadACL(member)
+	switch {
+	case !known:
+		s.unknownMember(m, meta, member, msg.ID)
+		return pendingMsg{}, false
+	case !acl.Covers(e.Channel):
+		s.stats.droppedUnauthorized.Add(1)
+		s.log.Info("dropping a backstop entry outside the member's read ACL",
+			"member", member, "channel", e.Channel, "id", msg.ID)
+		_ = m.Ack()
+		return pendingMsg{}, false
+	case e.Reason == ReasonDurableChannel && !s.members.view.authorizes(e.Channel, member, e.Generation, e.Seq):
+		s.stats.droppedNotEligible.Add(1)
+		s.log.Info("dropping a backstop entry outside the member's membership interval",
+			"member", member, "channel", e.Channel, "seq", e.Seq, "generation", e.Generation, "id", msg.ID)
+		_ = m.Ack()
+		return pendingMsg{}, false
+	}
+	f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DLVSubject(member), Data: e.Msg},
+		jetstream.WithMsgID(dlvMsgID(msg.ID, member)), jetstream.WithExpectStream(s.names.DLVStream()))
+	p := pendingMsg{msg: m, err: err, onStored: func() { s.stats.delivered.Add(1) }}
+	if err == nil {
+		p.futures = []jetstream.PubAckFuture{f}
+	}
+	return p, true
+}
+
+// unknownMember retries an entry whose member the ACL source does not know yet, and gives up,
+// loudly, after Config.UnknownMemberRetries deliveries.
+func (s *Service) unknownMember(m jetstream.Msg, meta *jetstream.MsgMetadata, member, id string) {
+	if meta.NumDelivered < uint64(s.cfg.UnknownMemberRetries) {
+		_ = m.NakWithDelay(s.cfg.UnknownMemberDelay)
+		return
+	}
+	s.stats.gaveUpUnknown.Add(1)
+	s.log.Error("giving up on a backstop entry: its member is unknown to the ACL registry",
+		"member", member, "id", id, "deliveries", meta.NumDelivered)
+	_ = m.Term()
+}
+
+// malformed terminates an INBOX value that is not a valid entry; no retry can repair it.
+func (s *Service) malformed(m jetstream.Msg, err error) {
+	s.stats.readerMalformed.Add(1)
+	s.log.Warn("terminating an INBOX value that is not a valid backstop entry", "subject", m.Subject(), "err", err)
+	_ = m.Term()
+}

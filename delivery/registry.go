@@ -1,0 +1,299 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// WriterIdentity is the writerIdentity of every membership record the Service writes
+// (LAYOUT.md "KV buckets").
+const WriterIdentity = "cotal-delivery"
+
+// registry owns the membership registry cotal_members_<s> (SPEC §7): the in-memory view, the
+// compare-and-set writes that persist it, and the watch that loads it at start and repairs
+// keys overwritten behind its back.
+//
+// Lock order: writeMu, then view.mu. writeMu serializes every registry write with the
+// revision bookkeeping; view.mu is held only for in-memory work, plus the CHAT cursor read of a
+// join or leave (the join fence, doc.go).
+type registry struct {
+	view       *memberView
+	kv         jetstream.KeyValue
+	js         jetstream.JetStream
+	chatStream string
+	log        *slog.Logger
+	repairs    *atomic.Int64 // records rewritten after a write we did not make
+	invalid    *atomic.Int64 // values that are not valid records
+	loaded     *gate         // opens once the first watch has loaded every record; never closes
+
+	writeMu sync.Mutex
+	revs    map[string]uint64 // KV revision of each key, last written or seen; guarded by writeMu
+	started bool              // the first load finished; guarded by writeMu
+}
+
+// join makes owner a durable member of channel with a fresh join cursor and a higher
+// generation, and persists the record before returning it (SPEC §7). The cursor is read and
+// the record inserted under the join fence, so no message after the cursor is missed and none
+// at or before it is fanned out under the new generation (doc.go). The interval the join
+// replaces is kept, closed, for messages the fan-out has not routed yet. A failed write
+// restores the previous state.
+func (r *registry) join(ctx context.Context, channel, owner string) (endpoint.Membership, error) {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	floor := r.fanoutAckFloor(ctx)
+
+	r.view.mu.Lock()
+	cursor, err := r.chatLastSeq(ctx)
+	if err != nil {
+		r.view.mu.Unlock()
+		return endpoint.Membership{}, err
+	}
+	prev, had := r.view.lookupLocked(channel, owner)
+	next := member{
+		rec: endpoint.Membership{
+			Channel: channel, Owner: owner, State: endpoint.MemberDurableActive,
+			JoinCursor: cursor, Activated: true, Generation: prev.rec.Generation + 1,
+			WriterIdentity: WriterIdentity, UpdatedAt: time.Now().UnixMilli(),
+		},
+		past: closePast(prev, had, cursor, floor),
+	}
+	r.view.putLocked(next)
+	r.view.mu.Unlock()
+
+	if err := r.persistLocked(ctx, next); err != nil {
+		r.restore(channel, owner, prev, had)
+		return endpoint.Membership{}, err
+	}
+	return next.rec, nil
+}
+
+// closePast returns the closed intervals a new join keeps: prev's, plus prev's current one
+// closed at its leave cursor, or at the new join cursor when prev was still open. Intervals
+// that end at or before floor, the fan-out's ack floor, are dropped: the fan-out has routed
+// every message in them.
+func closePast(prev member, had bool, cursor, floor uint64) []pastInterval {
+	if !had {
+		return nil
+	}
+	end := cursor
+	if prev.rec.LeaveCursor != nil {
+		end = *prev.rec.LeaveCursor
+	}
+	all := append(slices.Clone(prev.past), pastInterval{
+		Generation: prev.rec.Generation, JoinCursor: prev.rec.JoinCursor, LeaveCursor: end,
+	})
+	var keep []pastInterval
+	for _, p := range all {
+		if p.LeaveCursor > floor && p.LeaveCursor > p.JoinCursor {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) > maxPastIntervals {
+		keep = keep[len(keep)-maxPastIntervals:]
+	}
+	return keep
+}
+
+// leave sets owner's leave cursor on channel to the CHAT last sequence, a hard read boundary
+// for the backstop (SPEC §7). generation 0 leaves the current membership; any other value
+// leaves only that one. It reports false, and writes nothing, when there is no such active
+// membership.
+func (r *registry) leave(ctx context.Context, channel, owner string, generation uint64) (bool, error) {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+
+	r.view.mu.Lock()
+	prev, ok := r.view.lookupLocked(channel, owner)
+	if !ok || prev.rec.LeaveCursor != nil || (generation != 0 && generation != prev.rec.Generation) {
+		r.view.mu.Unlock()
+		return false, nil
+	}
+	cursor, err := r.chatLastSeq(ctx)
+	if err != nil {
+		r.view.mu.Unlock()
+		return false, err
+	}
+	cursor = max(cursor, prev.rec.JoinCursor) // a purged stream must not put leave before join
+	next := prev
+	next.rec.LeaveCursor, next.rec.UpdatedAt = &cursor, time.Now().UnixMilli()
+	r.view.putLocked(next)
+	r.view.mu.Unlock()
+
+	if err := r.persistLocked(ctx, next); err != nil {
+		r.restore(channel, owner, prev, true)
+		return false, err
+	}
+	return true, nil
+}
+
+// restore puts back the state a failed write replaced. Entries fan-out wrote under the
+// replaced record carry its generation and fail authorizes, so nothing leaks.
+func (r *registry) restore(channel, owner string, prev member, had bool) {
+	r.view.mu.Lock()
+	defer r.view.mu.Unlock()
+	if had {
+		r.view.putLocked(prev)
+	} else {
+		r.view.removeLocked(channel, owner)
+	}
+}
+
+// fanoutAckFloor is the CHAT sequence through which the fan-out has routed and acknowledged
+// every message, or 0 when it cannot be read (then nothing is pruned).
+func (r *registry) fanoutAckFloor(ctx context.Context) uint64 {
+	c, err := r.js.Consumer(ctx, r.chatStream, endpoint.FanoutConsumer)
+	if err != nil {
+		r.log.Warn("could not read the fan-out ack floor; keeping every closed interval", "err", err)
+		return 0
+	}
+	return c.CachedInfo().AckFloor.Stream
+}
+
+// chatLastSeq reads the CHAT frontier, the cursor of a join or leave (SPEC §7).
+func (r *registry) chatLastSeq(ctx context.Context) (uint64, error) {
+	st, err := r.js.Stream(ctx, r.chatStream)
+	if err != nil {
+		return 0, fmt.Errorf("read the CHAT frontier of %s: %w", r.chatStream, err)
+	}
+	return st.CachedInfo().State.LastSeq, nil
+}
+
+// persistLocked writes rec with compare-and-set against the revision last seen for its key.
+// A conflict means someone else wrote the key (the service is the only legitimate writer, so
+// an injected reply subject, or our own write whose acknowledgement was lost): the in-memory
+// view is authoritative, so the record is written over the current revision. The caller holds
+// writeMu.
+func (r *registry) persistLocked(ctx context.Context, m member) error {
+	key := endpoint.MemberKey(m.rec.Channel, m.rec.Owner)
+	data, err := json.Marshal(storedMember{Membership: m.rec, Previous: m.past})
+	if err != nil {
+		return fmt.Errorf("encode membership %s: %w", key, err)
+	}
+	rev, err := r.kv.Update(ctx, key, data, r.revs[key])
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		r.repairs.Add(1)
+		r.log.Warn("membership key was written by someone else; overwriting it", "key", key)
+		rev, err = r.overwrite(ctx, key, data)
+	}
+	if err != nil {
+		return fmt.Errorf("write membership %s to %s: %w", key, r.kv.Bucket(), err)
+	}
+	r.revs[key] = rev
+	return nil
+}
+
+// overwrite writes data over whatever key holds now, still by compare-and-set.
+func (r *registry) overwrite(ctx context.Context, key string, data []byte) (uint64, error) {
+	cur, err := r.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return r.kv.Create(ctx, key, data)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return r.kv.Update(ctx, key, data, cur.Revision())
+}
+
+// run is the membership watch. Its first pass loads every record into the view; after that,
+// a value at a revision this service did not write is a foreign write, logged, counted and
+// repaired from the view, so the persisted registry converges back to the authoritative one.
+func (r *registry) run(ctx context.Context, up func()) error {
+	w, err := r.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch bucket %s: %w", r.kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return fmt.Errorf("watch of bucket %s closed", r.kv.Bucket())
+			case e == nil:
+				r.finishLoad()
+				up()
+			default:
+				r.observe(ctx, e)
+			}
+		}
+	}
+}
+
+func (r *registry) finishLoad() {
+	r.writeMu.Lock()
+	r.started = true
+	r.writeMu.Unlock()
+	r.loaded.set(true)
+}
+
+// observe handles one watched value: loaded into the view during the first pass, repaired
+// when it is a later write we did not make.
+func (r *registry) observe(ctx context.Context, e jetstream.KeyValueEntry) {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	key := e.Key()
+	if e.Revision() <= r.revs[key] {
+		return // our own write, or a value we have already seen
+	}
+	r.revs[key] = e.Revision()
+	if !r.started {
+		r.load(key, e)
+		return
+	}
+	r.repair(ctx, key, e.Revision())
+}
+
+// load adds a stored record to the view at start. A value that is not a valid record is
+// dropped and counted: no membership is better than one an agent could have forged.
+func (r *registry) load(key string, e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		return
+	}
+	m, err := decodeMember(key, e.Value())
+	if err != nil {
+		r.invalid.Add(1)
+		r.log.Error("dropping an invalid membership record; the member must join again",
+			"key", key, "revision", e.Revision(), "err", err)
+		return
+	}
+	r.view.mu.Lock()
+	r.view.putLocked(m)
+	r.view.mu.Unlock()
+}
+
+// repair writes the view's record back over a foreign write to key. The caller holds writeMu.
+func (r *registry) repair(ctx context.Context, key string, rev uint64) {
+	channel, owner, err := endpoint.ParseMemberKey(key)
+	var m member
+	ok := false
+	if err == nil {
+		r.view.mu.Lock()
+		m, ok = r.view.lookupLocked(channel, owner)
+		r.view.mu.Unlock()
+	}
+	if !ok {
+		r.invalid.Add(1)
+		r.log.Warn("a membership key with no record was written by someone else; ignoring it",
+			"key", key, "revision", rev)
+		return
+	}
+	r.repairs.Add(1)
+	r.log.Warn("a membership record was overwritten by someone else; restoring it", "key", key, "revision", rev)
+	if err := r.persistLocked(ctx, m); err != nil {
+		r.log.Error("could not restore a membership record; the view stays authoritative",
+			"key", key, "err", err)
+	}
+}

@@ -1,0 +1,158 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// closeStartTimeout bounds how long a failed Start waits for the loops it started to stop.
+const closeStartTimeout = 10 * time.Second
+
+// Service is the durable backstop of one space (SPEC §4, §7, §8, §9 item 5): the membership
+// registry and its control service, the fan-out writer and the trusted reader, each loop under
+// a supervisor. See the package documentation for what it guarantees.
+type Service struct {
+	cfg      Config
+	log      *slog.Logger
+	names    endpoint.Names
+	js       jetstream.JetStream
+	members  *registry
+	channels *kvCache[channelRow]
+	presence *kvCache[endpoint.Presence]
+	gaps     gapLog
+	stats    counters
+	sup      *supervisor
+	cancel   context.CancelFunc
+
+	channelsKV, presenceKV jetstream.KeyValue
+}
+
+// Start opens the space's buckets, starts every loop and returns once each has been up once:
+// the membership registry loaded, the channel and presence caches filled, the fanout and
+// reader consumers created (LAYOUT.md "Consumers") and the control service subscribed. ctx
+// bounds only this startup; the loops run until Close. The streams and buckets must exist
+// (the mesh provisions them first).
+func Start(ctx context.Context, cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("delivery: open JetStream: %w", err)
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "delivery", "space", cfg.Names.Space()),
+		names: cfg.Names, js: js}
+	if err := s.openRegistries(ctx); err != nil {
+		return nil, err
+	}
+	s.sup = &supervisor{log: s.log, backoff: cfg.RestartBackoff, maxBackoff: cfg.MaxRestartBackoff}
+	s.sup.loops = s.loops()
+
+	life, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.sup.start(life)
+	if err := s.sup.waitFirstUp(ctx); err != nil {
+		closeCtx, done := context.WithTimeout(context.Background(), closeStartTimeout)
+		defer done()
+		_ = s.Close(closeCtx)
+		return nil, fmt.Errorf("delivery: start: %w", err)
+	}
+	return s, nil
+}
+
+// openRegistries binds the membership, channel and presence buckets.
+func (s *Service) openRegistries(ctx context.Context) error {
+	n := s.names
+	bind := func(bucket string) (jetstream.KeyValue, error) {
+		kv, err := s.js.KeyValue(ctx, bucket)
+		if err != nil {
+			return nil, fmt.Errorf("delivery: open bucket %s (is the space provisioned?): %w", bucket, err)
+		}
+		return kv, nil
+	}
+	membersKV, err := bind(n.MembersBucket())
+	if err != nil {
+		return err
+	}
+	channelsKV, err := bind(n.ChannelsBucket())
+	if err != nil {
+		return err
+	}
+	presenceKV, err := bind(n.PresenceBucket())
+	if err != nil {
+		return err
+	}
+	s.members = &registry{
+		view: newMemberView(), kv: membersKV, js: s.js, chatStream: n.ChatStream(), log: s.log,
+		repairs: &s.stats.registryRepairs, invalid: &s.stats.registryInvalid, loaded: newGate(),
+		revs: map[string]uint64{},
+	}
+	s.channels = newKVCache(n.ChannelsBucket(), decodeChannelRow, &s.stats.registryInvalid, s.log)
+	s.presence = newKVCache(n.PresenceBucket(), decodePresenceRow, &s.stats.registryInvalid, s.log)
+	s.presenceKV, s.channelsKV = presenceKV, channelsKV
+	return nil
+}
+
+// loops lists the supervised loops.
+func (s *Service) loops() []*loop {
+	return []*loop{
+		newLoop(LoopMembers, s.members.run),
+		newLoop(LoopChannels, func(ctx context.Context, up func()) error {
+			return s.channels.run(ctx, s.channelsKV, up)
+		}),
+		newLoop(LoopPresence, func(ctx context.Context, up func()) error {
+			return s.presence.run(ctx, s.presenceKV, up)
+		}),
+		newLoop(LoopFanout, s.runFanout),
+		newLoop(LoopReader, s.runReader),
+		newLoop(LoopControl, s.runControl),
+	}
+}
+
+// Healthy returns nil when every loop is serving, and otherwise an error wrapping ErrUnhealthy
+// that names each loop that is down and its last error. A down loop is being restarted.
+func (s *Service) Healthy() error { return s.sup.health() }
+
+// Stats returns a snapshot of the counters.
+func (s *Service) Stats() Stats {
+	st := s.stats.snapshot()
+	st.Restarts = s.sup.restarts.Load()
+	return st
+}
+
+// Close stops every loop and waits for them, or for ctx to end. It leaves the connection open:
+// it belongs to the caller. Messages in flight stay unacknowledged and are redelivered to the
+// next Service, so stopping loses nothing stored.
+func (s *Service) Close(ctx context.Context) error {
+	s.cancel()
+	done := make(chan struct{})
+	go func() {
+		s.sup.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("delivery: close: loops still running: %w", ctx.Err())
+	}
+	s.js.CleanupPublisher()
+	return nil
+}
+
+// stopLoop stops the named loop and, with hold, keeps the supervisor from restarting it until
+// release is called. It is the hook the health tests use to prove a dead loop turns Healthy
+// red and is restarted.
+func (s *Service) stopLoop(name string, hold bool) (release func(), err error) {
+	l, err := s.sup.find(name)
+	if err != nil {
+		return nil, err
+	}
+	return l.stop(hold), nil
+}

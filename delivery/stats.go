@@ -1,0 +1,68 @@
+package delivery
+
+import "sync/atomic"
+
+// Stats is a snapshot of the Service's counters since Start. Nothing the backstop drops is
+// dropped silently: every drop has a counter here and a log line.
+type Stats struct {
+	// FannedOutDurable counts INBOX entries written for durable channels' members.
+	FannedOutDurable int64
+	// FannedOutMention counts INBOX entries written for @mentions on live channels.
+	FannedOutMention int64
+	// FanoutSkipped counts CHAT messages that are not valid chat deliveries, acked unprocessed.
+	FanoutSkipped int64
+	// GapsDetected counts jumps in the CHAT sequence the fan-out consumed: messages retention
+	// evicted before the fan-out read them (LAYOUT.md trap "Eviction before fan-out").
+	GapsDetected int64
+	// GapMessages counts the CHAT sequences inside those gaps.
+	GapMessages int64
+
+	// ReaderDelivered counts copies handed to members' DLV subjects.
+	ReaderDelivered int64
+	// ReaderDroppedUnauthorized counts entries whose channel the member's current read ACL no
+	// longer covers (SPEC §9 item 5).
+	ReaderDroppedUnauthorized int64
+	// ReaderDroppedNotEligible counts durable-channel entries outside the member's membership
+	// interval, such as after a leave (SPEC §7).
+	ReaderDroppedNotEligible int64
+	// ReaderGaveUpUnknown counts entries terminated after Config.UnknownMemberRetries deliveries
+	// because the ACL source did not know the member.
+	ReaderGaveUpUnknown int64
+	// ReaderMalformed counts INBOX values that are not valid entries, terminated.
+	ReaderMalformed int64
+
+	// ControlRefusedReplySubject counts control requests dropped unanswered because their reply
+	// subject was outside the request subject's .reply. subtree (LAYOUT.md).
+	ControlRefusedReplySubject int64
+	// RegistryInvalid counts registry values (members, channels, presence) that did not decode.
+	RegistryInvalid int64
+	// RegistryRepairs counts membership records rewritten after someone else wrote their key.
+	RegistryRepairs int64
+
+	// Restarts counts loop restarts by the supervisor.
+	Restarts int64
+	// FanoutLag is how many CHAT messages were still pending behind the last one fanned out.
+	FanoutLag uint64
+	// ReaderLag is how many INBOX entries were still pending behind the last one read.
+	ReaderLag uint64
+}
+
+// counters are the live values behind Stats.
+type counters struct {
+	fannedOutDurable, fannedOutMention, fanoutSkipped, gaps, gapMessages atomic.Int64
+	delivered, droppedUnauthorized, droppedNotEligible, gaveUpUnknown, readerMalformed atomic.Int64
+	refusedReply, registryInvalid, registryRepairs                                      atomic.Int64
+	fanoutLag, readerLag                                                                atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		FannedOutDurable: c.fannedOutDurable.Load(), FannedOutMention: c.fannedOutMention.Load(),
+		FanoutSkipped: c.fanoutSkipped.Load(), GapsDetected: c.gaps.Load(), GapMessages: c.gapMessages.Load(),
+		ReaderDelivered: c.delivered.Load(), ReaderDroppedUnauthorized: c.droppedUnauthorized.Load(),
+		ReaderDroppedNotEligible: c.droppedNotEligible.Load(), ReaderGaveUpUnknown: c.gaveUpUnknown.Load(),
+		ReaderMalformed: c.readerMalformed.Load(), ControlRefusedReplySubject: c.refusedReply.Load(),
+		RegistryInvalid: c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),
+		FanoutLag: c.fanoutLag.Load(), ReaderLag: c.readerLag.Load(),
+	}
+}

@@ -1,0 +1,148 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+func TestHealthTurnsRedWhenALoopDiesAndGreenAfterRestart(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	if err := h.svc.Healthy(); err != nil {
+		t.Fatalf("healthy after start: %v", err)
+	}
+	for _, name := range []string{LoopFanout, LoopReader, LoopControl, LoopMembers, LoopChannels, LoopPresence} {
+		t.Run(name+" down is reported and restarted", func(t *testing.T) {
+			restarts := h.svc.Stats().Restarts
+			release := h.svc.StopLoop(t, name)
+			err := h.svc.Healthy()
+			if !errors.Is(err, ErrUnhealthy) || !strings.Contains(err.Error(), name+" is down") {
+				t.Fatalf("Healthy() = %v, want %s named down", err, name)
+			}
+			if name == LoopFanout || name == LoopReader {
+				want := reasonUnavailable + name + " is down"
+				if r := bob.join("team"); r.Durable || r.Reason != want {
+					t.Fatalf("join while %s is down = %+v, want reason %q", name, r, want)
+				}
+			}
+			release()
+			checkFor(t, h.svc.Healthy)
+			if got := h.svc.Stats().Restarts; got <= restarts {
+				t.Fatalf("restarts = %d, want more than %d", got, restarts)
+			}
+		})
+	}
+	t.Run("delivery works after every loop was restarted", func(t *testing.T) {
+		if r := bob.join("team"); !r.Durable {
+			t.Fatalf("join = %+v", r)
+		}
+		m, _ := alice.publish("team")
+		sameIDs(t, bob.received(), ids(m))
+	})
+}
+
+func TestMeshRestartLosesNothingStored(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	bob.join("team")
+	var sent []*endpoint.CotalMessage
+	// Entries wait in INBOX, unread, when the mesh stops.
+	h.svc.StopLoop(t, LoopReader)
+	for range 5 {
+		m, _ := alice.publish("team")
+		sent = append(sent, m)
+	}
+	checkFor(t, h.fannedOut(5))
+	h.restartMesh()
+	// The membership is reloaded from the registry, so later messages are fanned out too.
+	for range 5 {
+		m, _ := alice.publish("team")
+		sent = append(sent, m)
+	}
+	sameIDs(t, bob.received(), ids(sent...))
+}
+
+func TestJoinRacingPublishersMissesNothingAfterTheCursor(t *testing.T) {
+	h := newHarness(t)
+	bob := h.newAgent("bob", "team")
+	pubs := []*agent{h.newAgent("p1", "team"), h.newAgent("p2", "team")}
+	const perPublisher = 150
+	var (
+		mu   sync.Mutex
+		seqs = map[string]uint64{}
+		wg   sync.WaitGroup
+	)
+	half := make(chan struct{}, len(pubs))
+	for _, p := range pubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perPublisher {
+				if i == perPublisher/2 {
+					half <- struct{}{}
+				}
+				m, seq := p.publish("team")
+				mu.Lock()
+				seqs[m.ID] = seq
+				mu.Unlock()
+			}
+		}()
+	}
+	<-half
+	joined := bob.join("team")
+	wg.Wait()
+	if !joined.Durable {
+		t.Fatalf("join = %+v", joined)
+	}
+	cursor := bob.membership("team").JoinCursor
+	var want []string
+	for id, seq := range seqs {
+		if seq > cursor {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 || len(want) == len(seqs) {
+		t.Fatalf("join cursor %d did not fall inside the publishing run; the test proves nothing", cursor)
+	}
+	sameIDs(t, bob.received(), want)
+}
+
+func TestMembershipRecordOverwrittenBehindOurBackIsRestored(t *testing.T) {
+	h := newHarness(t)
+	bob := h.newAgent("bob", "team")
+	bob.join("team")
+	kv, err := h.js.KeyValue(context.Background(), testNames.MembersBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := endpoint.MemberKey("team", bob.id)
+	// What an injected reply subject makes JetStream write onto the key.
+	if _, err := kv.Put(context.Background(), key, []byte(`{"stream":"CHAT_main","seq":7}`)); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, func() error {
+		e, err := kv.Get(context.Background(), key)
+		if err != nil {
+			return err
+		}
+		_, err = endpoint.DecodeMembership(key, e.Value())
+		return err
+	})
+	if st := h.svc.Stats(); st.RegistryRepairs < 1 {
+		t.Fatalf("repairs = %d, want at least 1", st.RegistryRepairs)
+	}
+}
+
+func TestCloseLeavesNoGoroutineBehind(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	h := newHarness(t)
+	h.newAgent("bob", "team").join("team")
+	h.stop()
+}

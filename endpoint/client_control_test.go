@@ -1,0 +1,115 @@
+package endpoint_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+func TestControlRequestReachesServeAndReturnsItsReply(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	svc := h.connect("svc")
+	var from atomic.Value
+	stop, err := svc.Serve("echo", func(_ context.Context, req *endpoint.ControlRequest) (any, error) {
+		from.Store(req.From.ID)
+		if req.Op == "fail" {
+			return nil, errors.New("op \"fail\" failed on purpose")
+		}
+		return map[string]any{"op": req.Op, "args": req.Args}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	r, err := alice.Request(ctxT(t), "echo", "ping", map[string]int{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data struct {
+		Op   string         `json:"op"`
+		Args map[string]int `json:"args"`
+	}
+	if err := json.Unmarshal(r.Data, &data); err != nil || data.Op != "ping" || data.Args["n"] != 1 || from.Load() != alice.ID() {
+		t.Fatalf("reply %s (from %v), want the echo of ping from alice", r.Data, from.Load())
+	}
+	if r, err := alice.Request(ctxT(t), "echo", "fail", nil); !errors.Is(err, endpoint.ErrControlRefused) || r == nil || r.OK {
+		t.Fatalf("failing op: reply %+v, err %v; want ok false wrapped in ErrControlRefused", r, err)
+	}
+	if _, err := alice.Request(ctxT(t), "nobody", "ping", nil); !errors.Is(err, endpoint.ErrNoResponders) {
+		t.Fatalf("unserved service: %v, want ErrNoResponders", err)
+	}
+}
+
+func TestControlServeRefusesSpoofedSendersAndForeignReplySubjects(t *testing.T) {
+	h := newHarness(t)
+	svc := h.connect("svc")
+	var called atomic.Bool
+	stop, err := svc.Serve("echo", func(context.Context, *endpoint.ControlRequest) (any, error) {
+		called.Store(true)
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	mallory, alice := newID(t), newID(t)
+	req, err := endpoint.NewControlRequest("ping", nil, endpoint.EndpointRef{ID: alice, Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := h.names.CtlSubject("echo", mallory)
+
+	t.Run("a request signed as another sender gets sender-mismatch", func(t *testing.T) {
+		reply := endpoint.ControlReplySubject(subject)
+		sub, err := h.nc.SubscribeSync(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if err := h.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := endpoint.DecodeControlReply(m.Data)
+		if err != nil || r.OK || r.Error != endpoint.ReasonSenderMismatch {
+			t.Fatalf("reply %+v (%v), want ok false with sender-mismatch", r, err)
+		}
+	})
+	t.Run("a reply subject outside the request's subtree gets no answer", func(t *testing.T) {
+		reply := h.names.PresenceKVSubject(alice)
+		resp, err := h.nc.Request(h.names.CtlSubject("echo", alice), data, time.Second)
+		if err == nil {
+			t.Fatalf("got reply %s on an inbox reply subject, want none", resp.Data)
+		}
+		sub, err := h.nc.SubscribeSync(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if err := h.nc.PublishMsg(&nats.Msg{Subject: h.names.CtlSubject("echo", alice), Reply: reply, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := sub.NextMsg(time.Second); err == nil {
+			t.Fatalf("the server answered onto %s: %s", reply, m.Data)
+		}
+	})
+	if called.Load() {
+		t.Fatal("the handler ran for a refused request")
+	}
+}

@@ -1,0 +1,187 @@
+package endpoint_test
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+func TestSendMulticastArrivesAsChannelDelivery(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice", func(o *endpoint.Options) { o.Channels = []string{"team.backend"} })
+	bob := h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"team.backend"} })
+
+	r, err := alice.Send(ctxT(t), "team.backend", text("hello"), endpoint.WithMentions("Bob"), endpoint.WithContextID("ctx-1"))
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if r.Stream != h.names.ChatStream() || r.Seq == 0 || r.Duplicate {
+		t.Fatalf("receipt %+v, want stored in %s", r, h.names.ChatStream())
+	}
+	waitFor(t, "bob's channel delivery", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
+	d := bob.rec.withID(r.ID)[0]
+	if d.Meta.Kind != endpoint.MetaChannel || d.Meta.Channel != "team.backend" || d.Meta.Historical || d.Meta.Durable {
+		t.Errorf("meta %+v, want a live channel delivery on team.backend", d.Meta)
+	}
+	if d.Message.From.ID != alice.ID() || d.Message.ContextID != "ctx-1" || len(d.Message.Mentions) != 1 || d.Message.Mentions[0] != "bob" {
+		t.Errorf("message %+v lost its sender, context or lowercased mention", d.Message)
+	}
+	waitFor(t, "alice's own echo counted", func() bool { return alice.Stats().OwnEchoes == 1 })
+	if got := alice.rec.withID(r.ID); len(got) != 0 {
+		t.Errorf("alice surfaced her own message %d times with EchoOwn off", len(got))
+	}
+}
+
+func TestSendUnicastArrivesAsDM(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	bob := h.connect("bob")
+
+	r, err := alice.SendDM(ctxT(t), bob.ID(), text("direct note"))
+	if err != nil {
+		t.Fatalf("send dm: %v", err)
+	}
+	if r.Stream != h.names.DMStream() {
+		t.Errorf("receipt stream %s, want %s", r.Stream, h.names.DMStream())
+	}
+	waitFor(t, "bob's DM", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
+	if d := bob.rec.withID(r.ID)[0]; d.Meta.Kind != endpoint.MetaDM || d.Message.To != bob.ID() {
+		t.Errorf("delivery %+v, want kind dm addressed to bob", d.Meta)
+	}
+	waitFor(t, "the DM acknowledged", func() bool {
+		info := h.consumerInfo(h.names.DMStream(), h.names.DMConsumer(bob.ID()))
+		return info.NumAckPending == 0 && info.NumPending == 0
+	})
+}
+
+func TestSendAnycastReachesExactlyOneHolderOfTheRole(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	r1 := h.connect("reviewer-1", func(o *endpoint.Options) { o.Role = "reviewer" })
+	r2 := h.connect("reviewer-2", func(o *endpoint.Options) { o.Role = "reviewer" })
+
+	const n = 20
+	ids := make([]string, n)
+	for i := range ids {
+		r, err := alice.SendAnycast(ctxT(t), "reviewer", text(fmt.Sprintf("task %d", i)))
+		if err != nil {
+			t.Fatalf("send anycast: %v", err)
+		}
+		ids[i] = r.ID
+	}
+	waitFor(t, "every task handled", func() bool { return len(r1.rec.all())+len(r2.rec.all()) >= n })
+	for _, id := range ids {
+		got := append(r1.rec.withID(id), r2.rec.withID(id)...)
+		if len(got) != 1 {
+			t.Fatalf("task %s reached %d reviewers, want exactly one", id, len(got))
+		}
+		if got[0].Meta.Kind != endpoint.MetaAnycast {
+			t.Errorf("task %s arrived as %s, want anycast", id, got[0].Meta.Kind)
+		}
+	}
+}
+
+func TestSendRefusesWhatItMustNotPublish(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	tests := []struct {
+		name string
+		send func() error
+		want error
+	}{
+		{"a wildcard channel is not a publish target", func() error {
+			_, err := alice.Send(ctxT(t), "team.>", text("x"))
+			return err
+		}, endpoint.ErrInvalidChannel},
+		{"a message signed as another instance is refused", func() error {
+			m := endpoint.NewChannelMessage(h.space, endpoint.EndpointRef{ID: newID(t), Name: "mallory"}, "team", endpoint.TextPart("x"))
+			_, err := alice.Publish(ctxT(t), m)
+			return err
+		}, endpoint.ErrNotOwnSender},
+		{"a unicast target that is not a routing token is refused", func() error {
+			_, err := alice.SendDM(ctxT(t), "bob.smith", text("x"))
+			return err
+		}, endpoint.ErrInvalidMessage},
+		{"a message for another space is refused", func() error {
+			m := endpoint.NewChannelMessage("other", alice.Ref(), "team", endpoint.TextPart("x"))
+			_, err := alice.Publish(ctxT(t), m)
+			return err
+		}, endpoint.ErrInvalidMessage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.send(); !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSendSameIDTwiceStoresOnce(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	first, err := alice.Send(ctxT(t), "team", text("once"), endpoint.WithMessageID("fixed-id-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := alice.Send(ctxT(t), "team", text("once"), endpoint.WithMessageID("fixed-id-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Duplicate || !again.Duplicate || again.Seq != first.Seq {
+		t.Fatalf("first %+v, again %+v: want the resend reported as a duplicate of the same seq", first, again)
+	}
+}
+
+func TestSendBatchReturnsReceiptsInOrder(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	bob := h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"bulk"} })
+	msgs := make([]*endpoint.CotalMessage, 50)
+	for i := range msgs {
+		msgs[i] = endpoint.NewChannelMessage(h.space, alice.Ref(), "bulk", endpoint.TextPart(fmt.Sprint(i)))
+	}
+	receipts, err := alice.PublishBatch(ctxT(t), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range receipts {
+		if r.ID != msgs[i].ID || r.Seq == 0 || (i > 0 && r.Seq <= receipts[i-1].Seq) {
+			t.Fatalf("receipt %d is %+v, want message %s stored after the previous one", i, r, msgs[i].ID)
+		}
+	}
+	waitFor(t, "bob got the batch", func() bool { return len(bob.rec.all()) == len(msgs) })
+}
+
+func TestReceiveHandlerErrorRedeliversAndSuccessAcks(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	bob := h.connect("bob")
+	var calls atomic.Int32
+	bob.rec.setFail(func(endpoint.Delivery) error {
+		if calls.Add(1) == 1 {
+			return errors.New("transient failure")
+		}
+		return nil
+	})
+	r, err := alice.SendDM(ctxT(t), bob.ID(), text("retry me"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the redelivery", func() bool { return len(bob.rec.withID(r.ID)) == 2 })
+	got := bob.rec.withID(r.ID)
+	if got[0].Meta.Redelivered || !got[1].Meta.Redelivered {
+		t.Errorf("redelivered flags %v, %v; want false then true", got[0].Meta.Redelivered, got[1].Meta.Redelivered)
+	}
+	waitFor(t, "the ack after success", func() bool {
+		info := h.consumerInfo(h.names.DMStream(), h.names.DMConsumer(bob.ID()))
+		return info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream > 0
+	})
+	st := bob.Stats()
+	if st.Naks != 1 || st.HandlerErrors != 1 || st.Redeliveries != 1 || st.Surfaced[endpoint.MetaDM] != 1 {
+		t.Errorf("stats %+v, want one nak, one handler error, one redelivery, one surfaced DM", st)
+	}
+}

@@ -1,0 +1,257 @@
+package endpoint_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+	"go.uber.org/goleak"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// userCreds mints .creds content for a user named name with tags, signed by a throwaway
+// account: enough for the client to read its identity (SPEC §2).
+func userCreds(t *testing.T, name string, tags ...string) (id string, creds []byte) {
+	t.Helper()
+	account, err := nkeys.CreateAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err = user.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := jwt.NewUserClaims(id)
+	claims.Name = name
+	claims.Tags.Add(tags...)
+	token, err := claims.Encode(account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := user.Seed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err = jwt.FormatUserConfig(token, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, creds
+}
+
+func TestEndpointAdoptsTheCredentialsIdentity(t *testing.T) {
+	h := newHarness(t)
+	id, creds := userCreds(t, "alice", "cotal-role:reviewer", "cotal-profile:agent")
+	path := filepath.Join(t.TempDir(), "alice.creds")
+	if err := os.WriteFile(path, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.provisionInstance(id, "reviewer")
+	for _, tt := range []struct {
+		name string
+		opts endpoint.Options
+	}{
+		{"from .creds content", endpoint.Options{Creds: creds}},
+		{"from a .creds file", endpoint.Options{CredsFile: path}},
+		{"with a matching explicit id", endpoint.Options{Creds: creds, ID: id}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.InProcess, tt.opts.Space = h.srv, h.space
+			e, err := endpoint.Connect(ctxT(t), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(context.Background())
+			if e.ID() != id || e.Name() != "alice" || e.Role() != "reviewer" || e.Card().ID != id {
+				t.Fatalf("identity %s/%s/%s, want %s/alice/reviewer", e.ID(), e.Name(), e.Role(), id)
+			}
+		})
+	}
+}
+
+func TestEndpointExplicitIDMismatchFailsBeforeAnyPublish(t *testing.T) {
+	h := newHarness(t)
+	id, creds := userCreds(t, "alice")
+	other := newID(t)
+	_, err := endpoint.Connect(ctxT(t), endpoint.Options{InProcess: h.srv, Space: h.space, Creds: creds, ID: other})
+	if !errors.Is(err, endpoint.ErrIDMismatch) {
+		t.Fatalf("connect: %v, want ErrIDMismatch", err)
+	}
+	kv := h.kv(h.names.PresenceBucket())
+	for _, key := range []string{id, other} {
+		if _, err := kv.Get(ctxT(t), key); err == nil {
+			t.Fatalf("presence was written under %s", key)
+		}
+	}
+}
+
+func TestEndpointOptionsAreValidated(t *testing.T) {
+	h := newHarness(t)
+	_, creds := userCreds(t, "alice")
+	_, other := userCreds(t, "mallory")
+	// The JWT block of one credential with the seed block of another.
+	jwtEnd := strings.Index(string(creds), "------END NATS USER JWT------")
+	seedStart := strings.Index(string(other), "************************* IMPORTANT")
+	mixed := append([]byte(string(creds[:jwtEnd])+"------END NATS USER JWT------\n\n"), other[seedStart:]...)
+	tests := []struct {
+		name string
+		opts endpoint.Options
+		want error
+	}{
+		{"no transport", endpoint.Options{Space: "main"}, endpoint.ErrInvalidOptions},
+		{"both transports", endpoint.Options{InProcess: h.srv, Space: "main", Link: "cotal://localhost/main"}, endpoint.ErrInvalidOptions},
+		{"in-process without a space", endpoint.Options{InProcess: h.srv}, endpoint.ErrInvalidOptions},
+		{"two credential sources", endpoint.Options{InProcess: h.srv, Space: "main", Creds: creds, CredsFile: "x.creds"}, endpoint.ErrInvalidOptions},
+		{"unbounded reconnects", endpoint.Options{InProcess: h.srv, Space: "main", MaxReconnects: -1}, endpoint.ErrInvalidOptions},
+		{"a wildcard boot channel", endpoint.Options{InProcess: h.srv, Space: "main", Channels: []string{"team.*"}}, endpoint.ErrInvalidOptions},
+		{"a credential that is not one", endpoint.Options{InProcess: h.srv, Space: "main", Creds: []byte("nope")}, endpoint.ErrBadCredential},
+		{"a seed that is not the JWT subject's", endpoint.Options{InProcess: h.srv, Space: "main", Creds: mixed}, endpoint.ErrBadCredential},
+		{"a link with a token and a credential", endpoint.Options{Link: "cotal://secret@localhost/main", Creds: creds}, endpoint.ErrInvalidOptions},
+		{"a link for another space", endpoint.Options{Link: "cotal://localhost/main", Space: "other"}, endpoint.ErrInvalidOptions},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is refused", func(t *testing.T) {
+			if _, err := endpoint.Connect(ctxT(t), tt.opts); !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEndpointReportsACredentialTooLargeForTheControlLine(t *testing.T) {
+	h := newHarness(t, func(o *server.Options) {
+		o.DontListen, o.Host, o.Port, o.MaxControlLine = false, "127.0.0.1", -1, 1024
+	})
+	var tags []string
+	for i := range 40 {
+		tags = append(tags, fmt.Sprintf("grant-%02d-cotal.main.chat.*.team.channel-%02d", i, i))
+	}
+	_, creds := userCreds(t, "alice", tags...)
+	link := fmt.Sprintf("cotal://%s/%s", h.srv.Addr(), h.space)
+	_, err := endpoint.Connect(ctxT(t), endpoint.Options{Link: link, Creds: creds})
+	if !errors.Is(err, endpoint.ErrControlLine) || !strings.Contains(err.Error(), "max_control_line") {
+		t.Fatalf("connect: %v, want ErrControlLine naming max_control_line", err)
+	}
+}
+
+func TestEndpointConnectsThroughAJoinLink(t *testing.T) {
+	h := newHarness(t, func(o *server.Options) { o.DontListen, o.Host, o.Port = false, "127.0.0.1", -1 })
+	alice := h.connect("alice")
+	var missing atomic.Int32
+	link := fmt.Sprintf("cotal://%s/%s?channel=team", h.srv.Addr(), h.space)
+	bob, err := endpoint.Connect(ctxT(t), endpoint.Options{Link: link, Name: "bob",
+		OnEvent: func(ev endpoint.Event) {
+			if ev.Kind == endpoint.EventConsumerMissing {
+				missing.Add(1)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close(context.Background())
+	if got := bob.Joined(); len(got) != 1 || got[0] != "team" {
+		t.Fatalf("joined %v, want the link's channel team", got)
+	}
+	got := make(chan endpoint.Delivery, 1)
+	bob.Handle(func(_ context.Context, d endpoint.Delivery) error { got <- d; return nil })
+	r, err := alice.Send(ctxT(t), "team", text("over tcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-got:
+		if d.Message.ID != r.ID {
+			t.Fatalf("got %s, want %s", d.Message.ID, r.ID)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("bob got nothing over the link")
+	}
+	waitFor(t, "the missing dm_ and dlv_ consumers reported", func() bool { return missing.Load() >= 2 })
+}
+
+func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	var reconnected = make(chan struct{}, 1)
+	bob := h.connect("bob", func(o *endpoint.Options) {
+		o.Channels = []string{"team"}
+		o.OnEvent = func(ev endpoint.Event) {
+			if ev.Kind == endpoint.EventReconnected {
+				select {
+				case reconnected <- struct{}{}:
+				default:
+				}
+			}
+		}
+	})
+	cid, err := bob.Conn().GetClientID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.DisconnectClientByID(cid); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reconnected:
+	case <-ctxT(t).Done():
+		t.Fatal("bob did not reconnect")
+	}
+	dm, err := alice.SendDM(ctxT(t), bob.ID(), text("after reconnect"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := alice.Send(ctxT(t), "team", text("after reconnect"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the DM and the channel message", func() bool {
+		return len(bob.rec.withID(dm.ID)) == 1 && len(bob.rec.withID(live.ID)) == 1
+	})
+	if err := alice.SetStatus(ctxT(t), endpoint.StatusWorking, "post-reconnect"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the roster to follow", func() bool {
+		p, _ := bob.Roster().Peer(alice.ID())
+		return p.Presence.Activity == "post-reconnect"
+	})
+}
+
+func TestEndpointCloseLeavesNoGoroutineBehind(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Run("a session", func(t *testing.T) {
+		h := newHarness(t)
+		alice := h.connect("alice", func(o *endpoint.Options) { o.Role = "planner"; o.Channels = []string{"team"} })
+		bob := h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"team"} })
+		events, cancel := bob.Roster().Subscribe()
+		defer cancel()
+		if _, err := alice.Send(ctxT(t), "team", text("hi")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bob.SendDM(ctxT(t), alice.ID(), text("hi")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "both deliveries", func() bool { return len(alice.rec.all()) == 1 && len(bob.rec.all()) == 1 })
+		if err := bob.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		for range events {
+		}
+		if err := bob.Close(ctxT(t)); err != nil {
+			t.Fatalf("second close: %v", err)
+		}
+	})
+	goleak.VerifyNone(t, ignore)
+}

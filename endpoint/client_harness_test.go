@@ -1,0 +1,275 @@
+package endpoint_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// harness is a bare embedded nats-server with JetStream and no authentication, provisioned
+// with the streams, buckets and bind-only consumers of LAYOUT.md. It stands in for the
+// authenticated mesh of package space in the open-mode client tests; the ACL behaviour
+// (refused joins, denied creates) needs space.NewTest.
+type harness struct {
+	t     *testing.T
+	srv   *server.Server
+	nc    *nats.Conn // privileged test connection
+	js    jetstream.JetStream
+	space string
+	names endpoint.Names
+}
+
+const testSpace = "main"
+
+func newHarness(t *testing.T, configure ...func(*server.Options)) *harness {
+	t.Helper()
+	opts := &server.Options{
+		ServerName: "client-test", DontListen: true, JetStream: true, StoreDir: t.TempDir(),
+		JetStreamMaxMemory: 256 << 20, JetStreamMaxStore: 256 << 20, NoLog: true, NoSigs: true,
+	}
+	for _, c := range configure {
+		c(opts)
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("new server: %v", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	h := &harness{t: t, srv: srv, nc: nc, js: js, space: testSpace, names: endpoint.NewNames(testSpace)}
+	h.provision()
+	h.setDefaults(endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryLive})
+	return h
+}
+
+// provision creates the space's streams and buckets as LAYOUT.md describes them.
+func (h *harness) provision() {
+	n := h.names
+	stream := func(name, subject string) jetstream.StreamConfig {
+		return jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Storage: jetstream.MemoryStorage,
+			Duplicates: 2 * time.Minute}
+	}
+	chat := stream(n.ChatStream(), n.Prefix()+".chat.>")
+	chat.MaxMsgsPerSubject, chat.AllowDirect = 1000, true
+	task := stream(n.TaskStream(), n.Prefix()+".svc.>")
+	task.Retention = jetstream.WorkQueuePolicy
+	kv := func(bucket string, ttl time.Duration) jetstream.StreamConfig {
+		c := stream(endpoint.KVStream(bucket), "$KV."+bucket+".>")
+		c.MaxMsgsPerSubject, c.MaxAge, c.DenyDelete = 1, ttl, true
+		if ttl > 0 {
+			c.Duplicates = ttl
+		}
+		return c
+	}
+	for _, cfg := range []jetstream.StreamConfig{
+		chat, stream(n.DMStream(), n.Prefix()+".inst.>"), task,
+		stream(n.InboxStream(), n.Prefix()+".dinbox.>"), stream(n.DLVStream(), n.Prefix()+".dlv.>"),
+		kv(n.PresenceBucket(), endpoint.DefaultLivenessWindow), kv(n.ChannelsBucket(), 0),
+	} {
+		if _, err := h.js.CreateStream(context.Background(), cfg); err != nil {
+			h.t.Fatalf("create stream %s: %v", cfg.Name, err)
+		}
+	}
+}
+
+func (h *harness) kv(bucket string) jetstream.KeyValue {
+	kv, err := h.js.KeyValue(context.Background(), bucket)
+	if err != nil {
+		h.t.Fatalf("bucket %s: %v", bucket, err)
+	}
+	return kv
+}
+
+func (h *harness) setDefaults(d endpoint.ChannelDefaults) {
+	h.putJSON(h.names.ChannelsBucket(), endpoint.DefaultsKey, d)
+}
+
+func (h *harness) setChannel(channel string, c endpoint.ChannelConfig) {
+	h.putJSON(h.names.ChannelsBucket(), channel, c)
+}
+
+func (h *harness) putJSON(bucket, key string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.kv(bucket).Put(context.Background(), key, data); err != nil {
+		h.t.Fatalf("put %s/%s: %v", bucket, key, err)
+	}
+}
+
+// provisionInstance creates the bind-only consumers of an instance, as the provisioner does.
+func (h *harness) provisionInstance(id, role string) {
+	n := h.names
+	consumer := func(stream, name, filter string) {
+		_, err := h.js.CreateOrUpdateConsumer(context.Background(), stream, jetstream.ConsumerConfig{
+			Durable: name, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: 60 * time.Second, DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+		if err != nil {
+			h.t.Fatalf("create consumer %s: %v", name, err)
+		}
+	}
+	consumer(n.DMStream(), n.DMConsumer(id), n.Prefix()+".inst."+id+".*")
+	consumer(n.DLVStream(), n.DLVConsumer(id), n.DLVSubject(id))
+	if role != "" {
+		consumer(n.TaskStream(), n.SvcConsumer(role), n.Prefix()+".svc."+role+".*")
+	}
+}
+
+// newID returns a fresh instance id of the authenticated shape (a user nkey, SPEC §2).
+func newID(t *testing.T) string {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := kp.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// peer is a connected test Endpoint and what its Handler received.
+type peer struct {
+	*endpoint.Endpoint
+	rec *recorder
+}
+
+// connect provisions and connects an open-mode Endpoint named name, closed at cleanup.
+func (h *harness) connect(name string, configure ...func(*endpoint.Options)) *peer {
+	h.t.Helper()
+	rec := &recorder{}
+	opts := endpoint.Options{
+		InProcess: h.srv, Space: h.space, ID: newID(h.t), Name: name, Handler: rec.handle,
+		Heartbeat: 500 * time.Millisecond, LivenessWindow: 3 * time.Second,
+	}
+	for _, c := range configure {
+		c(&opts)
+	}
+	h.provisionInstance(opts.ID, opts.Role)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e, err := endpoint.Connect(ctx, opts)
+	if err != nil {
+		h.t.Fatalf("connect %s: %v", name, err)
+	}
+	h.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			h.t.Errorf("close %s: %v", name, err)
+		}
+	})
+	return &peer{Endpoint: e, rec: rec}
+}
+
+// publishRaw publishes data on subject through JetStream from the privileged connection, as
+// a hostile or broken peer could.
+func (h *harness) publishRaw(subject string, data []byte) {
+	h.t.Helper()
+	if _, err := h.js.Publish(context.Background(), subject, data); err != nil {
+		h.t.Fatalf("publish %s: %v", subject, err)
+	}
+}
+
+func (h *harness) consumerInfo(stream, name string) *jetstream.ConsumerInfo {
+	h.t.Helper()
+	c, err := h.js.Consumer(context.Background(), stream, name)
+	if err != nil {
+		h.t.Fatalf("consumer %s: %v", name, err)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		h.t.Fatalf("consumer info %s: %v", name, err)
+	}
+	return info
+}
+
+// recorder is a Handler that keeps every delivery; fail, if set, decides its return value.
+type recorder struct {
+	mu   sync.Mutex
+	got  []endpoint.Delivery
+	fail func(d endpoint.Delivery) error
+}
+
+func (r *recorder) handle(_ context.Context, d endpoint.Delivery) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, d)
+	if r.fail != nil {
+		return r.fail(d)
+	}
+	return nil
+}
+
+func (r *recorder) setFail(f func(endpoint.Delivery) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = f
+}
+
+func (r *recorder) all() []endpoint.Delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]endpoint.Delivery(nil), r.got...)
+}
+
+// withID returns the deliveries of message id.
+func (r *recorder) withID(id string) []endpoint.Delivery {
+	var out []endpoint.Delivery
+	for _, d := range r.all() {
+		if d.Message.ID == id {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes (nats-server's checkFor).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func text(s string) []endpoint.Part { return []endpoint.Part{endpoint.TextPart(s)} }

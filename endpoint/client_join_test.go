@@ -1,0 +1,199 @@
+package endpoint_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+func TestJoinLateJoinerGetsHistoryOnceAndThenLive(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice", func(o *endpoint.Options) { o.Channels = []string{"team.backend"} })
+	var early []string
+	for i := range 3 {
+		r, err := alice.Send(ctxT(t), "team.backend", text(fmt.Sprintf("early %d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		early = append(early, r.ID)
+	}
+	if _, err := alice.Send(ctxT(t), "team.other", text("elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+
+	bob := h.connect("bob")
+	res, err := bob.Join(ctxT(t), "team.backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != endpoint.JoinedLive || res.Class != endpoint.DeliveryLive || res.Backfilled != 3 || res.BackfillErr != nil {
+		t.Fatalf("join result %+v, want joined live with 3 backfilled", res)
+	}
+	for _, id := range early {
+		got := bob.rec.withID(id)
+		if len(got) != 1 || !got[0].Meta.Historical || got[0].Meta.Kind != endpoint.MetaChannel {
+			t.Fatalf("early message %s surfaced as %+v, want once with historical=true", id, got)
+		}
+	}
+	r, err := alice.Send(ctxT(t), "team.backend", text("live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the live message", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
+	if d := bob.rec.withID(r.ID)[0]; d.Meta.Historical {
+		t.Error("the live message was marked historical")
+	}
+	if n := len(bob.rec.all()); n != 4 {
+		t.Fatalf("bob surfaced %d messages, want 3 historical and 1 live", n)
+	}
+	if _, err := h.js.Consumer(ctxT(t), h.names.ChatStream(), h.names.HistoryConsumer(bob.ID())); err == nil {
+		t.Error("the history consumer was left behind")
+	}
+}
+
+func TestJoinHonoursTheChannelRegistry(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	off := false
+	h.setChannel("quiet", endpoint.ChannelConfig{Replay: &off})
+	if _, err := alice.Send(ctxT(t), "quiet", text("old")); err != nil {
+		t.Fatal(err)
+	}
+	bob := h.connect("bob")
+	res, err := bob.Join(ctxT(t), "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backfilled != 0 || len(bob.rec.all()) != 0 {
+		t.Fatalf("replay=false backfilled %d, want none", res.Backfilled)
+	}
+	if got := bob.Joined(); len(got) != 1 || got[0] != "quiet" {
+		t.Fatalf("joined %v, want [quiet]", got)
+	}
+	if err := bob.Leave(ctxT(t), "quiet"); err != nil {
+		t.Fatal(err)
+	}
+	if got := bob.Joined(); len(got) != 0 {
+		t.Fatalf("joined %v after leave, want none", got)
+	}
+	if err := bob.Leave(ctxT(t), "quiet"); !errors.Is(err, endpoint.ErrNotJoined) {
+		t.Fatalf("second leave: %v, want ErrNotJoined", err)
+	}
+}
+
+// fakeDelivery serves the delivery control service (LAYOUT.md) with a switchable answer.
+type fakeDelivery struct {
+	mu     sync.Mutex
+	accept bool
+	ops    []string
+	leaves []map[string]any
+}
+
+func (f *fakeDelivery) serve(_ context.Context, req *endpoint.ControlRequest) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops = append(f.ops, req.Op)
+	switch req.Op {
+	case "durableJoin":
+		if !f.accept {
+			return map[string]any{"durable": false, "reason": "membership registry unavailable"}, nil
+		}
+		return map[string]any{"durable": true, "generation": 7}, nil
+	case "durableLeave":
+		var args map[string]any
+		if err := json.Unmarshal(req.Args, &args); err != nil {
+			return nil, err
+		}
+		f.leaves = append(f.leaves, args)
+		return args, nil
+	}
+	return nil, fmt.Errorf("op %q not supported on the delivery control service", req.Op)
+}
+
+func (f *fakeDelivery) setAccept(v bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.accept = v
+}
+
+func TestJoinDurableChannelWithoutBackstopReportsItAndRetries(t *testing.T) {
+	h := newHarness(t)
+	h.setDefaults(endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryDurable})
+	var mu sync.Mutex
+	var events []endpoint.Event
+	bob := h.connect("bob", func(o *endpoint.Options) {
+		o.OnEvent = func(ev endpoint.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, ev)
+		}
+	})
+
+	res, err := bob.Join(ctxT(t), "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != endpoint.JoinedLiveBackstopUnavailable || res.Class != endpoint.DeliveryDurable || res.Reason == "" {
+		t.Fatalf("join result %+v, want joined live with the backstop unavailable and a reason", res)
+	}
+
+	fake := &fakeDelivery{}
+	server := h.connect("delivery")
+	stop, err := server.Serve(endpoint.DeliveryService, fake.serve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	fake.setAccept(true)
+	waitFor(t, "the background retry to establish the backstop", func() bool {
+		st, ok := bob.JoinStatus("team")
+		return ok && st.State == endpoint.JoinedDurable
+	})
+	mu.Lock()
+	kinds := map[endpoint.EventKind]bool{}
+	for _, ev := range events {
+		kinds[ev.Kind] = true
+	}
+	mu.Unlock()
+	if !kinds[endpoint.EventDurableUnavailable] || !kinds[endpoint.EventDurableEstablished] {
+		t.Errorf("events %v, want durable-unavailable then durable-established", kinds)
+	}
+
+	if err := bob.Leave(ctxT(t), "team"); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if len(fake.leaves) != 1 || fake.leaves[0]["channel"] != "team" || fake.leaves[0]["generation"] != float64(7) {
+		t.Fatalf("durableLeave args %v, want channel team generation 7", fake.leaves)
+	}
+}
+
+func TestJoinDurableChannelWithBackstopIsJoinedDurable(t *testing.T) {
+	h := newHarness(t)
+	h.setChannel("ops", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryDurable})
+	fake := &fakeDelivery{accept: true}
+	server := h.connect("delivery")
+	stop, err := server.Serve(endpoint.DeliveryService, fake.serve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	bob := h.connect("bob")
+	res, err := bob.Join(ctxT(t), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != endpoint.JoinedDurable || res.Class != endpoint.DeliveryDurable {
+		t.Fatalf("join result %+v, want joined durable", res)
+	}
+	again, err := bob.Join(ctxT(t), "ops")
+	if err != nil || again.State != endpoint.JoinedDurable {
+		t.Fatalf("second join %+v, %v; want the current state", again, err)
+	}
+}

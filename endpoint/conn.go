@@ -1,0 +1,203 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+)
+
+// preAuthFailuresAllowed is how many reconnect attempts in a row may be dropped before
+// authentication before the Endpoint gives up and reports ErrControlLine.
+const preAuthFailuresAllowed = 3
+
+// controlLineHint says what to do about ErrControlLine (LAYOUT.md "Broker settings").
+const controlLineHint = "the CONNECT line, which carries the credential's grants, may exceed the " +
+	"broker's max_control_line (default 4 KiB, about two channel grants); set max_control_line " +
+	"to 65536 on the broker, or mint a credential with fewer grants"
+
+// connWatch follows the connection's life for the rest of the Endpoint.
+type connWatch struct {
+	mu          sync.Mutex
+	reconnected chan struct{} // closed and replaced at every reconnect
+	natsClosed  chan struct{} // closed when the NATS connection is closed
+	closed      chan struct{} // closed when the Endpoint stops (Done)
+	stopErr     error
+	preAuth     int // reconnect attempts in a row dropped before authentication
+	natsOnce    sync.Once
+	finishOnce  sync.Once
+}
+
+func (c *connWatch) init() {
+	c.reconnected = make(chan struct{})
+	c.natsClosed = make(chan struct{})
+	c.closed = make(chan struct{})
+}
+
+// reconnectSignal returns a channel closed at the next reconnect.
+func (c *connWatch) reconnectSignal() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reconnected
+}
+
+func (c *connWatch) signalReconnect() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.reconnected)
+	c.reconnected = make(chan struct{})
+	c.preAuth = 0
+}
+
+// finish records why the Endpoint stopped; the first reason wins.
+func (c *connWatch) finish(err error) {
+	c.finishOnce.Do(func() {
+		c.mu.Lock()
+		c.stopErr = err
+		c.mu.Unlock()
+		close(c.closed)
+	})
+}
+
+func (c *connWatch) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopErr
+}
+
+// dial connects with the instance inbox prefix set before anything else (SPEC §9 item 1,
+// §10), bounded reconnects, and handlers that keep subscriptions, bindings and watches
+// honest across reconnects. It refuses brokers older than MinServerVersion.
+func (e *Endpoint) dial(url string, extra []nats.Option) error {
+	o := e.opts
+	opts := append([]nats.Option{
+		nats.CustomInboxPrefix(InboxPrefix(e.id)),
+		nats.Name("cotal:" + e.card.Name),
+		nats.MaxReconnects(o.MaxReconnects),
+		nats.ReconnectWait(o.ReconnectWait),
+		nats.ErrorHandler(e.onAsyncError),
+		nats.DisconnectErrHandler(e.onDisconnect),
+		nats.ReconnectHandler(e.onReconnect),
+		nats.ReconnectErrHandler(e.onReconnectErr),
+		nats.ClosedHandler(e.onClosed),
+	}, extra...)
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		if preAuthFailure(err) {
+			return fmt.Errorf("%w (%v): %s", ErrControlLine, err, controlLineHint)
+		}
+		return fmt.Errorf("connect to %s: %w", url, err)
+	}
+	e.nc = nc
+	if v := nc.ConnectedServerVersion(); !serverAtLeast(v, MinServerVersion) {
+		nc.Close()
+		return fmt.Errorf("%w: nats-server %s, cotal needs %s or newer; upgrade the broker",
+			ErrServerTooOld, v, MinServerVersion)
+	}
+	return nil
+}
+
+// preAuthFailure reports whether err is what a broker does to a client whose CONNECT it will
+// not read: an explicit max_control_line error, or the connection closed under it.
+func preAuthFailure(err error) bool {
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "maximum control line") || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrClosedPipe) || strings.Contains(s, "connection reset")
+}
+
+var versionRe = regexp.MustCompile(`^v?(\d+)\.(\d+)`)
+
+// serverAtLeast compares the major.minor of a server version string with min's.
+func serverAtLeast(version, min string) bool {
+	v, m := versionRe.FindStringSubmatch(version), versionRe.FindStringSubmatch(min)
+	if v == nil || m == nil {
+		return false
+	}
+	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	if num(v[1]) != num(m[1]) {
+		return num(v[1]) > num(m[1])
+	}
+	return num(v[2]) >= num(m[2])
+}
+
+// subscribeViolation matches the subject of a refused subscription in the broker's error.
+var subscribeViolation = regexp.MustCompile(`(?i)permissions violation for subscription to "(\S+)"`)
+
+// refusedSubject returns the subject of a subscription the broker refused, if err is that.
+func refusedSubject(err error) (string, bool) {
+	if err == nil || !errors.Is(err, nats.ErrPermissionViolation) {
+		return "", false
+	}
+	m := subscribeViolation.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// onAsyncError handles errors the broker reports outside any call: a refused subscription is
+// a late join refusal (SPEC §7); the rest is logged.
+func (e *Endpoint) onAsyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if subject, ok := refusedSubject(err); ok {
+		if !e.refuseReply(subject, err) {
+			e.refuseLate(subject, err)
+		}
+		return
+	}
+	e.log.Warn("broker reported an error", "err", err)
+}
+
+func (e *Endpoint) onDisconnect(_ *nats.Conn, err error) {
+	e.log.Warn("disconnected", "err", err)
+	e.emit(Event{Kind: EventDisconnected, Err: err})
+}
+
+func (e *Endpoint) onReconnect(nc *nats.Conn) {
+	e.log.Info("reconnected", "server", nc.ConnectedUrlRedacted())
+	e.conn.signalReconnect()
+	e.emit(Event{Kind: EventReconnected})
+}
+
+// onReconnectErr counts reconnect attempts the broker drops before authentication and gives
+// up after preAuthFailuresAllowed of them, instead of retrying a CONNECT the broker will never
+// read (LAYOUT.md "Broker settings").
+func (e *Endpoint) onReconnectErr(nc *nats.Conn, err error) {
+	if err == nil || !preAuthFailure(err) {
+		return
+	}
+	e.conn.mu.Lock()
+	e.conn.preAuth++
+	n := e.conn.preAuth
+	e.conn.mu.Unlock()
+	if n < preAuthFailuresAllowed {
+		return
+	}
+	stop := fmt.Errorf("%w %d times in a row (%v): %s", ErrControlLine, n, err, controlLineHint)
+	e.log.Error("giving up reconnecting", "err", stop)
+	e.conn.finish(stop)
+	nc.Close()
+}
+
+// onClosed runs when the connection is closed for good, by Close or because reconnects ran
+// out; in the latter case the Endpoint stops and Err says why.
+func (e *Endpoint) onClosed(nc *nats.Conn) {
+	e.conn.natsOnce.Do(func() { close(e.conn.natsClosed) })
+	select {
+	case <-e.ctx.Done():
+		return // Close is under way
+	default:
+	}
+	err := nc.LastError()
+	if err == nil {
+		err = errors.New("connection closed")
+	}
+	e.conn.finish(fmt.Errorf("connection lost: %w", err))
+	e.log.Error("connection closed for good", "err", err)
+	e.emit(Event{Kind: EventClosed, Err: err})
+	e.cancel()
+}

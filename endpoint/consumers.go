@@ -1,0 +1,133 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Binding timing: how often a missing consumer is looked up again, and how often a bound one
+// is checked for having vanished (a reconnect also triggers a check).
+const (
+	bindRetryMax   = 30 * time.Second
+	bindCheckEvery = 15 * time.Second
+	// consumeBatch bounds the copies pulled ahead of the Handler, so buffered copies do not
+	// sit out their ack wait while earlier ones are handled.
+	consumeBatch = 16
+)
+
+// binding is one provisioner-created durable the Endpoint binds and never creates (SPEC §8,
+// §9 item 3): dm_<id>, svc_<role>, dlv_<id>.
+type binding struct {
+	src      source
+	stream   string
+	consumer string
+}
+
+// bindings lists the durables of this instance: DMs always, durable copies always, anycasts
+// only with a role (SPEC §8; LAYOUT.md "Consumers").
+func (e *Endpoint) bindings() []binding {
+	b := []binding{
+		{srcDM, e.names.DMStream(), e.names.DMConsumer(e.id)},
+		{srcDurable, e.names.DLVStream(), e.names.DLVConsumer(e.id)},
+	}
+	if e.role != "" {
+		b = append(b, binding{srcAnycast, e.names.TaskStream(), e.names.SvcConsumer(e.role)})
+	}
+	return b
+}
+
+func (e *Endpoint) startBindings() {
+	for _, b := range e.bindings() {
+		e.spawn(func(ctx context.Context) { e.runBinding(ctx, b) })
+	}
+}
+
+// runBinding binds b and consumes it until ctx ends. A consumer that does not exist yet is
+// reported once and looked up again with capped backoff; a consumer lost later (deleted, or
+// gone after a reconnect) is bound again.
+func (e *Endpoint) runBinding(ctx context.Context, b binding) {
+	retry := newBackoff(time.Second, bindRetryMax)
+	missing := false
+	for ctx.Err() == nil {
+		cons, err := e.js.Consumer(ctx, b.stream, b.consumer)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !missing {
+				missing = true
+				e.reportMissing(b, err)
+			}
+			retry.wait(ctx)
+			continue
+		}
+		if missing {
+			e.log.Info("bound consumer", "consumer", b.consumer, "stream", b.stream)
+		}
+		missing = false
+		retry.reset()
+		e.emit(Event{Kind: EventConsumerBound, Consumer: b.consumer})
+		if err := e.consume(ctx, b, cons); err != nil && ctx.Err() == nil {
+			e.log.Warn("lost consumer; binding again", "consumer", b.consumer, "err", err)
+			retry.wait(ctx)
+		}
+	}
+}
+
+func (e *Endpoint) reportMissing(b binding, err error) {
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		e.log.Warn("bind-only consumer does not exist yet; the provisioner creates it (cotal "+
+			"mint --provision); retrying", "consumer", b.consumer, "stream", b.stream)
+	} else {
+		e.log.Warn("cannot bind consumer; retrying", "consumer", b.consumer, "stream", b.stream, "err", err)
+	}
+	e.emit(Event{Kind: EventConsumerMissing, Consumer: b.consumer, Err: err})
+}
+
+// consume pulls from a bound consumer into the receive pipeline until ctx ends or the
+// consumer is lost. It checks the consumer after every reconnect and every bindCheckEvery,
+// because a pull consumer deleted while the connection was down is not noticed otherwise.
+func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consumer) error {
+	lost := make(chan error, 1)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		e.receive(inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m})
+	},
+		jetstream.PullMaxMessages(consumeBatch),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+				select {
+				case lost <- err:
+				default:
+				}
+			}
+		}))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cc.Stop()
+		select {
+		case <-cc.Closed():
+		case <-time.After(bindCheckEvery):
+			e.log.Warn("consumer did not stop in time", "consumer", b.consumer)
+		}
+	}()
+	check := time.NewTicker(bindCheckEvery)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-lost:
+			return err
+		case <-e.conn.reconnectSignal():
+		case <-check.C:
+		}
+		if _, err := cons.Info(ctx); errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return err
+		}
+	}
+}

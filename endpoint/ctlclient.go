@@ -1,0 +1,155 @@
+package endpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Control request errors.
+var (
+	// ErrNoResponders: nobody serves the control service a Request addressed (SPEC §5).
+	ErrNoResponders = errors.New("no instance serves this control service")
+	// ErrReplyRefused: the broker refused the subscription to the reply subject; the
+	// credential may not receive replies from this service (LAYOUT.md grants the delivery
+	// service's reply subtree only).
+	ErrReplyRefused = errors.New("broker refused the control reply subscription")
+)
+
+// Request sends op with args to the control service (SPEC §5) and waits for the reply. The
+// request travels on cotal.<s>.ctl.<service>.<id> with reply subject
+// <request subject>.reply.<uuid>, subscribed before publishing (LAYOUT.md "Control service").
+// Without a deadline on ctx, Options.ControlTimeout applies. A reply with ok false is returned
+// together with an error wrapping ErrControlRefused.
+func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*ControlReply, error) {
+	req, err := NewControlRequest(op, args, e.Ref())
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("control %s %s: %w", service, op, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.opts.ControlTimeout)
+		defer cancel()
+	}
+	subject := e.names.CtlSubject(service, e.id)
+	reply := ControlReplySubject(subject)
+	// A refused reply subscription is reported asynchronously; it ends the wait at once.
+	ctx, refuse := context.WithCancelCause(ctx)
+	defer refuse(nil)
+	e.replies.Store(reply, refuse)
+	defer e.replies.Delete(reply)
+	sub, err := e.nc.SubscribeSync(reply)
+	if err != nil {
+		return nil, fmt.Errorf("control %s %s: subscribe reply: %w", service, op, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := sub.AutoUnsubscribe(1); err != nil {
+		return nil, fmt.Errorf("control %s %s: %w", service, op, err)
+	}
+	if err := e.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: data}); err != nil {
+		return nil, fmt.Errorf("control %s %s: publish: %w", service, op, err)
+	}
+	msg, err := sub.NextMsgWithContext(ctx)
+	if errors.Is(err, nats.ErrNoResponders) || (err == nil && msg.Header.Get("Status") == "503") {
+		return nil, fmt.Errorf("control %s %s: %w", service, op, ErrNoResponders)
+	}
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrReplyRefused) {
+			err = cause
+		}
+		return nil, fmt.Errorf("control %s %s: %w", service, op, err)
+	}
+	r, err := DecodeControlReply(msg.Data)
+	if err != nil {
+		return nil, fmt.Errorf("control %s %s: %w", service, op, err)
+	}
+	return r, r.Err()
+}
+
+// refuseReply ends the wait of the Request whose reply subscription the broker refused, and
+// reports whether subject was such a reply subject.
+func (e *Endpoint) refuseReply(subject string, err error) bool {
+	v, ok := e.replies.Load(subject)
+	if !ok {
+		return false
+	}
+	v.(context.CancelCauseFunc)(fmt.Errorf("%w: %v", ErrReplyRefused, err))
+	return true
+}
+
+// ControlHandler serves one verified control request; From has already been checked against
+// the subject sender (SPEC §5). The returned data becomes ControlReply.Data; an error becomes
+// ok false with the error's text.
+type ControlHandler func(ctx context.Context, req *ControlRequest) (data any, err error)
+
+// Serve answers control requests for service on cotal.<s>.ctl.<service>.* until stop is
+// called or the Endpoint closes. Before acting it verifies that from.id is the subject sender
+// (else it replies ok false, "sender-mismatch"), and it answers only on a reply subject inside
+// the request subject's own .reply. subtree (LAYOUT.md "Reply-subject injection"); a request
+// with any other reply subject is dropped unanswered.
+func (e *Endpoint) Serve(service string, h ControlHandler) (stop func() error, err error) {
+	if !isToken(service) {
+		return nil, fmt.Errorf("%w: service %q has characters outside [A-Za-z0-9_-]", ErrInvalidControl, service)
+	}
+	sub, err := e.nc.Subscribe(e.names.Prefix()+".ctl."+service+".*", func(m *nats.Msg) {
+		e.serveOne(m, h)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("serve %s: %w", service, err)
+	}
+	if err := e.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("serve %s: %w", service, err)
+	}
+	return sub.Unsubscribe, nil
+}
+
+func (e *Endpoint) serveOne(m *nats.Msg, h ControlHandler) {
+	if err := CheckControlReplySubject(m.Subject, m.Reply); err != nil {
+		e.log.Warn("dropped a control request with a foreign reply subject", "subject", m.Subject, "err", err)
+		return
+	}
+	var reply ControlReply
+	_, req, err := CheckControlRequest(m.Subject, m.Data)
+	if err != nil {
+		reason, _ := ReasonOf(err)
+		e.log.Warn("refused a control request", "subject", m.Subject, "reason", reason, "err", err)
+		reply = ReplyError(reason)
+	} else {
+		reply = e.callControl(req, h)
+	}
+	data, err := json.Marshal(reply)
+	if err != nil {
+		e.log.Error("encode control reply", "subject", m.Subject, "err", err)
+		return
+	}
+	if err := m.Respond(data); err != nil {
+		e.log.Debug("control reply failed", "subject", m.Reply, "err", err)
+	}
+}
+
+// callControl runs h and turns its outcome into a reply; a panic is a refusal, not a crash.
+func (e *Endpoint) callControl(req *ControlRequest, h ControlHandler) (reply ControlReply) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Error("control handler panicked", "op", req.Op, "panic", r)
+			reply = ReplyError(fmt.Sprintf("op %q failed", req.Op))
+		}
+	}()
+	data, err := h(e.ctx, req)
+	if err != nil {
+		return ReplyError(err.Error())
+	}
+	r, err := ReplyOK(data)
+	if err != nil {
+		return ReplyError(err.Error())
+	}
+	return r
+}

@@ -1,0 +1,475 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+)
+
+// Connection errors.
+var (
+	// ErrInvalidOptions: Options failed Validate; the message names the field.
+	ErrInvalidOptions = errors.New("invalid endpoint options")
+	// ErrServerTooOld: the broker is older than MinServerVersion.
+	ErrServerTooOld = errors.New("broker is too old")
+	// ErrControlLine: the broker dropped the connection before authentication, which is what it
+	// does when the CONNECT line (carrying the credential's grants) exceeds max_control_line.
+	ErrControlLine = errors.New("broker dropped the connection before authentication")
+	// ErrNotProvisioned: the space's streams or buckets do not exist on the broker.
+	ErrNotProvisioned = errors.New("space is not provisioned on this broker")
+	// ErrClosed: the Endpoint was closed.
+	ErrClosed = errors.New("endpoint is closed")
+)
+
+// MinServerVersion is the oldest nats-server an Endpoint talks to (build-a-client.md: refuse
+// brokers older than NATS 2.12).
+const MinServerVersion = "2.12.0"
+
+// Defaults of Options.
+const (
+	DefaultMaxReconnects  = 60
+	DefaultReconnectWait  = 2 * time.Second
+	DefaultControlTimeout = 5 * time.Second
+)
+
+// Options configure an Endpoint. The zero value plus a transport (Link or InProcess + Space)
+// connects in open mode with a generated id.
+type Options struct {
+	// Link is a cotal:// or cotals:// join link to a remote broker (SPEC §10). Its channels
+	// are joined at connect, after Channels.
+	Link string
+	// InProcess connects to an embedded broker without TCP; package space hands it out.
+	InProcess nats.InProcessConnProvider
+	// Space is the space name. Required with InProcess; with Link it must be empty or equal
+	// the link's space.
+	Space string
+
+	// CredsFile and Creds name the .creds content (user JWT and seed); set at most one. The
+	// instance id, name and role are read from it (SPEC §2). Without either, the Endpoint runs
+	// in open mode (SPEC §2: outside the security claims).
+	CredsFile string
+	Creds     []byte
+	// ID is an optional explicit instance id. With a credential it must equal the
+	// credential's id, else Connect fails with ErrIDMismatch before publishing anything (SPEC
+	// §2). In open mode it defaults to a fresh user nkey public key.
+	ID string
+
+	// Name is the display name; it defaults to the credential's name, then to the id.
+	Name string
+	// Kind is the AgentCard kind (SPEC §6); default agent.
+	Kind CardKind
+	// Role is the service role; it defaults to the credential's cotal-role tag. With a role
+	// the Endpoint binds svc_<role> and receives anycasts (SPEC §8).
+	Role string
+	// Description and Tags complete the AgentCard (SPEC §6).
+	Description string
+	Tags        []string
+
+	// Handler receives every delivery from the first one on; see Handler and Handle.
+	Handler Handler
+	// OnEvent, if set, is told about state changes: late join refusals, durable backstop
+	// established or unavailable, consumers missing, connection trouble. It is called from
+	// internal goroutines and must not block.
+	OnEvent func(Event)
+
+	// Heartbeat is the presence refresh interval; default DefaultHeartbeat (SPEC §6).
+	Heartbeat time.Duration
+	// LivenessWindow marks a peer offline when its ts is older; default DefaultLivenessWindow.
+	LivenessWindow time.Duration
+	// Channels are joined at connect, in order.
+	Channels []string
+	// EchoOwn surfaces the Endpoint's own channel messages; by default they are dropped.
+	EchoOwn bool
+	// DedupWindow is how many handled message ids are remembered; default DefaultDedupWindow.
+	DedupWindow int
+	// ControlTimeout bounds a control Request whose context has no deadline, including the
+	// durable-join request (SPEC §7); default DefaultControlTimeout.
+	ControlTimeout time.Duration
+	// Logger receives the Endpoint's logs; default discards. Secrets are never logged.
+	Logger *slog.Logger
+	// MaxReconnects bounds reconnect attempts (default DefaultMaxReconnects); reconnects are
+	// never unbounded. ReconnectWait is the pause between attempts (DefaultReconnectWait).
+	MaxReconnects int
+	ReconnectWait time.Duration
+}
+
+// Validate checks Options without touching the network. Errors wrap ErrInvalidOptions and name
+// the field to fix.
+func (o *Options) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	switch {
+	case (o.Link == "") == (o.InProcess == nil):
+		return bad("set exactly one of Link and InProcess")
+	case o.InProcess != nil && o.Space == "":
+		return bad("Space is required with InProcess")
+	case o.CredsFile != "" && o.Creds != nil:
+		return bad("set at most one of CredsFile and Creds")
+	case o.Kind != "" && o.Kind != CardKindAgent && o.Kind != CardKindEndpoint:
+		return bad("Kind %q is not agent or endpoint", o.Kind)
+	case o.Heartbeat < 0, o.LivenessWindow < 0, o.ControlTimeout < 0, o.ReconnectWait < 0:
+		return bad("durations must not be negative")
+	case o.MaxReconnects < 0:
+		return bad("MaxReconnects must not be negative: reconnects are bounded")
+	case o.DedupWindow < 0:
+		return bad("DedupWindow must not be negative")
+	case o.ID != "" && Sanitize(o.ID) != o.ID:
+		return bad("ID %q has characters outside [A-Za-z0-9_-]", o.ID)
+	}
+	for _, ch := range o.Channels {
+		if err := ValidatePublishChannel(ch); err != nil {
+			return bad("Channels: %v", err)
+		}
+	}
+	return nil
+}
+
+func (o *Options) setDefaults() {
+	if o.Kind == "" {
+		o.Kind = CardKindAgent
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.LivenessWindow == 0 {
+		o.LivenessWindow = DefaultLivenessWindow
+	}
+	if o.ControlTimeout == 0 {
+		o.ControlTimeout = DefaultControlTimeout
+	}
+	if o.MaxReconnects == 0 {
+		o.MaxReconnects = DefaultMaxReconnects
+	}
+	if o.ReconnectWait == 0 {
+		o.ReconnectWait = DefaultReconnectWait
+	}
+}
+
+// Endpoint is a connected Cotal instance (SPEC §12): it announces presence, keeps a roster,
+// publishes, joins channels and surfaces every delivery through one receive pipeline. Its
+// methods are safe for concurrent use. Close it to leave no goroutine or connection behind.
+type Endpoint struct {
+	opts  Options
+	log   *slog.Logger
+	names Names
+	space string
+	id    string
+	role  string
+	card  AgentCard
+
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	presenceKV jetstream.KeyValue
+	channelsKV jetstream.KeyValue
+
+	handler atomic.Pointer[Handler]
+	dedup   *dedup
+	stats   stats
+	roster  *Roster
+	conn    connWatch
+	pres    presenceState
+	joins   joinState
+	histMu  sync.Mutex // one chathist_<id> consumer exists at a time (SPEC §8)
+	replies sync.Map   // pending Request reply subject → its context.CancelCauseFunc
+
+	ctx       context.Context // ends at Close; every goroutine and Handler call watches it
+	cancel    context.CancelFunc
+	spawnMu   sync.Mutex // orders spawn against shutdown's wg.Wait
+	stopping  bool
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Connect authenticates, announces presence, starts the roster and the bound consumers, and
+// joins the configured channels (SPEC §2, §6, §8, §10). The instance inbox prefix is set on
+// the connection before any request, pull or watch (SPEC §10). On error nothing is left
+// running.
+func Connect(ctx context.Context, opts Options) (*Endpoint, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts.setDefaults()
+	e := &Endpoint{opts: opts, log: logger(opts.Logger), dedup: newDedup(opts.DedupWindow)}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.conn.init()
+	if opts.Handler != nil {
+		e.Handle(opts.Handler)
+	}
+	url, natsOpts, channels, err := e.resolve()
+	if err != nil {
+		return nil, err
+	}
+	e.log = e.log.With("space", e.space, "id", e.id)
+	if err := e.dial(url, natsOpts); err != nil {
+		return nil, err
+	}
+	if err := e.start(ctx, append(append([]string{}, opts.Channels...), channels...)); err != nil {
+		e.shutdown(context.Background(), false)
+		return nil, err
+	}
+	return e, nil
+}
+
+// resolve works out identity, space and transport from Options, before any network use. It
+// fails with ErrIDMismatch when an explicit id differs from the credential's (SPEC §2).
+func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
+	o := &e.opts
+	var natsOpts []nats.Option
+	url, space := nats.DefaultURL, o.Space
+	var channels []string
+	linkAuthSet := false
+	if o.Link != "" {
+		l, err := ParseLink(o.Link)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if space != "" && space != l.Space {
+			return "", nil, nil, fmt.Errorf("%w: Space %q differs from the link's space %q",
+				ErrInvalidOptions, space, l.Space)
+		}
+		url, space, channels = l.ServerURL(), l.Space, l.Channels
+		natsOpts = append(natsOpts, linkAuth(l)...)
+		linkAuthSet = l.Token != "" || l.User != ""
+	} else {
+		natsOpts = append(natsOpts, nats.InProcessServer(o.InProcess))
+	}
+	cred, err := readCredential(o)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if cred != nil && linkAuthSet {
+		return "", nil, nil, fmt.Errorf("%w: a credential excludes the link's token or user:pass (SPEC §10)",
+			ErrInvalidOptions)
+	}
+	if err := e.adoptIdentity(cred); err != nil {
+		return "", nil, nil, err
+	}
+	if cred != nil {
+		natsOpts = append(natsOpts, nats.UserJWT(cred.userJWT, cred.sign))
+	}
+	e.space, e.names = space, NewNames(space)
+	e.card = AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
+		Description: o.Description, Tags: o.Tags, ProtocolVersion: ProtocolVersion}
+	return url, natsOpts, channels, nil
+}
+
+// linkAuth turns a link's token or user:pass into connect options (SPEC §10).
+func linkAuth(l Link) []nats.Option {
+	opts := []nats.Option{}
+	switch {
+	case l.Token != "":
+		opts = append(opts, nats.Token(l.Token))
+	case l.User != "":
+		opts = append(opts, nats.UserInfo(l.User, l.Password))
+	}
+	if l.TLS {
+		opts = append(opts, nats.Secure())
+	}
+	return opts
+}
+
+func readCredential(o *Options) (*credential, error) {
+	contents := o.Creds
+	if o.CredsFile != "" {
+		b, err := os.ReadFile(o.CredsFile)
+		if err != nil {
+			return nil, fmt.Errorf("read credential %s: %w", o.CredsFile, err)
+		}
+		contents = b
+	}
+	if contents == nil {
+		return nil, nil
+	}
+	return parseCreds(contents)
+}
+
+// adoptIdentity takes the id, name and role bound to the credential (SPEC §2), or in open
+// mode the explicit id or a fresh user nkey.
+func (e *Endpoint) adoptIdentity(cred *credential) error {
+	o := &e.opts
+	e.id, e.role, e.card.Name = o.ID, o.Role, o.Name
+	if cred != nil {
+		if o.ID != "" && o.ID != cred.id {
+			return fmt.Errorf("%w: Options.ID is %s, the credential is bound to %s", ErrIDMismatch, o.ID, cred.id)
+		}
+		e.id = cred.id
+		if e.role == "" {
+			e.role = cred.role
+		}
+		if e.card.Name == "" {
+			e.card.Name = cred.name
+		}
+	}
+	if e.id == "" {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return fmt.Errorf("generate an open-mode id: %w", err)
+		}
+		if e.id, err = kp.PublicKey(); err != nil {
+			return fmt.Errorf("generate an open-mode id: %w", err)
+		}
+	}
+	if e.card.Name == "" {
+		e.card.Name = e.id
+	}
+	return nil
+}
+
+// start runs everything after the connection is up, in the order SPEC §10 and §6 want: the
+// JetStream handles, the first presence write, the roster, the bound consumers, then joins.
+func (e *Endpoint) start(ctx context.Context, channels []string) error {
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	e.js = js
+	if e.presenceKV, err = e.openBucket(ctx, e.names.PresenceBucket()); err != nil {
+		return err
+	}
+	if e.channelsKV, err = e.openBucket(ctx, e.names.ChannelsBucket()); err != nil {
+		return err
+	}
+	e.roster = newRoster(e)
+	e.pres.status = StatusIdle
+	if err := e.writePresence(ctx); err != nil {
+		return fmt.Errorf("announce presence: %w", err)
+	}
+	e.spawn(e.heartbeatLoop)
+	e.spawn(e.roster.run)
+	e.startBindings()
+	for _, ch := range channels {
+		if _, err := e.Join(ctx, ch); err != nil {
+			return fmt.Errorf("join %s at connect: %w", ch, err)
+		}
+	}
+	return nil
+}
+
+func (e *Endpoint) openBucket(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	kv, err := e.js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("%w: bucket %s is missing; start the space with `cotal up` or space.Start",
+			ErrNotProvisioned, bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	return kv, nil
+}
+
+// spawn runs f on a goroutine the Endpoint owns: Close cancels e.ctx and waits for it. Once
+// Close has begun it runs nothing and reports false.
+func (e *Endpoint) spawn(f func(ctx context.Context)) bool {
+	e.spawnMu.Lock()
+	defer e.spawnMu.Unlock()
+	if e.stopping {
+		return false
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		f(e.ctx)
+	}()
+	return true
+}
+
+// ID is the instance id (SPEC §2).
+func (e *Endpoint) ID() string { return e.id }
+
+// Name is the display name.
+func (e *Endpoint) Name() string { return e.card.Name }
+
+// Space is the space name as configured.
+func (e *Endpoint) Space() string { return e.space }
+
+// Role is the service role, empty without one.
+func (e *Endpoint) Role() string { return e.role }
+
+// Card returns a copy of the AgentCard announced in presence (SPEC §6).
+func (e *Endpoint) Card() AgentCard {
+	c := e.card
+	c.Tags = append([]string(nil), e.card.Tags...)
+	return c
+}
+
+// Ref is the EndpointRef this instance signs its messages with (SPEC §5).
+func (e *Endpoint) Ref() EndpointRef { return EndpointRef{ID: e.id, Name: e.card.Name, Role: e.role} }
+
+// Roster is the live presence directory of the space (SPEC §6).
+func (e *Endpoint) Roster() *Roster { return e.roster }
+
+// Conn is the underlying NATS connection, for diagnostics. Do not close it; close the
+// Endpoint.
+func (e *Endpoint) Conn() *nats.Conn { return e.nc }
+
+// Done is closed when the Endpoint stops: after Close, or when the connection is lost for
+// good (reconnects exhausted, or refused before authentication). Err then says why.
+func (e *Endpoint) Done() <-chan struct{} { return e.conn.closed }
+
+// Err is nil while the Endpoint runs, and after Done says why it stopped.
+func (e *Endpoint) Err() error { return e.conn.err() }
+
+// Close writes one final offline presence record (SPEC §6), stops every goroutine, leaves
+// the bound consumers, and drains the connection. ctx bounds the final write and the drain.
+// Close is idempotent; later calls return the first result.
+func (e *Endpoint) Close(ctx context.Context) error {
+	e.closeOnce.Do(func() { e.closeErr = e.shutdown(ctx, true) })
+	return e.closeErr
+}
+
+// shutdown stops the Endpoint in order: heartbeats end before the final offline write, the
+// goroutines stop before the connection drains.
+func (e *Endpoint) shutdown(ctx context.Context, announce bool) error {
+	var errs []error
+	if announce {
+		if err := e.writeFinalPresence(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("final offline presence: %w", err))
+		}
+	} else {
+		e.pres.stop()
+	}
+	e.cancel()
+	e.spawnMu.Lock()
+	e.stopping = true
+	e.spawnMu.Unlock()
+	e.wg.Wait()
+	if e.nc != nil {
+		if err := e.drain(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if e.roster != nil {
+		e.roster.closeSubscribers()
+	}
+	e.conn.finish(ErrClosed)
+	return errors.Join(errs...)
+}
+
+// drain drains the connection and waits until it is closed or ctx ends.
+func (e *Endpoint) drain(ctx context.Context) error {
+	if e.nc.IsClosed() {
+		return nil
+	}
+	if err := e.nc.Drain(); err != nil {
+		e.nc.Close()
+	}
+	select {
+	case <-e.conn.natsClosed:
+		return nil
+	case <-ctx.Done():
+		e.nc.Close()
+		<-e.conn.natsClosed
+		return fmt.Errorf("drain: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,137 @@
+package endpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+)
+
+// ErrOfflineStatus: SetStatus was asked to announce offline, which a live instance never
+// heartbeats (SPEC §6); Close announces it once.
+var ErrOfflineStatus = errors.New("a live instance never announces offline; Close does")
+
+// presenceState is what the heartbeat announces. mu also orders presence writes, so a final
+// offline record is never followed by a heartbeat.
+type presenceState struct {
+	mu           sync.Mutex
+	status       PresenceStatus
+	activity     string
+	attention    AttentionMode
+	channelModes map[string]ChannelMode
+	final        bool // the final offline record is written or being written
+}
+
+func (p *presenceState) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.final = true
+}
+
+// heartbeatLoop refreshes the instance's own presence key every Heartbeat on its own timer,
+// independent of any Handler (SPEC §6).
+func (e *Endpoint) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(e.opts.Heartbeat)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		wctx, cancel := context.WithTimeout(ctx, e.opts.Heartbeat)
+		err := e.writePresence(wctx)
+		cancel()
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			e.log.Warn("presence heartbeat failed; peers will see this instance offline", "err", err)
+			failing = true
+		case err == nil && failing:
+			e.log.Info("presence heartbeat recovered")
+			failing = false
+		}
+	}
+}
+
+// writePresence writes the current presence to the instance's own key, key = card.id, with ts
+// now (SPEC §6). It never writes after the final offline record.
+func (e *Endpoint) writePresence(ctx context.Context) error {
+	e.pres.mu.Lock()
+	defer e.pres.mu.Unlock()
+	if e.pres.final {
+		return ErrClosed
+	}
+	return e.putPresence(ctx, e.pres.status)
+}
+
+// writeFinalPresence stops the heartbeat and writes the one offline record a graceful
+// disconnect may publish (SPEC §6).
+func (e *Endpoint) writeFinalPresence(ctx context.Context) error {
+	e.pres.mu.Lock()
+	defer e.pres.mu.Unlock()
+	if e.pres.final {
+		return nil
+	}
+	e.pres.final = true
+	if e.presenceKV == nil || e.nc.IsClosed() {
+		return nil
+	}
+	return e.putPresence(ctx, StatusOffline)
+}
+
+// putPresence writes one record; e.pres.mu is held.
+func (e *Endpoint) putPresence(ctx context.Context, status PresenceStatus) error {
+	p := Presence{
+		Card:         e.card,
+		Status:       status,
+		Activity:     e.pres.activity,
+		Attention:    e.pres.attention,
+		ChannelModes: e.pres.channelModes,
+		TS:           time.Now().UnixMilli(),
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode presence: %w", err)
+	}
+	if _, err := e.presenceKV.Put(ctx, e.id, data); err != nil {
+		return err
+	}
+	if e.roster != nil {
+		e.roster.ownWritten(time.Now())
+	}
+	return nil
+}
+
+// SetStatus announces status and activity now and in every later heartbeat (SPEC §6).
+// StatusOffline is refused with ErrOfflineStatus.
+func (e *Endpoint) SetStatus(ctx context.Context, status PresenceStatus, activity string) error {
+	switch status {
+	case StatusIdle, StatusWaiting, StatusWorking:
+	case StatusOffline:
+		return ErrOfflineStatus
+	default:
+		return fmt.Errorf("%w: status %q is not idle, waiting or working", ErrInvalidPresence, status)
+	}
+	e.pres.mu.Lock()
+	e.pres.status, e.pres.activity = status, activity
+	e.pres.mu.Unlock()
+	return e.writePresence(ctx)
+}
+
+// SetAttention announces the global attention mode and per-channel overrides now and in every
+// later heartbeat (SPEC §6). They are advisory: delivery is unchanged. nil modes clears the
+// overrides.
+func (e *Endpoint) SetAttention(ctx context.Context, mode AttentionMode, modes map[string]ChannelMode) error {
+	p := Presence{Card: e.card, Status: StatusIdle, Attention: mode, ChannelModes: modes}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	e.pres.mu.Lock()
+	e.pres.attention, e.pres.channelModes = mode, maps.Clone(modes)
+	e.pres.mu.Unlock()
+	return e.writePresence(ctx)
+}

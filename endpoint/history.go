@@ -1,0 +1,107 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// History read settings of the pinned chathist_<id> consumer (SPEC §8; LAYOUT.md "Consumers").
+const (
+	historyInactive = 30 * time.Second
+	historyBatch    = 256
+	historyFetch    = 5 * time.Second // bound on one fetch round trip
+)
+
+// backfill reads the channel's retained messages up to watermark through the pinned
+// single-filter history consumer and surfaces each with Historical set (SPEC §7 steps 3–5).
+// The messages are read before any is surfaced, so the history consumer is gone by the time
+// the Handler runs and may itself join a channel. It returns how many were surfaced.
+func (e *Endpoint) backfill(ctx context.Context, name string, watermark uint64, window time.Duration) (int, error) {
+	copies, err := e.readHistory(ctx, name, watermark, window)
+	surfaced := 0
+	for _, in := range copies {
+		if e.receive(in) == outSurfaced {
+			surfaced++
+		}
+	}
+	return surfaced, err
+}
+
+// readHistory creates chathist_<id> with exactly one filter, ChatFilter(name) (the only CHAT
+// consumer create an agent holds, SPEC §9 item 4), reads it up to watermark, and deletes it
+// before and after (LAYOUT.md). One history read runs at a time per instance, since the
+// consumer name is fixed.
+func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint64, window time.Duration) ([]inbound, error) {
+	e.histMu.Lock()
+	defer e.histMu.Unlock()
+	stream, consumer := e.names.ChatStream(), e.names.HistoryConsumer(e.id)
+	e.deleteHistory(ctx, stream, consumer)
+	cfg := jetstream.ConsumerConfig{
+		Durable:           consumer,
+		FilterSubject:     e.names.ChatFilter(name),
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		MemoryStorage:     true,
+		InactiveThreshold: historyInactive,
+	}
+	if window > 0 {
+		start := time.Now().Add(-window)
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+	}
+	cons, err := e.js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create history consumer %s: %w", consumer, err)
+	}
+	defer e.deleteHistory(context.WithoutCancel(ctx), stream, consumer)
+	return e.fetchHistory(ctx, cons, watermark)
+}
+
+// fetchHistory pulls until the consumer has nothing pending or passes the watermark; copies
+// past the watermark arrive on the live subscription instead.
+func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, watermark uint64) ([]inbound, error) {
+	var out []inbound
+	pending := cons.CachedInfo().NumPending
+	for pending > 0 {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		batch, err := cons.FetchNoWait(int(min(pending, historyBatch)))
+		if err != nil {
+			return out, fmt.Errorf("fetch history: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			pending = md.NumPending
+			if md.Sequence.Stream > watermark {
+				return out, nil
+			}
+			out = append(out, inbound{src: srcHistory, subject: m.Subject(), data: m.Data()})
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return out, fmt.Errorf("fetch history: %w", err)
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// deleteHistory removes the history consumer; one that is already gone is fine.
+func (e *Endpoint) deleteHistory(ctx context.Context, stream, consumer string) {
+	ctx, cancel := context.WithTimeout(ctx, historyFetch)
+	defer cancel()
+	err := e.js.DeleteConsumer(ctx, stream, consumer)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		e.log.Debug("delete history consumer", "consumer", consumer, "err", err)
+	}
+}

@@ -1,0 +1,433 @@
+package endpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Join errors.
+var (
+	// ErrJoinRefused: the broker refused the channel subscription; the channel is outside the
+	// credential's read ACL (SPEC §7, §9).
+	ErrJoinRefused = errors.New("broker refused the channel subscription")
+	// ErrNotJoined: Leave of a channel that is not joined.
+	ErrNotJoined = errors.New("channel is not joined")
+	// ErrJoinInProgress: another Join of the same channel has not finished.
+	ErrJoinInProgress = errors.New("a join of this channel is in progress")
+)
+
+// JoinState is the delivery state a join reached (SPEC §7).
+type JoinState string
+
+// The join states of SPEC §7. A durable channel whose backstop could not be established is
+// JoinedLiveBackstopUnavailable, never JoinedDurable.
+const (
+	JoinedLive                    JoinState = "joined live"
+	JoinedDurable                 JoinState = "joined durable"
+	JoinedLiveBackstopUnavailable JoinState = "joined live, durable backstop unavailable"
+)
+
+// durableJoinTimeout bounds the durable-join request inside Join: without a delivery service
+// the live join must not wait long (SPEC §7: the live join never depends on it).
+const durableJoinTimeout = 2 * time.Second
+
+// durableRetryMax caps the background retry of an unavailable durable backstop.
+const durableRetryMax = time.Minute
+
+// JoinResult reports a join (SPEC §7).
+type JoinResult struct {
+	// Channel is the joined channel in its sanitized wire form.
+	Channel string
+	// State is the delivery state reached.
+	State JoinState
+	// Class is the channel's effective delivery class (SPEC §7).
+	Class DeliveryClass
+	// Watermark is the CHAT frontier taken before the subscription became active.
+	Watermark uint64
+	// Backfilled counts history copies surfaced with Historical set.
+	Backfilled int
+	// BackfillErr says why history could not be read; the live join stands regardless.
+	BackfillErr error
+	// Reason says why the durable backstop is unavailable, with JoinedLiveBackstopUnavailable.
+	Reason string
+}
+
+// joined is one channel in the joined set.
+type joined struct {
+	result     JoinResult
+	sub        *nats.Subscription
+	joining    bool  // Join has not finished
+	refused    error // a refusal that arrived while joining
+	durable    bool  // membership established: Leave must send durableLeave
+	generation uint64
+	stopRetry  context.CancelFunc // ends the background durable-join retry
+	retryDone  chan struct{}
+}
+
+// joinState is the joined set. mu is never held across network calls.
+type joinState struct {
+	mu       sync.Mutex
+	channels map[string]*joined
+}
+
+// Join joins a concrete channel (SPEC §7): it takes the CHAT frontier as watermark, subscribes
+// to the channel's live subject and waits until the broker accepted the subscription, backfills
+// history up to the watermark when replay is on (surfaced with Historical set and deduplicated
+// against the live copies), and on a durable channel asks the delivery service for durable
+// membership. A refused subscription fails with ErrJoinRefused. Joining a joined channel
+// returns its current state.
+func (e *Endpoint) Join(ctx context.Context, channel string) (JoinResult, error) {
+	if err := ValidatePublishChannel(channel); err != nil {
+		return JoinResult{}, fmt.Errorf("join: %w", err)
+	}
+	name := SanitizeChannel(channel)
+	j, existing, err := e.joins.begin(name)
+	if err != nil || existing {
+		return j.result, err
+	}
+	res, err := e.join(ctx, name, j)
+	if err != nil {
+		e.joins.remove(name, j)
+		if j.sub != nil {
+			_ = j.sub.Unsubscribe()
+		}
+		return JoinResult{}, err
+	}
+	return res, nil
+}
+
+// begin registers a join of name, or reports the channel as already joined.
+func (s *joinState) begin(name string) (j *joined, existing bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.channels == nil {
+		s.channels = make(map[string]*joined)
+	}
+	if j, ok := s.channels[name]; ok {
+		if j.joining {
+			return &joined{}, false, fmt.Errorf("%w: %s", ErrJoinInProgress, name)
+		}
+		res := j.result
+		res.Backfilled, res.BackfillErr = 0, nil
+		return &joined{result: res}, true, nil
+	}
+	j = &joined{joining: true, result: JoinResult{Channel: name}}
+	s.channels[name] = j
+	return j, false, nil
+}
+
+// remove drops name from the joined set if it is still j, and reports whether it was.
+func (s *joinState) remove(name string, j *joined) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.channels[name] != j {
+		return false
+	}
+	delete(s.channels, name)
+	return true
+}
+
+func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult, error) {
+	cfg, defaults, err := e.channelConfig(ctx, name)
+	if err != nil {
+		return JoinResult{}, err
+	}
+	res := JoinResult{Channel: name, Class: EffectiveClass(cfg, defaults)}
+	// SPEC §7 step 1: the watermark is taken before the subscription is active.
+	if res.Watermark, err = e.chatFrontier(ctx); err != nil {
+		return JoinResult{}, err
+	}
+	if err := e.subscribeLive(ctx, name, j); err != nil {
+		return JoinResult{}, err
+	}
+	if EffectiveReplay(cfg, defaults) && res.Watermark > 0 {
+		res.Backfilled, res.BackfillErr = e.backfill(ctx, name, res.Watermark, EffectiveReplayWindow(cfg, defaults))
+		if res.BackfillErr != nil {
+			e.log.Warn("join: history unavailable; joined live without backfill", "channel", name, "err", res.BackfillErr)
+		}
+	}
+	res.State = JoinedLive
+	var gen uint64
+	if res.Class == DeliveryDurable {
+		res.State, gen, res.Reason = e.establishDurable(ctx, name)
+	}
+	e.joins.mu.Lock()
+	refused := j.refused
+	if refused == nil {
+		j.joining, j.result = false, res
+		j.durable, j.generation = res.State == JoinedDurable, gen
+		if res.State == JoinedLiveBackstopUnavailable {
+			e.startDurableRetry(name, j)
+		}
+	}
+	e.joins.mu.Unlock()
+	if refused == nil {
+		return res, nil
+	}
+	if res.State == JoinedDurable {
+		// SPEC §7: a durable join is atomic; a refused subscribe removes the membership.
+		args := map[string]any{"channel": name, "generation": gen}
+		if _, err := e.Request(ctx, DeliveryService, "durableLeave", args); err != nil {
+			e.log.Warn("could not remove the membership of a refused join", "channel", name, "err", err)
+		}
+	}
+	return JoinResult{}, fmt.Errorf("%w: %s: %v", ErrJoinRefused, name, refused)
+}
+
+// channelConfig reads the channel's registry entry and the space defaults (SPEC §7) through
+// KV Get, which uses STREAM.MSG.GET, the only read agents hold on the registry (Appendix B).
+// A missing key is no config. A value that does not decode is ignored and logged: it may be a
+// JetStream reply written through an injected reply subject (LAYOUT.md).
+func (e *Endpoint) channelConfig(ctx context.Context, name string) (*ChannelConfig, *ChannelDefaults, error) {
+	raw := func(key string) ([]byte, error) {
+		entry, err := e.channelsKV.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("join %s: read channel registry key %q: %w", name, key, err)
+		}
+		return entry.Value(), nil
+	}
+	var cfg *ChannelConfig
+	var defaults *ChannelDefaults
+	data, err := raw(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if data != nil {
+		if cfg, err = DecodeChannelConfig(data); err != nil {
+			e.log.Warn("ignoring an invalid channel registry entry", "channel", name, "err", err)
+		}
+	}
+	if data, err = raw(DefaultsKey); err != nil {
+		return nil, nil, err
+	}
+	if data != nil {
+		if defaults, err = DecodeChannelDefaults(data); err != nil {
+			e.log.Warn("ignoring invalid channel defaults", "err", err)
+		}
+	}
+	return cfg, defaults, nil
+}
+
+// chatFrontier is the CHAT stream's last sequence (SPEC §7 step 1).
+func (e *Endpoint) chatFrontier(ctx context.Context) (uint64, error) {
+	s, err := e.js.Stream(ctx, e.names.ChatStream())
+	if err != nil {
+		return 0, fmt.Errorf("read the CHAT frontier of %s: %w", e.names.ChatStream(), err)
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+// subscribeLive subscribes to ChatFilter(name) and returns once the broker accepted the
+// subscription (SPEC §7 step 2, §12 item 13). The broker handles SUB before the flush PING and
+// sends a refusal before the PONG, and the client records it before the flush returns, so a
+// refusal is known when the flush returns: no fixed wait (LAYOUT.md "Fixed sleeps in join").
+func (e *Endpoint) subscribeLive(ctx context.Context, name string, j *joined) error {
+	subject := e.names.ChatFilter(name)
+	before := e.nc.LastError()
+	sub, err := e.nc.Subscribe(subject, func(m *nats.Msg) {
+		e.receive(inbound{src: srcLive, subject: m.Subject, data: m.Data})
+	})
+	if err != nil {
+		return fmt.Errorf("join %s: subscribe: %w", name, err)
+	}
+	j.sub = sub
+	if err := e.nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("join %s: confirm subscription: %w", name, err)
+	}
+	if after := e.nc.LastError(); after != before {
+		if refused, ok := refusedSubject(after); ok && refused == subject {
+			return fmt.Errorf("%w: %s is outside this credential's read ACL", ErrJoinRefused, name)
+		}
+	}
+	e.joins.mu.Lock()
+	defer e.joins.mu.Unlock()
+	if j.refused != nil {
+		return fmt.Errorf("%w: %s is outside this credential's read ACL", ErrJoinRefused, name)
+	}
+	return nil
+}
+
+// refuseLate handles a subscription refusal the broker sent asynchronously: a join still in
+// progress fails, a finished one is dropped from the joined set and reported (SPEC §7).
+func (e *Endpoint) refuseLate(subject string, err error) {
+	e.joins.mu.Lock()
+	var name string
+	var j *joined
+	for n, c := range e.joins.channels {
+		if e.names.ChatFilter(n) == subject {
+			name, j = n, c
+		}
+	}
+	if j == nil {
+		e.joins.mu.Unlock()
+		e.log.Warn("broker refused a subscription", "subject", subject, "err", err)
+		return
+	}
+	if j.joining {
+		j.refused = err
+		e.joins.mu.Unlock()
+		return
+	}
+	delete(e.joins.channels, name)
+	e.joins.mu.Unlock()
+	e.log.Error("broker refused a joined channel; it is no longer joined", "channel", name, "err", err)
+	e.emit(Event{Kind: EventJoinRefused, Channel: name, Err: err})
+	e.spawn(func(ctx context.Context) {
+		// SPEC §7: on a late refusal the durable membership must be removed too.
+		if err := e.part(ctx, name, j); err != nil {
+			e.log.Warn("leave after a refused join", "channel", name, "err", err)
+		}
+	})
+}
+
+// Leave leaves a joined channel (SPEC §7): on a durable channel it first asks the delivery
+// service to end the membership (durableLeave, which makes the leave a hard boundary for the
+// backstop), then unsubscribes. The live subscription ends even when durableLeave fails; the
+// error then says the backstop may still deliver.
+func (e *Endpoint) Leave(ctx context.Context, channel string) error {
+	name := SanitizeChannel(channel)
+	e.joins.mu.Lock()
+	j, ok := e.joins.channels[name]
+	if !ok || j.joining {
+		e.joins.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotJoined, name)
+	}
+	delete(e.joins.channels, name)
+	e.joins.mu.Unlock()
+	return e.part(ctx, name, j)
+}
+
+// part ends a channel that already left the joined set: retry, membership, subscription.
+func (e *Endpoint) part(ctx context.Context, name string, j *joined) error {
+	if j.stopRetry != nil {
+		j.stopRetry()
+		<-j.retryDone
+	}
+	var errs []error
+	e.joins.mu.Lock()
+	durable, gen := j.durable, j.generation
+	e.joins.mu.Unlock()
+	if durable {
+		args := map[string]any{"channel": name, "generation": gen}
+		if _, err := e.Request(ctx, DeliveryService, "durableLeave", args); err != nil {
+			errs = append(errs, fmt.Errorf("leave %s: durable membership may remain: %w", name, err))
+		}
+	}
+	if err := j.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		errs = append(errs, fmt.Errorf("leave %s: unsubscribe: %w", name, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Joined lists the joined channels, sorted, in their sanitized wire form.
+func (e *Endpoint) Joined() []string {
+	e.joins.mu.Lock()
+	defer e.joins.mu.Unlock()
+	out := make([]string, 0, len(e.joins.channels))
+	for n, j := range e.joins.channels {
+		if !j.joining {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// JoinStatus returns the current state of a joined channel; it changes when a background retry
+// establishes the durable backstop.
+func (e *Endpoint) JoinStatus(channel string) (JoinResult, bool) {
+	e.joins.mu.Lock()
+	defer e.joins.mu.Unlock()
+	j, ok := e.joins.channels[SanitizeChannel(channel)]
+	if !ok || j.joining {
+		return JoinResult{}, false
+	}
+	return j.result, true
+}
+
+// durableJoinReply is the data of a durableJoin reply (LAYOUT.md "Control service").
+type durableJoinReply struct {
+	Durable    bool   `json:"durable"`
+	Reason     string `json:"reason,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
+}
+
+// requestDurable asks the delivery service for durable membership of name (SPEC §7). It
+// returns the generation when established, and otherwise why not.
+func (e *Endpoint) requestDurable(ctx context.Context, name string) (gen uint64, ok bool, reason string) {
+	ctx, cancel := context.WithTimeout(ctx, min(durableJoinTimeout, e.opts.ControlTimeout))
+	defer cancel()
+	r, err := e.Request(ctx, DeliveryService, "durableJoin", map[string]string{"channel": name})
+	if err != nil {
+		return 0, false, err.Error()
+	}
+	var d durableJoinReply
+	if err := json.Unmarshal(r.Data, &d); err != nil {
+		return 0, false, fmt.Sprintf("durableJoin reply data: %v", err)
+	}
+	if !d.Durable {
+		if d.Reason == "" {
+			d.Reason = "the delivery service declined without a reason"
+		}
+		return 0, false, d.Reason
+	}
+	return d.Generation, true, ""
+}
+
+// establishDurable makes the first durable-join attempt inside Join.
+func (e *Endpoint) establishDurable(ctx context.Context, name string) (JoinState, uint64, string) {
+	gen, ok, reason := e.requestDurable(ctx, name)
+	if ok {
+		return JoinedDurable, gen, ""
+	}
+	e.log.Warn("durable channel joined live only; retrying the backstop in the background",
+		"channel", name, "reason", reason)
+	e.emit(Event{Kind: EventDurableUnavailable, Channel: name, Err: errors.New(reason)})
+	return JoinedLiveBackstopUnavailable, 0, reason
+}
+
+// startDurableRetry retries durable membership with capped backoff until it is established,
+// the channel is left, or the Endpoint closes (SPEC §7: the shortfall is never silent, and
+// the live subscription stays). e.joins.mu is held.
+func (e *Endpoint) startDurableRetry(name string, j *joined) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	j.stopRetry, j.retryDone = cancel, make(chan struct{})
+	done := j.retryDone
+	started := e.spawn(func(context.Context) {
+		defer close(done)
+		e.retryDurable(ctx, name, j)
+	})
+	if !started {
+		cancel()
+		close(done)
+	}
+}
+
+func (e *Endpoint) retryDurable(ctx context.Context, name string, j *joined) {
+	b := newBackoff(time.Second, durableRetryMax)
+	for b.wait(ctx) {
+		gen, ok, reason := e.requestDurable(ctx, name)
+		if !ok {
+			e.log.Debug("durable backstop still unavailable", "channel", name, "reason", reason)
+			continue
+		}
+		e.joins.mu.Lock()
+		j.durable, j.generation = true, gen
+		j.result.State, j.result.Reason = JoinedDurable, ""
+		e.joins.mu.Unlock()
+		e.log.Info("durable backstop established", "channel", name)
+		e.emit(Event{Kind: EventDurableEstablished, Channel: name})
+		return
+	}
+}

@@ -1,0 +1,320 @@
+package endpoint
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// MetaKind is how a delivery was addressed to this instance, derived from the delivering
+// subject's kind and never from payload routing fields (SPEC §4): chat → channel, inst → dm,
+// svc → anycast.
+type MetaKind string
+
+// The delivery kinds of SPEC §4.
+const (
+	MetaChannel MetaKind = "channel"
+	MetaDM      MetaKind = "dm"
+	MetaAnycast MetaKind = "anycast"
+)
+
+// Meta describes how a message reached this instance (SPEC §4, §7; the reference's
+// MessageMeta).
+type Meta struct {
+	// Kind is derived from the subject the copy was delivered on.
+	Kind MetaKind
+	// Historical marks a backfill copy read on join (SPEC §7 step 4).
+	Historical bool
+	// Durable marks a copy from the durable backstop (dlv_<id>, LAYOUT.md).
+	Durable bool
+	// Channel is the channel of a channel delivery, in its sanitized wire form.
+	Channel string
+	// Subject is the subject the message was published on.
+	Subject string
+	// Redelivered is true for a JetStream copy delivered before and not acknowledged.
+	Redelivered bool
+}
+
+// Delivery is one message surfaced to the Handler.
+type Delivery struct {
+	Message *CotalMessage
+	Meta    Meta
+}
+
+// Handler receives every delivery of every path: live channel copies, backfill, DMs, anycasts
+// and durable copies (SPEC §4). Returning nil acknowledges a JetStream copy (DM, anycast,
+// durable); returning an error naks it so it is redelivered later, and lets a later copy of
+// the same message surface again. Live and backfill copies are not redelivered (SPEC §4, §8).
+//
+// Each path calls the Handler from its own goroutine, so a Handler must be safe for concurrent
+// use. It may call any Endpoint method, including Join. ctx ends when the Endpoint closes.
+type Handler func(ctx context.Context, d Delivery) error
+
+// source is the path a copy arrived on; it fixes which subject kind the copy may carry.
+type source int
+
+const (
+	srcLive    source = iota // core subscription on ChatFilter(channel)
+	srcHistory               // chathist_<id> backfill, ack none
+	srcDM                    // dm_<id> on DM_<s>
+	srcAnycast               // svc_<role> on TASK_<s>
+	srcDurable               // dlv_<id> on DLV_<s>
+)
+
+func (s source) String() string {
+	return [...]string{"live", "history", "dm", "anycast", "durable"}[s]
+}
+
+// inbound is one copy entering the receive pipeline.
+type inbound struct {
+	src     source
+	subject string
+	data    []byte
+	msg     jetstream.Msg // the JetStream copy to ack, nak or term; nil for live and history
+}
+
+// Handle sets the Handler, replacing any earlier one. Set Options.Handler instead to receive
+// from the first message on: copies arriving while no Handler is set are counted as Unhandled,
+// JetStream ones nak'd for later, live ones lost.
+func (e *Endpoint) Handle(h Handler) {
+	e.handler.Store(&h)
+}
+
+// outcome is what the pipeline did with one copy.
+type outcome int
+
+const (
+	outSurfaced outcome = iota // handed to the Handler, which returned nil
+	outDropped                 // a duplicate or an own echo, not surfaced
+	outRejected                // a permanent anomaly, terminated
+	outFailed                  // the Handler failed or none was set
+)
+
+// receive is the one receive pipeline every copy goes through (SPEC §4, §5, §8):
+// check → own-echo filter → dedup → surface → ack, nak or term.
+func (e *Endpoint) receive(in inbound) outcome {
+	if redelivered(in.msg) {
+		e.stats.redeliveries.Add(1)
+	}
+	m, meta, err := e.check(in)
+	if err != nil {
+		e.reject(in, err)
+		return outRejected
+	}
+	if meta.Kind == MetaChannel && Sanitize(m.From.ID) == Sanitize(e.id) && !e.opts.EchoOwn {
+		e.stats.ownEchoes.Add(1)
+		e.ack(in)
+		return outDropped
+	}
+	key := dedupKey{sender: Sanitize(m.From.ID), id: m.ID}
+	switch e.dedup.claim(key) {
+	case claimDone:
+		e.stats.duplicates.Add(1)
+		e.ack(in) // SPEC §4: the durable copy owns the commit; a handled id is acked, not surfaced.
+		return outDropped
+	case claimInFlight:
+		// Another copy is in the Handler now. A JetStream copy waits for its outcome: acking it
+		// would lose the message if that Handler fails.
+		if in.msg != nil {
+			e.nak(in, time.Second)
+			return outFailed
+		}
+		e.stats.duplicates.Add(1)
+		return outDropped
+	}
+	err = e.surface(Delivery{Message: m, Meta: meta}, in.msg)
+	e.dedup.finish(key, err == nil)
+	if err == nil {
+		e.ack(in)
+		return outSurfaced
+	}
+	if in.msg != nil {
+		e.nak(in, nakDelay(in.msg))
+	}
+	return outFailed
+}
+
+// check runs the SPEC §3–§5 checks for the copy's path and derives Meta from the subject.
+func (e *Endpoint) check(in inbound) (*CotalMessage, Meta, error) {
+	if in.src == srcDurable {
+		return e.checkDurable(in)
+	}
+	sub, m, err := CheckDelivery(in.subject, in.data)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	meta := Meta{Subject: in.subject, Historical: in.src == srcHistory, Redelivered: redelivered(in.msg)}
+	want := map[source]Kind{srcLive: KindChat, srcHistory: KindChat, srcDM: KindInst, srcAnycast: KindSvc}[in.src]
+	switch {
+	case sub.Kind != want, sub.Space != e.names.Space():
+		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
+			Err: fmt.Errorf("%s subject %q arrived on the %s path", sub.Kind, in.subject, in.src)}
+	case sub.Kind == KindInst && sub.Rest != Sanitize(e.id):
+		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
+			Err: fmt.Errorf("unicast subject %q targets another instance", in.subject)}
+	case sub.Kind == KindSvc && sub.Rest != Sanitize(e.role):
+		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
+			Err: fmt.Errorf("anycast subject %q targets another role", in.subject)}
+	}
+	switch sub.Kind {
+	case KindChat:
+		meta.Kind, meta.Channel = MetaChannel, sub.Rest
+	case KindInst:
+		meta.Kind = MetaDM
+	case KindSvc:
+		meta.Kind = MetaAnycast
+	}
+	return m, meta, nil
+}
+
+// checkDurable checks a copy from dlv_<id>. The trusted reader publishes the bare message on
+// cotal.<s>.dlv.<id> (LAYOUT.md), which only it may write; the copy must still be a valid
+// channel message, and its sender and channel must form a valid chat subject, the subject it
+// was first published on. The kind is channel (LAYOUT.md: durable copies are kind=channel).
+func (e *Endpoint) checkDurable(in inbound) (*CotalMessage, Meta, error) {
+	if in.subject != e.names.DLVSubject(e.id) {
+		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
+			Err: fmt.Errorf("durable copy on %q, want %q", in.subject, e.names.DLVSubject(e.id))}
+	}
+	m, err := DecodeMessage(in.data)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	if m.Channel == "" {
+		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedJSON,
+			Err: fmt.Errorf("%w: a durable copy must be a channel message", ErrInvalidMessage)}
+	}
+	origin := e.names.ChatSubject(m.From.ID, m.Channel)
+	sub, _, err := CheckDelivery(origin, in.data)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	return m, Meta{Kind: MetaChannel, Durable: true, Channel: sub.Rest, Subject: origin,
+		Redelivered: redelivered(in.msg)}, nil
+}
+
+// reject terminates a permanent anomaly (SPEC §4, §5): counted by reason, logged, never
+// surfaced, and on JetStream paths terminated so it is never redelivered.
+func (e *Endpoint) reject(in inbound, err error) {
+	reason, ok := ReasonOf(err)
+	if !ok {
+		reason = ReasonMalformedJSON
+	}
+	e.stats.terminate(reason)
+	e.log.Warn("terminated a permanent anomaly", "reason", reason, "path", in.src.String(),
+		"subject", in.subject, "err", err)
+	if in.msg != nil {
+		if terr := in.msg.TermWithReason(reason); terr != nil {
+			e.log.Debug("term failed", "subject", in.subject, "err", terr)
+		}
+	}
+}
+
+// surface hands d to the Handler. A JetStream copy is kept in progress while the Handler runs
+// longer than its ack wait would allow.
+func (e *Endpoint) surface(d Delivery, msg jetstream.Msg) (err error) {
+	hp := e.handler.Load()
+	if hp == nil || *hp == nil {
+		e.stats.unhandled.Add(1)
+		return errNoHandler
+	}
+	if msg != nil {
+		stop := keepInProgress(msg)
+		defer stop()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+		if err != nil {
+			e.stats.handlerErrors.Add(1)
+			e.log.Warn("handler failed", "id", d.Message.ID, "kind", string(d.Meta.Kind), "err", err)
+			return
+		}
+		e.stats.surfaced(d.Meta)
+	}()
+	return (*hp)(e.ctx, d)
+}
+
+// errNoHandler marks a copy that arrived before any Handler was set.
+var errNoHandler = fmt.Errorf("no handler set")
+
+func (e *Endpoint) ack(in inbound) {
+	if in.msg == nil {
+		return
+	}
+	if err := in.msg.Ack(); err != nil {
+		e.log.Debug("ack failed", "subject", in.subject, "err", err)
+	}
+}
+
+func (e *Endpoint) nak(in inbound, delay time.Duration) {
+	e.stats.naks.Add(1)
+	if err := in.msg.NakWithDelay(delay); err != nil {
+		e.log.Debug("nak failed", "subject", in.subject, "err", err)
+	}
+}
+
+// nakDelay backs a failing message off: 250 ms after the first delivery, doubling up to 30 s.
+func nakDelay(msg jetstream.Msg) time.Duration {
+	n := uint64(1)
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
+		n = md.NumDelivered
+	}
+	d := 250 * time.Millisecond
+	for i := uint64(1); i < n && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+func redelivered(msg jetstream.Msg) bool {
+	if msg == nil {
+		return false
+	}
+	md, err := msg.Metadata()
+	return err == nil && md.NumDelivered > 1
+}
+
+// inProgressEvery is how often a long-running Handler's JetStream copy is marked in progress:
+// well inside the 60 s ack wait of the bind-only consumers (LAYOUT.md "Consumers").
+const inProgressEvery = 20 * time.Second
+
+// keepInProgress marks msg in progress every inProgressEvery until the returned stop is called,
+// so a slow Handler does not cause a redelivery of the copy it is still working on.
+func keepInProgress(msg jetstream.Msg) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	var tick func()
+	tick = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		_ = msg.InProgress()
+		t.Reset(inProgressEvery)
+	}
+	mu.Lock()
+	t = time.AfterFunc(inProgressEvery, tick)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
+
+// logger returns l, or a logger that discards, so every Endpoint logs through one value.
+func logger(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}

@@ -1,0 +1,213 @@
+package endpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Publish errors.
+var (
+	// ErrNotOwnSender: a message's from.id is another instance; an instance publishes only as
+	// itself (SPEC §3, §12 item 2).
+	ErrNotOwnSender = errors.New("message sender is not this instance")
+	// ErrTooLarge: the encoded message exceeds the broker's max payload (SPEC §5).
+	ErrTooLarge = errors.New("message exceeds the broker's max payload")
+)
+
+// Receipt says a message was stored by JetStream at Stream/Seq; it never means delivered
+// (SPEC §4). Duplicate is set when the stream already held a message with this id within its
+// duplicate window, so nothing new was stored.
+type Receipt struct {
+	ID        string
+	Stream    string
+	Seq       uint64
+	Duplicate bool
+}
+
+// SendOption sets an optional field of a message built by Send, SendDM or SendAnycast.
+type SendOption func(*CotalMessage)
+
+// WithMentions names peers to wake, lowercased (SPEC §5); on a live channel each mentioned
+// peer allowed to read the channel also gets a durable copy (SPEC §4).
+func WithMentions(names ...string) SendOption {
+	return func(m *CotalMessage) { m.Mentions = append(m.Mentions, names...) }
+}
+
+// WithReplyTo marks the message as a reply to the message with id.
+func WithReplyTo(id string) SendOption { return func(m *CotalMessage) { m.ReplyTo = id } }
+
+// WithContextID sets the thread or conversation id.
+func WithContextID(id string) SendOption { return func(m *CotalMessage) { m.ContextID = id } }
+
+// WithMessageID sets the message id instead of a fresh one. Resending with the same id within
+// the stream's duplicate window stores nothing new (Receipt.Duplicate), which makes a retry
+// after an unknown outcome safe.
+func WithMessageID(id string) SendOption { return func(m *CotalMessage) { m.ID = id } }
+
+// Send multicasts parts on a concrete channel (SPEC §4) and returns where JetStream stored it.
+func (e *Endpoint) Send(ctx context.Context, channel string, parts []Part, opts ...SendOption) (Receipt, error) {
+	return e.Publish(ctx, e.build(NewChannelMessage(e.space, e.Ref(), channel, parts...), opts))
+}
+
+// SendDM unicasts parts to the instance id to (SPEC §4).
+func (e *Endpoint) SendDM(ctx context.Context, to string, parts []Part, opts ...SendOption) (Receipt, error) {
+	return e.Publish(ctx, e.build(NewDirectMessage(e.space, e.Ref(), to, parts...), opts))
+}
+
+// SendAnycast sends parts to exactly one holder of role (SPEC §4).
+func (e *Endpoint) SendAnycast(ctx context.Context, role string, parts []Part, opts ...SendOption) (Receipt, error) {
+	return e.Publish(ctx, e.build(NewServiceMessage(e.space, e.Ref(), role, parts...), opts))
+}
+
+func (e *Endpoint) build(m *CotalMessage, opts []SendOption) *CotalMessage {
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// Publish validates m and publishes it through JetStream with Nats-Msg-Id = m.ID on the
+// subject its routing field selects, with this instance as sender (SPEC §3, §5, §8). Empty
+// From, Space, ID and TS are filled in on m; a From naming another instance is refused with
+// ErrNotOwnSender.
+func (e *Endpoint) Publish(ctx context.Context, m *CotalMessage) (Receipt, error) {
+	msg, err := e.prepare(m)
+	if err != nil {
+		return Receipt{}, err
+	}
+	ack, err := e.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID))
+	if err != nil {
+		return Receipt{}, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, err)
+	}
+	e.stats.published.Add(1)
+	return Receipt{ID: m.ID, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// prepare completes and checks m and builds its wire message.
+func (e *Endpoint) prepare(m *CotalMessage) (*nats.Msg, error) {
+	switch {
+	case m.From.ID == "":
+		m.From = e.Ref()
+	case m.From.ID != e.id:
+		return nil, fmt.Errorf("%w: from.id is %s, this instance is %s", ErrNotOwnSender, m.From.ID, e.id)
+	}
+	if m.Space == "" {
+		m.Space = e.space
+	} else if m.Space != e.space {
+		return nil, fmt.Errorf("%w: space %q, this instance is in %q", ErrInvalidMessage, m.Space, e.space)
+	}
+	if m.ID == "" {
+		m.ID = NewMessageID()
+	}
+	if m.TS == 0 {
+		m.TS = time.Now().UnixMilli()
+	}
+	m.Mentions = NormalizeMentions(m.Mentions)
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	subject, err := e.subjectFor(m)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	if max := e.nc.MaxPayload(); max > 0 && int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: %d bytes, the broker accepts %d", ErrTooLarge, len(data), max)
+	}
+	return &nats.Msg{Subject: subject, Data: data}, nil
+}
+
+// subjectFor builds the delivery subject of m with this instance's id as sender (SPEC §3).
+// A unicast target or anycast role must already be a routing token: sanitizing it here would
+// silently address someone else.
+func (e *Endpoint) subjectFor(m *CotalMessage) (string, error) {
+	switch {
+	case m.Channel != "":
+		return e.names.ChatSubject(e.id, m.Channel), nil
+	case m.To != "":
+		if !isToken(m.To) {
+			return "", fmt.Errorf("%w: to %q is not an instance id", ErrInvalidMessage, m.To)
+		}
+		return e.names.InstSubject(m.To, e.id), nil
+	default:
+		if !isToken(m.ToService) {
+			return "", fmt.Errorf("%w: toService %q has characters outside [A-Za-z0-9_-]", ErrInvalidMessage, m.ToService)
+		}
+		return e.names.SvcSubject(m.ToService, e.id), nil
+	}
+}
+
+// PendingReceipt is the outcome of PublishAsync, available once JetStream acknowledges.
+type PendingReceipt struct {
+	id     string
+	future jetstream.PubAckFuture
+	e      *Endpoint
+}
+
+// ID is the id of the message being published.
+func (p *PendingReceipt) ID() string { return p.id }
+
+// Wait returns the Receipt once JetStream has stored the message, or why it was not stored.
+func (p *PendingReceipt) Wait(ctx context.Context) (Receipt, error) {
+	select {
+	case ack := <-p.future.Ok():
+		p.e.stats.published.Add(1)
+		return Receipt{ID: p.id, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	case err := <-p.future.Err():
+		return Receipt{}, fmt.Errorf("publish %s: %w", p.id, err)
+	case <-ctx.Done():
+		return Receipt{}, fmt.Errorf("publish %s: %w", p.id, ctx.Err())
+	}
+}
+
+// PublishAsync is Publish without waiting for the acknowledgement, for throughput; call Wait
+// on the result to learn whether the message was stored.
+func (e *Endpoint) PublishAsync(m *CotalMessage) (*PendingReceipt, error) {
+	msg, err := e.prepare(m)
+	if err != nil {
+		return nil, err
+	}
+	f, err := e.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.ID))
+	if err != nil {
+		return nil, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, err)
+	}
+	return &PendingReceipt{id: m.ID, future: f, e: e}, nil
+}
+
+// PublishBatch publishes msgs asynchronously and waits for every acknowledgement. Receipts are
+// in the order of msgs; a message that was not stored has a zero Receipt and its error is
+// joined into the returned error with its index.
+func (e *Endpoint) PublishBatch(ctx context.Context, msgs []*CotalMessage) ([]Receipt, error) {
+	pending := make([]*PendingReceipt, len(msgs))
+	var errs []error
+	for i, m := range msgs {
+		p, err := e.PublishAsync(m)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+			continue
+		}
+		pending[i] = p
+	}
+	receipts := make([]Receipt, len(msgs))
+	for i, p := range pending {
+		if p == nil {
+			continue
+		}
+		r, err := p.Wait(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
+			continue
+		}
+		receipts[i] = r
+	}
+	return receipts, errors.Join(errs...)
+}

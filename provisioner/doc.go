@@ -1,0 +1,64 @@
+// Package provisioner is cotal's trust root: it owns the NATS operator, the system account and
+// one account per space, mints per-instance user credentials with the exact permissions of
+// SPEC Appendix B, records every credential, and revokes them (SPEC §9).
+//
+// # Trust model
+//
+// One operator (a self-signed operator JWT naming the system account) signs every account
+// JWT. Each space is one NATS account (SPEC §9: account = space, user = agent) with its own
+// identity key and a separate signing key listed in its claims; the signing key signs the
+// space's user JWTs (IssuerAccount = the account), so the account identity key never signs
+// a user. Account JWTs carry explicit JetStream limits (Options.JetStream; without them an
+// account has no JetStream) and deny-all default permissions, which apply only to a user
+// JWT that carries none. Trust hands the broker the operator JWT, the system account and
+// every account JWT; the broker never sees a seed.
+//
+// # What is stored
+//
+// keys.db (bbolt) in the data directory holds the operator, system account, space account
+// and signing seeds, the current account JWTs (revocations included) and the credential
+// registry: for each instance id its name, profile, grants, issue and expiry times,
+// revocation and revision. User seeds are never stored: Mint returns the seed once, for the
+// instance alone. The directory is created with mode 0700 and keys.db is kept at 0600; seeds
+// are not encrypted at rest, the file mode is the protection. bbolt's exclusive file lock
+// means one process per data directory: a second Open fails with ErrLocked. Seeds never
+// appear in an error or a log line.
+//
+// # Profiles (SPEC Appendix B)
+//
+// Permissions is a pure function from a profile, the space's names, an instance id and
+// agent grants to a jwt.Permissions; testdata/*.golden pins every list.
+//
+//   - agent: Appendix B's agent grants, plus LAYOUT.md's additions: control replies on
+//     cotal.<s>.ctl.delivery.<id>.> (the request subject is Appendix B's ctl.<manager>.<id>
+//     with manager = delivery), binding dlv_<id>, create-denies on DLV_<s>, and consumer
+//     delete on its presence and channel-registry watches.
+//   - observer: Appendix B's observer grants, except the bare
+//     $JS.API.CONSUMER.CREATE.CHAT_<s>, which is withheld and denied: that form takes the
+//     consumer name from the request body and so can rewrite the delivery package's fanout
+//     consumer. Explicit denies keep create, delete, pull and ack of fanout out of reach
+//     (LAYOUT.md Trap "Observer against delivery"). It also reads the display-only
+//     membership feed (SPEC §8) and may delete its presence watch consumers.
+//   - admin: the observer's grants with sub.allow = [cotal.<s>.>, inbox] plus Appendix B's
+//     DM history grants; the same fanout denies.
+//   - provisioner and delivery: narrow infrastructure profiles that replace Appendix B's
+//     allow-all manager. Each grant is commented with its reason in profile_infra.go.
+//
+// Every profile may subscribe to its own _INBOX_<id>.> and publish $JS.API.INFO; none needs
+// response permissions. The presence bucket's rollup denial (LAYOUT.md Trap "Presence wipe")
+// is a bucket setting, not a permission.
+//
+// # Credentials
+//
+// Mint signs a user JWT with the profile's permissions, the tags cotal-profile:<p> and
+// cotal-role:<r> (case kept), and an expiry (24 h by default), and records it. Re-minting an
+// id revokes its previous active credential, so each id has one current read ACL (SPEC §9
+// item 6); the new JWT is issued in a later second than the revocation, because NATS revokes
+// every JWT of a user issued at or before the revocation second. Revoke does the same for an
+// id without a successor. Both return the re-signed account JWT for the broker to apply.
+// ACLFor gives the cotal_acl_<s> record the caller writes after each change. Expired
+// credentials are refused by the server itself. InfraCredential mints unexpiring,
+// unrecorded, in-process-only credentials for cotal's own connections.
+//
+// The package does not talk to the broker: callers apply account JWTs and write ACL records.
+package provisioner

@@ -1,0 +1,294 @@
+package provisioner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+	"go.etcd.io/bbolt"
+)
+
+// MintRequest describes a credential to mint (SPEC §9). At most one of ExpiresIn, ExpiresAt
+// and NoExpiry may be set; with none, the credential lives Options.CredentialTTL.
+type MintRequest struct {
+	// Space is the space the credential belongs to; it must exist (EnsureSpace).
+	Space string
+	// Name is the display name, written as the JWT name.
+	Name string
+	// Profile is ProfileAgent, ProfileObserver or ProfileAdmin.
+	Profile Profile
+	// Grants are the agent's channel scope and role; they must be empty for other profiles.
+	Grants Grants
+	// ExpiresIn is the lifetime from the issue time.
+	ExpiresIn time.Duration
+	// ExpiresAt is an absolute expiry; it must be in the future.
+	ExpiresAt time.Time
+	// NoExpiry mints a credential that only revocation ends.
+	NoExpiry bool
+	// Identity keeps an existing user key (re-mint): the credential keeps its instance id,
+	// and the previous credential of that id, if still active, is revoked. It must hold the
+	// seed. Nil mints a fresh key.
+	Identity nkeys.KeyPair
+}
+
+// Credential is a freshly minted user credential. Seed is the user's private key: hand it
+// to the instance and nothing else; the store never keeps it.
+type Credential struct {
+	// ID is the instance id: the user public key (SPEC §2).
+	ID      string
+	Name    string
+	Profile Profile
+	Space   string
+	// Grants are the effective grants: AllowSubscribe defaulted to Subscribe.
+	Grants    Grants
+	IssuedAt  time.Time
+	ExpiresAt time.Time // zero: no expiry
+	// JWT is the user JWT, signed by the space account's signing key.
+	JWT  string
+	Seed []byte
+	// ACL is the record to write to cotal_acl_<s> under ID (zero for infrastructure
+	// credentials, which have none).
+	ACL endpoint.ACLRecord
+	// AccountUpdate is the space's new account JWT when minting revoked a previous credential
+	// of the same id, else empty. Apply it to the broker before handing the credential out,
+	// or the old credential keeps working.
+	AccountUpdate string
+}
+
+// Creds returns the standard NATS .creds file text: the decorated JWT and seed.
+func (c *Credential) Creds() ([]byte, error) { return jwt.FormatUserConfig(c.JWT, c.Seed) }
+
+// Mint issues a user credential for req and records it in the registry. The user JWT is
+// signed by the space's signing key with IssuerAccount set, carries the Permissions of
+// req.Profile and the tags `cotal-profile:<profile>` and, with a role, `cotal-role:<role>`
+// (case kept; jwt.TagList.Add would lowercase them). Re-minting an id whose previous
+// credential is still active revokes that credential (SPEC §9 item 6: one current read ACL
+// per id), and the new JWT is issued strictly after the revocation time, waiting into the
+// next second when needed, so the revocation never covers it.
+func (s *Store) Mint(req MintRequest) (*Credential, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	kp, err := req.identity()
+	if err != nil {
+		return nil, err
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return nil, fmt.Errorf("%w: Identity holds no seed; pass the instance's full key pair", ErrInvalidRequest)
+	}
+	pub, _ := kp.PublicKey()
+	g := req.Grants
+	if req.Profile == ProfileAgent {
+		g = g.withDefaults()
+	}
+	perms, err := Permissions(req.Profile, endpoint.NewNames(req.Space), pub, g)
+	if err != nil {
+		return nil, err
+	}
+	c := &Credential{ID: pub, Name: req.Name, Profile: req.Profile, Space: req.Space, Grants: g,
+		Seed: append([]byte(nil), seed...)}
+	err = s.db.Update(func(tx *bbolt.Tx) error { return s.mintTx(tx, req, perms, c) })
+	if err != nil {
+		return nil, fmt.Errorf("mint %s credential %q in space %q: %w", req.Profile, req.Name, req.Space, err)
+	}
+	return c, nil
+}
+
+// mintTx revokes an active previous credential of c.ID, signs the new JWT and records it.
+func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *Credential) error {
+	b, err := spaceBucket(tx, req.Space)
+	if err != nil {
+		return err
+	}
+	reg := b.Bucket(bucketCredentials)
+	prev, found, err := getRecord(reg, c.ID)
+	if err != nil {
+		return err
+	}
+	acct, err := accountClaims(b)
+	if err != nil {
+		return err
+	}
+	revoking := found && prev.Active(time.Now())
+	if revoking {
+		// Every earlier JWT of this id was issued at or before the previous one.
+		acct.RevokeAt(c.ID, prev.IssuedAt)
+	}
+	if err := waitPastRevocation(acct, c.ID); err != nil {
+		return err
+	}
+	uc := newUserClaims(acct.Subject, c.ID, c.Name, req.Profile, c.Grants.Role, perms)
+	if exp := req.expiry(s.opts.CredentialTTL, time.Now()); !exp.IsZero() {
+		uc.Expires = exp.Unix()
+	}
+	if err := signUser(b, acct, uc, c); err != nil {
+		return err
+	}
+	if revoking {
+		if c.AccountUpdate, err = storeAccount(tx, b, acct); err != nil {
+			return err
+		}
+	}
+	rec := Record{ID: c.ID, Name: c.Name, Space: c.Space, Profile: c.Profile, Grants: c.Grants,
+		IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt, Revision: prev.Revision + 1, UpdatedAt: time.Now()}
+	c.ACL = ACLFor(rec)
+	return putRecord(reg, rec)
+}
+
+// InfraCredential mints a credential for cotal's own provisioner or delivery connection in
+// space: a fresh key every call, the narrow ProfileProvisioner or ProfileDelivery
+// permissions, no expiry (an expiring JWT would disconnect a long-running mesh mid-flight),
+// and usable only over an in-process connection (allowed connection type IN_PROCESS), so the
+// credential is worthless outside the process that holds it. It is not recorded in the
+// registry; a restart mints new ones.
+func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
+	if !p.infra() {
+		return nil, fmt.Errorf("%w %q: InfraCredential takes provisioner or delivery", ErrUnknownProfile, p)
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, fmt.Errorf("create user key: %w", err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	perms, err := Permissions(p, endpoint.NewNames(space), pub, Grants{})
+	if err != nil {
+		return nil, err
+	}
+	c := &Credential{ID: pub, Name: "cotal-" + string(p), Profile: p, Space: space, Seed: seed}
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		b, err := spaceBucket(tx, space)
+		if err != nil {
+			return err
+		}
+		acct, err := accountClaims(b)
+		if err != nil {
+			return err
+		}
+		uc := newUserClaims(acct.Subject, pub, c.Name, p, "", perms)
+		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
+		return signUser(b, acct, uc, c)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mint %s credential in space %q: %w", p, space, err)
+	}
+	return c, nil
+}
+
+func newUserClaims(account, id, name string, p Profile, role string, perms jwt.Permissions) *jwt.UserClaims {
+	uc := jwt.NewUserClaims(id)
+	uc.Name = name
+	uc.IssuerAccount = account
+	uc.Permissions = perms
+	// Assigned, not Add()ed: TagList.Add lowercases, and the role names svc_<role> exactly.
+	uc.Tags = jwt.TagList{"cotal-profile:" + string(p)}
+	if role != "" {
+		uc.Tags = append(uc.Tags, "cotal-role:"+role)
+	}
+	return uc
+}
+
+// signUser signs uc with the space's signing key and fills c's JWT and times. It refuses a
+// JWT the account's revocations already cover.
+func signUser(b *bbolt.Bucket, acct *jwt.AccountClaims, uc *jwt.UserClaims, c *Credential) error {
+	signer, err := loadKey(b, keySigningSeed)
+	if err != nil {
+		return err
+	}
+	defer signer.Wipe()
+	token, err := uc.Encode(signer)
+	if err != nil {
+		return fmt.Errorf("sign user JWT: %w", err)
+	}
+	issued, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return fmt.Errorf("decode the JWT just signed: %w", err)
+	}
+	if acct.IsClaimRevoked(issued) {
+		return fmt.Errorf("%w: the new JWT's issue time falls inside its id's revocation", ErrClock)
+	}
+	c.JWT = token
+	c.IssuedAt = time.Unix(issued.IssuedAt, 0)
+	if issued.Expires != 0 {
+		c.ExpiresAt = time.Unix(issued.Expires, 0)
+	}
+	return nil
+}
+
+// maxRevocationWait bounds how far ahead of the clock a revocation may lie before Mint gives
+// up instead of sleeping: only a clock stepped backwards puts it more than a second ahead.
+const maxRevocationWait = 2 * time.Second
+
+// waitPastRevocation sleeps until the current second is later than id's revocation time.
+// NATS revokes every JWT of a user issued at or before that second, and a JWT's issue time
+// has one-second resolution.
+func waitPastRevocation(acct *jwt.AccountClaims, id string) error {
+	ts := max(acct.Revocations[id], acct.Revocations[jwt.All])
+	if ts == 0 {
+		return nil
+	}
+	next := time.Unix(ts+1, 0)
+	if time.Until(next) > maxRevocationWait {
+		return fmt.Errorf("%w: id %s is revoked until %s, later than now", ErrClock, id, next.UTC().Format(time.RFC3339))
+	}
+	for time.Now().Before(next) {
+		time.Sleep(time.Until(next))
+	}
+	return nil
+}
+
+func (r MintRequest) validate() error {
+	if !r.Profile.Valid() || r.Profile.infra() {
+		return fmt.Errorf("%w %q: use agent, observer or admin", ErrUnknownProfile, r.Profile)
+	}
+	if r.Name == "" {
+		return fmt.Errorf("%w: Name is empty; every credential needs a display name", ErrInvalidRequest)
+	}
+	set := 0
+	for _, b := range []bool{r.ExpiresIn != 0, !r.ExpiresAt.IsZero(), r.NoExpiry} {
+		if b {
+			set++
+		}
+	}
+	switch {
+	case set > 1:
+		return fmt.Errorf("%w: set at most one of ExpiresIn, ExpiresAt and NoExpiry", ErrInvalidRequest)
+	case r.ExpiresIn < 0:
+		return fmt.Errorf("%w: ExpiresIn is negative", ErrInvalidRequest)
+	case !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(time.Now()):
+		return fmt.Errorf("%w: ExpiresAt %s is not in the future", ErrInvalidRequest, r.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// identity returns the requested key, or a fresh user key.
+func (r MintRequest) identity() (nkeys.KeyPair, error) {
+	if r.Identity == nil {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, fmt.Errorf("create user key: %w", err)
+		}
+		return kp, nil
+	}
+	pub, err := r.Identity.PublicKey()
+	if err != nil || !nkeys.IsValidPublicUserKey(pub) {
+		return nil, fmt.Errorf("%w: Identity is not a user key", ErrInvalidRequest)
+	}
+	return r.Identity, nil
+}
+
+// expiry is the credential's expiry for a JWT issued at issued; zero means none.
+func (r MintRequest) expiry(ttl time.Duration, issued time.Time) time.Time {
+	switch {
+	case r.NoExpiry:
+		return time.Time{}
+	case !r.ExpiresAt.IsZero():
+		return r.ExpiresAt
+	case r.ExpiresIn > 0:
+		return issued.Add(r.ExpiresIn)
+	}
+	return issued.Add(ttl)
+}

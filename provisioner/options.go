@@ -1,0 +1,87 @@
+package provisioner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+)
+
+// Options configures a Store. Start from DefaultOptions.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release keys.db before it
+	// fails with ErrLocked. Default 1 s: a held lock means `cotal up` is running, and waiting
+	// longer only delays the error.
+	LockTimeout time.Duration
+
+	// JetStream is written into every space account JWT. An account JWT without JetStream
+	// limits has no JetStream at all (LAYOUT.md, Broker settings), so the limits are always
+	// explicit. Default: every limit unlimited (-1).
+	JetStream JetStreamLimits
+
+	// CredentialTTL is the lifetime of a minted credential whose request names no expiry.
+	// Default 24 h.
+	CredentialTTL time.Duration
+}
+
+// JetStreamLimits are the per-space account JetStream limits. -1 means unlimited; a byte
+// limit of 0 disables that storage type.
+type JetStreamLimits struct {
+	// MemoryStorage is the account's total memory-backed stream bytes.
+	MemoryStorage int64
+	// DiskStorage is the account's total file-backed stream bytes.
+	DiskStorage int64
+	// Streams is the maximum number of streams (KV buckets count as streams).
+	Streams int64
+	// Consumers is the maximum number of consumers across the account's streams.
+	Consumers int64
+}
+
+// DefaultOptions returns the options `cotal up` uses.
+func DefaultOptions() Options {
+	return Options{
+		LockTimeout:   time.Second,
+		JetStream:     JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumers: -1},
+		CredentialTTL: 24 * time.Hour,
+	}
+}
+
+// Validate reports the first field out of range, naming it and the fix.
+func (o Options) Validate() error {
+	switch {
+	case o.LockTimeout <= 0:
+		return fmt.Errorf("%w: LockTimeout must be positive (default 1s)", ErrInvalidOptions)
+	case o.CredentialTTL <= 0:
+		return fmt.Errorf("%w: CredentialTTL must be positive (default 24h)", ErrInvalidOptions)
+	}
+	return o.JetStream.validate()
+}
+
+func (l JetStreamLimits) validate() error {
+	fields := []struct {
+		name string
+		v    int64
+	}{{"MemoryStorage", l.MemoryStorage}, {"DiskStorage", l.DiskStorage},
+		{"Streams", l.Streams}, {"Consumers", l.Consumers}}
+	for _, f := range fields {
+		if f.v < -1 {
+			return fmt.Errorf("%w: JetStream.%s is %d; use -1 for unlimited", ErrInvalidOptions, f.name, f.v)
+		}
+	}
+	if l.MemoryStorage == 0 && l.DiskStorage == 0 {
+		return fmt.Errorf("%w: JetStream.MemoryStorage and DiskStorage are both 0, which disables JetStream for every space; use -1 for unlimited", ErrInvalidOptions)
+	}
+	if l.Streams == 0 || l.Consumers == 0 {
+		return fmt.Errorf("%w: JetStream.Streams and Consumers must be -1 (unlimited) or positive", ErrInvalidOptions)
+	}
+	return nil
+}
+
+func (l JetStreamLimits) jwt() jwt.JetStreamLimits {
+	return jwt.JetStreamLimits{
+		MemoryStorage: l.MemoryStorage,
+		DiskStorage:   l.DiskStorage,
+		Streams:       l.Streams,
+		Consumer:      l.Consumers,
+	}
+}

@@ -1,0 +1,76 @@
+package provisioner
+
+import (
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/nats-io/jwt/v2"
+)
+
+// provisionerPermissions scope cotal's provisioner connection to one space's setup work
+// (SPEC §8, §9 item 3, LAYOUT.md). It holds no chat, DM or backstop content grant.
+func provisionerPermissions(p *jwt.Permissions, n endpoint.Names) {
+	// Create, or reconcile the settings of, every stream and KV bucket of the space, and
+	// inspect it. No delete, purge or message-level verb.
+	for _, s := range []string{
+		n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream(),
+		endpoint.KVStream(n.PresenceBucket()), endpoint.KVStream(n.ChannelsBucket()),
+		endpoint.KVStream(n.MembersBucket()), endpoint.KVStream(n.ACLBucket()),
+		endpoint.KVStream(n.MembershipBucket()),
+	} {
+		p.Pub.Allow.Add(streamAPI("CREATE", s), streamAPI("UPDATE", s), streamAPI("INFO", s))
+	}
+	// SPEC §9 item 3: pre-create the bind-only dm_<id>, svc_<role> and dlv_<id> durables, and
+	// delete them when an instance is retired. Pull and ack are withheld: the provisioner never
+	// reads what they hold.
+	for _, s := range []string{n.DMStream(), n.TaskStream(), n.DLVStream()} {
+		p.Pub.Allow.Add(consumerAPI("CREATE", s, ">"), consumerAPI("INFO", s, ">"), consumerAPI("DELETE", s, ">"))
+	}
+	// The privileged registries it alone writes (SPEC §7, LAYOUT.md): the channel registry
+	// with =defaults, and the ACL records written at mint, re-mint and revoke. Gets serve
+	// create-if-absent and compare-and-set writes.
+	for _, b := range []string{n.ChannelsBucket(), n.ACLBucket()} {
+		p.Pub.Allow.Add(kvKeys(b))
+		p.Pub.Allow.Add(kvGetGrants(b)...)
+	}
+}
+
+// deliveryPermissions scope the durable backstop (SPEC §4, §8; LAYOUT.md "The durable
+// backstop" and "Control service delivery") to one space. It reads chat content through its
+// own consumers only and writes nothing an agent reads except DLV handoffs and control
+// replies.
+func deliveryPermissions(p *jwt.Permissions, n endpoint.Names) {
+	chat, inbox, dlv := n.ChatStream(), n.InboxStream(), n.DLVStream()
+	ctl := n.Prefix() + ".ctl." + endpoint.DeliveryService
+	// The control service: requests from any sender, replies only inside a request's own
+	// .reply. subtree, the subjects the client names (LAYOUT.md's reply-injection guard).
+	p.Sub.Allow.Add(ctl + ".*")
+	p.Pub.Allow.Add(ctl + ".*.reply.>")
+	// Its two durables, fanout on CHAT and reader on INBOX: create (extended form, name in the
+	// subject), inspect, pull and ack. No delete: losing either one stops durable delivery.
+	for _, c := range [][2]string{{chat, endpoint.FanoutConsumer}, {inbox, endpoint.ReaderConsumer}} {
+		s, name := c[0], c[1]
+		p.Pub.Allow.Add(
+			consumerAPI("CREATE", s, name),
+			consumerAPI("CREATE", s, name)+".>",
+			consumerAPI("INFO", s, name),
+			consumerAPI("MSG.NEXT", s, name),
+			ackSubject(s, name),
+		)
+	}
+	// The CHAT frontier (last sequence) taken as join and leave cursors, and binding the
+	// streams it consumes or writes.
+	p.Pub.Allow.Add(streamAPI("INFO", chat), streamAPI("INFO", inbox), streamAPI("INFO", dlv))
+	// Activation catch-up: the (joinCursor, fence] window is read by sequence with Direct Get
+	// (next_by_subj on the channel filter) or STREAM.MSG.GET, not by a consumer per join.
+	p.Pub.Allow.Add("$JS.API.DIRECT.GET."+chat, streamAPI("MSG.GET", chat))
+	// Fan-out writes backstop entries; the trusted reader hands re-authorized copies over.
+	p.Pub.Allow.Add(n.Prefix()+".dinbox.>", n.Prefix()+".dlv.>")
+	// The membership registry it alone writes (SPEC §7), kept in memory by one long-lived
+	// watch (LAYOUT.md Trap "One consumer per message").
+	p.Pub.Allow.Add(kvKeys(n.MembersBucket()))
+	p.Pub.Allow.Add(kvReadGrants(n.MembersBucket())...)
+	// Read-only inputs: the member's current read ACL, the channel class, and presence for
+	// @mention resolution (SPEC §4).
+	for _, b := range []string{n.ACLBucket(), n.ChannelsBucket(), n.PresenceBucket()} {
+		p.Pub.Allow.Add(kvReadGrants(b)...)
+	}
+}

@@ -1,0 +1,86 @@
+package provisioner
+
+import (
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/nats-io/jwt/v2"
+)
+
+// observerPermissions adds SPEC Appendix B's observer grants: all chat, live and history.
+func observerPermissions(p *jwt.Permissions, n endpoint.Names) {
+	p.Sub.Allow.Add(n.Prefix() + ".chat.>")
+	readerPermissions(p, n)
+}
+
+// adminPermissions adds SPEC Appendix B's admin grants: the observer's read verbs, the whole
+// space's live tap and DM history. Admin still has no application publish.
+func adminPermissions(p *jwt.Permissions, n endpoint.Names) {
+	p.Sub.Allow.Add(n.Prefix() + ".>")
+	readerPermissions(p, n)
+	dm := n.DMStream()
+	p.Pub.Allow.Add(
+		streamAPI("INFO", dm),
+		"$JS.API.CONSUMER.CREATE."+dm,
+		consumerAPI("CREATE", dm, ">"),
+		consumerAPI("INFO", dm, ">"),
+		consumerAPI("MSG.NEXT", dm, ">"),
+		consumerAPI("DELETE", dm, ">"),
+		"$JS.ACK."+dm+".>",
+	)
+}
+
+// readerPermissions are the observer's pub grants of SPEC Appendix B, shared with admin, with
+// two changes that keep the delivery package's `fanout` consumer on CHAT out of reach
+// (LAYOUT.md Trap "Observer against delivery") and two read grants LAYOUT.md implies.
+func readerPermissions(p *jwt.Permissions, n endpoint.Names) {
+	chat := n.ChatStream()
+	kv := endpoint.KVStream(n.PresenceBucket())
+	chkv := endpoint.KVStream(n.ChannelsBucket())
+	p.Pub.Allow.Add(
+		streamAPI("INFO", chat),
+		streamAPI("INFO", kv),
+		streamAPI("INFO", chkv),
+		// Appendix B also lists the bare $JS.API.CONSUMER.CREATE.<CHAT>. It is withheld: the
+		// bare form takes the consumer name from the request body, so it updates any named
+		// consumer, fanout included (a new filter or inactive threshold stops durable
+		// delivery), and no subject deny can tell it apart. Every client that names its
+		// consumers uses the extended form below.
+		consumerAPI("CREATE", chat, ">"),
+		consumerAPI("INFO", chat, ">"),
+		consumerAPI("MSG.NEXT", chat, ">"),
+		consumerAPI("DELETE", chat, ">"),
+		"$JS.ACK."+chat+".>",
+		consumerAPI("CREATE", kv, ">"),
+		consumerAPI("INFO", kv, ">"),
+		streamAPI("MSG.GET", chkv),
+		consumerAPI("CREATE", chkv, ">"),
+		consumerAPI("INFO", chkv, ">"),
+		consumerAPI("DELETE", chkv, ">"),
+		"$JS.FC.>",
+	)
+	// LAYOUT.md's reason for the agent's KV watch delete holds for the observer's presence
+	// watch too: without it every watch leaks an ordered consumer.
+	p.Pub.Allow.Add(consumerAPI("DELETE", kv, ">"))
+	// SPEC §8: the display-only membership feed is read by the observer and admin profiles,
+	// by get and by watch (flow control is covered by $JS.FC.> above).
+	mkv := endpoint.KVStream(n.MembershipBucket())
+	p.Pub.Allow.Add(kvGetGrants(n.MembershipBucket())...)
+	p.Pub.Allow.Add(consumerAPI("CREATE", mkv, ">"), consumerAPI("INFO", mkv, ">"), consumerAPI("DELETE", mkv, ">"))
+
+	fanoutDenies(p, n)
+}
+
+// fanoutDenies refuse every verb that changes, drains or acks the fan-out consumer, which the
+// observer's CHAT wildcards would otherwise cover (LAYOUT.md Trap "Observer against
+// delivery"), plus the bare create withheld above. Consumer info stays allowed: it is read-only.
+func fanoutDenies(p *jwt.Permissions, n endpoint.Names) {
+	chat, f := n.ChatStream(), endpoint.FanoutConsumer
+	p.Pub.Deny.Add(
+		"$JS.API.CONSUMER.CREATE."+chat,
+		consumerAPI("CREATE", chat, f),
+		consumerAPI("CREATE", chat, f)+".>",
+		consumerAPI("DURABLE.CREATE", chat, f),
+		consumerAPI("DELETE", chat, f),
+		consumerAPI("MSG.NEXT", chat, f),
+		ackSubject(chat, f),
+	)
+}

@@ -1,0 +1,30 @@
+package space
+
+import (
+	"sync"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// aclTable is the authoritative current read ACL of every instance of one space, kept from
+// the provisioner's registry (SPEC §9 item 6). It implements delivery.ACLSource.
+type aclTable struct {
+	mu   sync.RWMutex
+	byID map[string]endpoint.ACLRecord
+}
+
+func newACLTable() *aclTable { return &aclTable{byID: map[string]endpoint.ACLRecord{}} }
+
+func (t *aclTable) set(id string, rec endpoint.ACLRecord) {
+	t.mu.Lock()
+	t.byID[id] = rec
+	t.mu.Unlock()
+}
+
+// ReadACL returns id's current read ACL; false means the mesh never minted id.
+func (t *aclTable) ReadACL(id string) (endpoint.ACLRecord, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	rec, ok := t.byID[id]
+	return rec, ok
+}

@@ -1,0 +1,211 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/provisioner"
+)
+
+// Mesh is a running cotal mesh: one embedded broker, the key store, and every provisioned
+// space with its delivery loops. All methods are safe for concurrent use.
+type Mesh struct {
+	opts    Options
+	dir     string
+	tempDir bool
+	log     *slog.Logger
+
+	store  *provisioner.Store // nil in open mode
+	broker *broker.Broker
+	admin  *adminServer
+
+	mu     sync.Mutex // guards spaces and closed; held across a mint so re-mints serialize
+	spaces map[string]*spaceRuntime
+	closed bool
+}
+
+// Start starts a whole mesh and returns once every space is provisioned and ready: open (or
+// create) the key store, start the broker in operator mode with every account preloaded,
+// provision each space's streams and buckets, and start its delivery loops (ARCHITECTURE.md
+// "Start"). On error everything started so far is stopped again.
+func Start(ctx context.Context, opts Options) (*Mesh, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("space: %w", err)
+	}
+	m := &Mesh{opts: opts, log: opts.Logger, spaces: map[string]*spaceRuntime{}}
+	if err := m.start(ctx); err != nil {
+		_ = m.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Mesh) start(ctx context.Context) error {
+	if err := m.openDir(); err != nil {
+		return err
+	}
+	bcfg, err := m.brokerConfig()
+	if err != nil {
+		return err
+	}
+	if m.broker, err = broker.Start(ctx, bcfg); err != nil {
+		return fmt.Errorf("start broker: %w", err)
+	}
+	for _, name := range m.opts.Spaces {
+		rt, err := m.startSpace(ctx, name)
+		if err != nil {
+			return fmt.Errorf("space %s: %w", name, err)
+		}
+		m.mu.Lock()
+		m.spaces[name] = rt
+		m.mu.Unlock()
+	}
+	if m.opts.AdminSocket && m.store != nil {
+		if m.admin, err = serveAdmin(m, filepath.Join(m.dir, AdminSocketName)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openDir prepares the data directory and, in authenticated mode, opens the key store and
+// makes sure every space has its account.
+func (m *Mesh) openDir() error {
+	m.dir = m.opts.Dir
+	if m.dir == "" {
+		d, err := os.MkdirTemp("", "cotal-")
+		if err != nil {
+			return fmt.Errorf("create temporary data directory: %w", err)
+		}
+		m.dir, m.tempDir = d, true
+	}
+	if err := os.MkdirAll(m.dir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	if m.opts.Open {
+		return nil
+	}
+	store, err := provisioner.Open(m.dir, provisioner.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	m.store = store
+	for _, name := range m.opts.Spaces {
+		if _, err := store.EnsureSpace(name); err != nil {
+			return fmt.Errorf("space %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (m *Mesh) brokerConfig() (broker.Config, error) {
+	c := broker.DefaultConfig()
+	c.Listen, c.TLSCert, c.TLSKey, c.HTTP = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey, m.opts.HTTP
+	c.Sync, c.Logger, c.Open = m.opts.Sync, m.log, m.opts.Open
+	if m.opts.SyncInterval > 0 {
+		c.SyncInterval = m.opts.SyncInterval
+	}
+	if m.opts.Memory {
+		c.Memory = true
+	} else {
+		c.StoreDir = filepath.Join(m.dir, "jetstream")
+	}
+	if m.opts.Open {
+		return c, nil
+	}
+	trust, err := m.store.Trust()
+	if err != nil {
+		return c, err
+	}
+	c.OperatorJWT, c.SystemAccount, c.Accounts = trust.OperatorJWT, trust.SystemAccount, trust.Accounts
+	return c, nil
+}
+
+// storage is the JetStream storage every stream of the mesh uses.
+func (m *Mesh) storage() jetstream.StorageType {
+	if m.opts.Memory {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
+// Dir is the data directory in use.
+func (m *Mesh) Dir() string { return m.dir }
+
+// Spaces lists the spaces of the mesh, sorted.
+func (m *Mesh) Spaces() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.spaces))
+	for name := range m.spaces {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Broker is the embedded broker, for monitoring.
+func (m *Mesh) Broker() *broker.Broker { return m.broker }
+
+// InProcess is the in-process connection provider: a nats.Conn made with
+// nats.InProcessServer(m.InProcess()) reaches the broker without TCP.
+func (m *Mesh) InProcess() nats.InProcessConnProvider { return m.broker.InProcess() }
+
+func (m *Mesh) space(name string) (*spaceRuntime, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	rt, ok := m.spaces[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q: the mesh serves %v", ErrNoSuchSpace, name, m.opts.Spaces)
+	}
+	return rt, nil
+}
+
+// ErrClosed is returned by a Mesh method called after Close.
+var ErrClosed = errors.New("space: mesh is closed")
+
+// Close stops everything in the reverse order of Start: the admin socket, each space's
+// delivery loops and connections, the broker, the key store; a temporary data directory is
+// removed. It is idempotent.
+func (m *Mesh) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	spaces := m.spaces
+	m.mu.Unlock()
+
+	var errs []error
+	if m.admin != nil {
+		errs = append(errs, m.admin.close())
+	}
+	for _, rt := range spaces {
+		errs = append(errs, rt.close(ctx))
+	}
+	if m.broker != nil {
+		errs = append(errs, m.broker.Shutdown(ctx))
+	}
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
+	}
+	if m.tempDir {
+		errs = append(errs, os.RemoveAll(m.dir))
+	}
+	return errors.Join(errs...)
+}

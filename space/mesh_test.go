@@ -1,0 +1,79 @@
+package space_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+)
+
+// connect opens a raw in-process connection with a minted credential, the way an agent would.
+func connect(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect("", nats.InProcessServer(m.InProcess()),
+		nats.UserJWTAndSeed(cred.JWT, string(cred.Seed)),
+		nats.CustomInboxPrefix(endpoint.InboxPrefix(cred.ID)))
+	if err != nil {
+		t.Fatalf("connect %s: %v", cred.Name, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func mint(t *testing.T, m *space.Mesh, name string, p provisioner.Profile, g provisioner.Grants) *provisioner.Credential {
+	t.Helper()
+	cred, err := m.Mint(context.Background(), provisioner.MintRequest{Space: "main", Name: name, Profile: p, Grants: g}, true)
+	if err != nil {
+		t.Fatalf("mint %s: %v", name, err)
+	}
+	return cred
+}
+
+func TestStartProvisionsTheLayout(t *testing.T) {
+	m := space.NewTest(t)
+	admin := mint(t, m, "root", provisioner.ProfileAdmin, provisioner.Grants{})
+	alice := mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"team.>"}, AllowPublish: []string{"team.backend"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(connect(t, m, alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := endpoint.NewNames("main")
+	msg := endpoint.CotalMessage{ID: endpoint.NewMessageID(), TS: time.Now().UnixMilli(), Space: "main",
+		From: endpoint.EndpointRef{ID: alice.ID, Name: "alice"}, Channel: "team.backend",
+		Parts: []endpoint.Part{endpoint.TextPart("hello")}}
+	data, _ := json.Marshal(msg)
+	ack, err := js.Publish(ctx, n.ChatSubject(alice.ID, "team.backend"), data, jetstream.WithMsgID(msg.ID))
+	if err != nil {
+		t.Fatalf("agent publish on its allowPublish channel: %v", err)
+	}
+	if ack.Stream != n.ChatStream() {
+		t.Fatalf("stored in %s, want %s", ack.Stream, n.ChatStream())
+	}
+	ajs, _ := jetstream.New(connect(t, m, admin))
+	for _, stream := range []string{n.ChatStream(), n.DMStream()} {
+		if _, err := ajs.Stream(ctx, stream); err != nil {
+			t.Errorf("admin stream info %s: %v", stream, err)
+		}
+	}
+	kv, err := js.KeyValue(ctx, n.ChannelsBucket())
+	if err != nil {
+		t.Fatalf("agent opens channel registry: %v", err)
+	}
+	e, err := kv.Get(ctx, endpoint.DefaultsKey)
+	if err != nil {
+		t.Fatalf("agent reads =defaults: %v", err)
+	}
+	var d endpoint.ChannelDefaults
+	if err := json.Unmarshal(e.Value(), &d); err != nil || d.DeliveryClass != endpoint.DeliveryDurable {
+		t.Fatalf("=defaults = %s (%v), want deliveryClass durable", e.Value(), err)
+	}
+}

@@ -1,0 +1,208 @@
+package space
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nkeys"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/provisioner"
+)
+
+// MintSpec is a credential request in the form the command line and the admin socket use.
+type MintSpec struct {
+	Space          string        `json:"space"`
+	Name           string        `json:"name"`
+	Profile        string        `json:"profile"`
+	Role           string        `json:"role,omitempty"`
+	Subscribe      []string      `json:"subscribe,omitempty"`
+	AllowSubscribe []string      `json:"allowSubscribe,omitempty"`
+	AllowPublish   []string      `json:"allowPublish,omitempty"`
+	ExpiresIn      time.Duration `json:"expiresIn,omitempty"`
+	ExpiresAt      time.Time     `json:"expiresAt,omitzero"`
+	NoExpiry       bool          `json:"noExpiry,omitempty"`
+	// IdentitySeed keeps an existing nkey (re-mint); it travels only over the 0600 socket.
+	IdentitySeed string `json:"identitySeed,omitempty"`
+	// Provision pre-creates dm_<id>, dlv_<id> and svc_<role> (SPEC §8).
+	Provision bool `json:"provision,omitempty"`
+}
+
+// MintedCredential is a minted credential: its id and the .creds file text.
+type MintedCredential struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Space     string    `json:"space"`
+	Profile   string    `json:"profile"`
+	Role      string    `json:"role,omitempty"`
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	Creds     []byte    `json:"creds"`
+	// Provisioned is false when the consumers still have to be created by a running mesh.
+	Provisioned bool `json:"provisioned"`
+}
+
+// CredentialInfo is one registry row for listing; it never carries key material.
+type CredentialInfo = provisioner.Record
+
+// request turns a MintSpec into the provisioner's request.
+func (s MintSpec) request() (provisioner.MintRequest, error) {
+	req := provisioner.MintRequest{
+		Space: s.Space, Name: s.Name, Profile: provisioner.Profile(s.Profile),
+		Grants: provisioner.Grants{Subscribe: s.Subscribe, AllowSubscribe: s.AllowSubscribe,
+			AllowPublish: s.AllowPublish, Role: s.Role},
+		ExpiresIn: s.ExpiresIn, ExpiresAt: s.ExpiresAt, NoExpiry: s.NoExpiry,
+	}
+	if s.IdentitySeed != "" {
+		kp, err := nkeys.FromSeed([]byte(s.IdentitySeed))
+		if err != nil {
+			return req, fmt.Errorf("--identity: not a user seed: %w", err)
+		}
+		req.Identity = kp
+	}
+	return req, nil
+}
+
+// MintSpec mints through the running mesh: the credential, its ACL record, the broker's view
+// of revocations, and (with Provision) the instance's bind-only consumers.
+func (m *Mesh) MintSpec(ctx context.Context, spec MintSpec) (*MintedCredential, error) {
+	req, err := spec.request()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := m.Mint(ctx, req, spec.Provision)
+	if err != nil {
+		return nil, err
+	}
+	return minted(cred, spec.Provision)
+}
+
+func minted(cred *provisioner.Credential, provisioned bool) (*MintedCredential, error) {
+	creds, err := cred.Creds()
+	if err != nil {
+		return nil, err
+	}
+	return &MintedCredential{ID: cred.ID, Name: cred.Name, Space: cred.Space,
+		Profile: string(cred.Profile), Role: cred.Grants.Role, ExpiresAt: cred.ExpiresAt,
+		Creds: creds, Provisioned: provisioned}, nil
+}
+
+// ErrOpenMode is returned for credential operations on an unauthenticated mesh.
+var ErrOpenMode = errors.New("space: the mesh runs in open mode and has no credentials")
+
+// Mint issues a credential in a running mesh. The order matters: a re-mint's revocation of
+// the previous credential reaches the broker, and the ACL record is written, before the new
+// credential is returned, so "current read ACL" (SPEC §9 item 6) is never two things.
+func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision bool) (*provisioner.Credential, error) {
+	if m.store == nil {
+		return nil, ErrOpenMode
+	}
+	rt, err := m.space(req.Space)
+	if err != nil {
+		return nil, err
+	}
+	rt.mintMu.Lock()
+	defer rt.mintMu.Unlock()
+	cred, err := m.store.Mint(req)
+	if err != nil {
+		return nil, err
+	}
+	if cred.AccountUpdate != "" {
+		if err := m.broker.UpdateAccount(cred.AccountUpdate); err != nil {
+			return nil, fmt.Errorf("apply revocation of the previous credential: %w", err)
+		}
+	}
+	rec, err := m.store.Record(req.Space, cred.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.putACL(ctx, rec); err != nil {
+		return nil, err
+	}
+	if provision && cred.Profile == provisioner.ProfileAgent {
+		if err := provisionInstance(ctx, rt.js, rt.names, cred.ID, cred.Grants.Role); err != nil {
+			return nil, err
+		}
+	}
+	return cred, nil
+}
+
+// Revoke cuts a credential off at once: the account's revocation list reaches the broker
+// (connected clients of that id are disconnected) and its ACL record reads nothing.
+func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
+	if m.store == nil {
+		return ErrOpenMode
+	}
+	rt, err := m.space(space)
+	if err != nil {
+		return err
+	}
+	rt.mintMu.Lock()
+	defer rt.mintMu.Unlock()
+	accountJWT, err := m.store.Revoke(space, id)
+	if err != nil {
+		return err
+	}
+	if err := m.broker.UpdateAccount(accountJWT); err != nil {
+		return fmt.Errorf("apply revocation: %w", err)
+	}
+	rec, err := m.store.Record(space, id)
+	if err != nil {
+		return err
+	}
+	return rt.putACL(ctx, rec)
+}
+
+// Credentials lists every credential minted in space (no key material).
+func (m *Mesh) Credentials(space string) ([]CredentialInfo, error) {
+	if m.store == nil {
+		return nil, ErrOpenMode
+	}
+	if _, err := m.space(space); err != nil {
+		return nil, err
+	}
+	return m.store.List(space)
+}
+
+// putACL writes rec's ACL record to cotal_acl_<s> for reference clients and observers, and
+// updates the in-memory copy the trusted reader authorizes against. The reader never trusts
+// the bucket: an agent can make JetStream write a PubAck onto any key it can name as a
+// reply subject (LAYOUT.md trap "Reply-subject injection").
+func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) error {
+	acl := provisioner.ACLFor(rec)
+	rt.acls.set(rec.ID, acl)
+	data, err := json.Marshal(acl)
+	if err != nil {
+		return err
+	}
+	if _, err := rt.acl.Put(ctx, endpoint.Sanitize(rec.ID), data); err != nil {
+		return fmt.Errorf("write ACL record of %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// syncRegistry brings the space in line with the registry at start: every ACL record is
+// rewritten (credentials minted while no mesh ran get theirs, a tampered one is put back) and
+// every active agent's bind-only consumers exist, so an offline mint needs no second step.
+func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
+	if m.store == nil {
+		return nil
+	}
+	recs, err := m.store.List(rt.name)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := rt.putACL(ctx, rec); err != nil {
+			return err
+		}
+		if rec.Profile == provisioner.ProfileAgent && rec.Active(time.Now()) {
+			if err := provisionInstance(ctx, rt.js, rt.names, rec.ID, rec.Grants.Role); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/provisioner"
+)
+
+// spaceRuntime is one provisioned space inside a running mesh: its names and the mesh's own
+// scoped connections (SPEC §9: each infrastructure identity holds only what it needs).
+type spaceRuntime struct {
+	name  string
+	names endpoint.Names
+	prov  *nats.Conn // provisioner identity: streams, buckets, bind-only consumers, ACL records
+	js    jetstream.JetStream
+	acl   jetstream.KeyValue
+	acls  *aclTable
+
+	mintMu sync.Mutex // serializes mint and revoke: broker update, then ACL record
+}
+
+func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, error) {
+	rt := &spaceRuntime{name: name, names: endpoint.NewNames(name), acls: newACLTable()}
+	nc, err := m.infraConn(name, provisioner.ProfileProvisioner)
+	if err != nil {
+		return nil, err
+	}
+	rt.prov = nc
+	if rt.js, err = jetstream.New(nc); err != nil {
+		return nil, errors.Join(err, rt.close(ctx))
+	}
+	class := endpoint.DeliveryDurable
+	if m.opts.Open {
+		class = endpoint.DeliveryLive // LAYOUT.md: live for an open mesh, durable otherwise.
+	}
+	if err := provision(ctx, rt.js, rt.names, m.storage(), class); err != nil {
+		return nil, errors.Join(err, rt.close(ctx))
+	}
+	if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {
+		return nil, errors.Join(err, rt.close(ctx))
+	}
+	if err := m.syncRegistry(ctx, rt); err != nil {
+		return nil, errors.Join(err, rt.close(ctx))
+	}
+	return rt, nil
+}
+
+// infraConn opens an in-process connection as one of the mesh's own identities.
+func (m *Mesh) infraConn(space string, p provisioner.Profile) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.InProcessServer(m.broker.InProcess()),
+		nats.Name("cotal:" + string(p)),
+		nats.MaxReconnects(-1),
+	}
+	if m.store != nil {
+		cred, err := m.store.InfraCredential(space, p)
+		if err != nil {
+			return nil, fmt.Errorf("%s credential: %w", p, err)
+		}
+		opts = append(opts, nats.UserJWTAndSeed(cred.JWT, string(cred.Seed)),
+			nats.CustomInboxPrefix(endpoint.InboxPrefix(cred.ID)))
+	}
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect as %s: %w", p, err)
+	}
+	return nc, nil
+}
+
+func (rt *spaceRuntime) close(ctx context.Context) error {
+	if rt.prov != nil {
+		return rt.prov.Drain()
+	}
+	return nil
+}
