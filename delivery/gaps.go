@@ -41,15 +41,17 @@ func (g *gapLog) observe(seq uint64) (SeqRange, bool) {
 	if seq < g.next {
 		return SeqRange{}, false
 	}
-	gap, found := SeqRange{First: g.next, Last: seq - 1}, seq > g.next
-	g.next = seq + 1
-	if found {
-		g.ranges = append(g.ranges, gap)
-		if len(g.ranges) > maxGapRanges {
-			g.ranges = g.ranges[len(g.ranges)-maxGapRanges:]
-		}
+	if seq == g.next {
+		g.next++
+		return SeqRange{}, false
 	}
-	return gap, found
+	gap := SeqRange{First: g.next, Last: seq - 1}
+	g.next = seq + 1
+	g.ranges = append(g.ranges, gap)
+	if len(g.ranges) > maxGapRanges {
+		g.ranges = g.ranges[len(g.ranges)-maxGapRanges:]
+	}
+	return gap, true
 }
 
 // affecting returns the recorded gaps that overlap rec's membership interval.

@@ -47,6 +47,7 @@ type harness struct {
 	svc    *Service
 	svcNC  *nats.Conn
 	asyncE *asyncErrors
+	once   sync.Once
 }
 
 // newHarness starts a server in a fresh directory, provisions the space and starts a Service.
@@ -161,7 +162,10 @@ func (h *harness) restartMesh() {
 	h.startService()
 }
 
-func (h *harness) stop() {
+// stop closes everything once, then reports asynchronous connection errors.
+func (h *harness) stop() { h.once.Do(h.stopOnce) }
+
+func (h *harness) stopOnce() {
 	h.stopService()
 	h.nc.Close()
 	h.srv.Shutdown()

@@ -174,8 +174,7 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 	}
 	if res.State == JoinedDurable {
 		// SPEC §7: a durable join is atomic; a refused subscribe removes the membership.
-		args := map[string]any{"channel": name, "generation": gen}
-		if _, err := e.Request(ctx, DeliveryService, "durableLeave", args); err != nil {
+		if err := e.durableLeave(ctx, name, gen); err != nil {
 			e.log.Warn("could not remove the membership of a refused join", "channel", name, "err", err)
 		}
 	}
@@ -319,8 +318,7 @@ func (e *Endpoint) part(ctx context.Context, name string, j *joined) error {
 	durable, gen := j.durable, j.generation
 	e.joins.mu.Unlock()
 	if durable {
-		args := map[string]any{"channel": name, "generation": gen}
-		if _, err := e.Request(ctx, DeliveryService, "durableLeave", args); err != nil {
+		if err := e.durableLeave(ctx, name, gen); err != nil {
 			errs = append(errs, fmt.Errorf("leave %s: durable membership may remain: %w", name, err))
 		}
 	}
@@ -383,6 +381,12 @@ func (e *Endpoint) requestDurable(ctx context.Context, name string) (gen uint64,
 		return 0, false, d.Reason
 	}
 	return d.Generation, true, ""
+}
+
+// durableLeave ends the durable membership of generation gen (LAYOUT.md "Control service").
+func (e *Endpoint) durableLeave(ctx context.Context, name string, gen uint64) error {
+	_, err := e.Request(ctx, DeliveryService, "durableLeave", map[string]any{"channel": name, "generation": gen})
+	return err
 }
 
 // establishDurable makes the first durable-join attempt inside Join.

@@ -69,6 +69,20 @@ func (s source) String() string {
 	return [...]string{"live", "history", "dm", "anycast", "durable"}[s]
 }
 
+// kind is the subject kind a copy on this path must carry; durable copies carry none (their
+// subject is cotal.<s>.dlv.<id>, see checkDurable).
+func (s source) kind() Kind {
+	switch s {
+	case srcLive, srcHistory:
+		return KindChat
+	case srcDM:
+		return KindInst
+	case srcAnycast:
+		return KindSvc
+	}
+	return ""
+}
+
 // inbound is one copy entering the receive pipeline.
 type inbound struct {
 	src     source
@@ -148,9 +162,8 @@ func (e *Endpoint) check(in inbound) (*CotalMessage, Meta, error) {
 		return nil, Meta{}, err
 	}
 	meta := Meta{Subject: in.subject, Historical: in.src == srcHistory, Redelivered: redelivered(in.msg)}
-	want := map[source]Kind{srcLive: KindChat, srcHistory: KindChat, srcDM: KindInst, srcAnycast: KindSvc}[in.src]
 	switch {
-	case sub.Kind != want, sub.Space != e.names.Space():
+	case sub.Kind != in.src.kind(), sub.Space != e.names.Space():
 		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
 			Err: fmt.Errorf("%s subject %q arrived on the %s path", sub.Kind, in.subject, in.src)}
 	case sub.Kind == KindInst && sub.Rest != Sanitize(e.id):

@@ -1,0 +1,243 @@
+package delivery
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+const (
+	aliceID = "UAQGWOEVJKMIO4WXSYOTLARXYOZTCXFK67JASEH6AFFFYK6FOPSKQCAD"
+	bobID   = "UDI36ZKVNUM5WMO4QQ6HDQU7F4OH2RCXOJRX6GAIOS5SKVNNSKCDNLJA"
+)
+
+func sampleMessage(t *testing.T) []byte {
+	t.Helper()
+	m := endpoint.NewChannelMessage("main", endpoint.EndpointRef{ID: aliceID, Name: "alice"}, "team.backend",
+		endpoint.Part{Kind: "text", Text: "Can you review this?"})
+	return mustJSON(t, m)
+}
+
+func TestEntryEncoding(t *testing.T) {
+	msg := sampleMessage(t)
+	valid := entry{Msg: msg, Channel: "team.backend", Seq: 7, Reason: ReasonDurableChannel, Generation: 2}
+	t.Run("an entry round-trips with its message byte for byte", func(t *testing.T) {
+		e, m, err := decodeEntry(mustJSON(t, valid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Channel != valid.Channel || e.Seq != 7 || e.Generation != 2 || e.Reason != ReasonDurableChannel ||
+			string(e.Msg) != string(msg) || m.Channel != "team.backend" {
+			t.Fatalf("decoded %+v", e)
+		}
+	})
+	broken := func(f func(*entry)) []byte {
+		e := valid
+		f(&e)
+		return mustJSON(t, e)
+	}
+	refused := []struct {
+		name string
+		data []byte
+	}{
+		{"a JetStream acknowledgement is refused", []byte(`{"stream":"INBOX_main","seq":3}`)},
+		{"invalid JSON is refused", []byte(`{"msg":`)},
+		{"an entry without a message is refused", broken(func(e *entry) { e.Msg = nil })},
+		{"a wildcard channel is refused", broken(func(e *entry) { e.Channel = "team.>" })},
+		{"an unsanitized channel is refused", broken(func(e *entry) { e.Channel = "team/backend" })},
+		{"a zero sequence is refused", broken(func(e *entry) { e.Seq = 0 })},
+		{"an unknown reason is refused", broken(func(e *entry) { e.Reason = "because" })},
+		{"a message that is not a CotalMessage is refused", broken(func(e *entry) { e.Msg = json.RawMessage(`{"id":"x"}`) })},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := decodeEntry(tc.data); !errors.Is(err, errInvalidEntry) {
+				t.Fatalf("decodeEntry = %v, want errInvalidEntry", err)
+			}
+		})
+	}
+	t.Run("message ids are scoped per member, and INBOX ids per generation", func(t *testing.T) {
+		if got := entryMsgID("m1", bobID, 3); got != "m1:"+bobID+":3" {
+			t.Fatalf("entryMsgID = %q", got)
+		}
+		if dlvMsgID("m1", aliceID) == dlvMsgID("m1", bobID) {
+			t.Fatal("two members' DLV copies share a Nats-Msg-Id; JetStream would drop the second")
+		}
+	})
+}
+
+func TestMembershipEligibility(t *testing.T) {
+	u := func(v uint64) *uint64 { return &v }
+	rec := func(owner string, join uint64, leave *uint64, gen uint64) endpoint.Membership {
+		return endpoint.Membership{Channel: "team", Owner: owner, State: endpoint.MemberDurableActive,
+			JoinCursor: join, LeaveCursor: leave, Generation: gen, WriterIdentity: WriterIdentity}
+	}
+	v := newMemberView()
+	v.putLocked(member{rec: rec(aliceID, 10, nil, 1)})
+	v.putLocked(member{rec: rec(bobID, 50, nil, 3), past: []pastInterval{{Generation: 2, JoinCursor: 10, LeaveCursor: 20}}})
+	v.putLocked(member{rec: rec("CAROL", 10, u(30), 1)})
+
+	route := []struct {
+		name   string
+		sender string
+		seq    uint64
+		want   []recipient
+	}{
+		{"the join cursor itself is not eligible", "X", 10, nil},
+		{"a message inside every open interval reaches each member but the sender", aliceID, 15,
+			[]recipient{{id: "CAROL", generation: 1}, {id: bobID, generation: 2}}},
+		{"a message in a closed past interval is tagged with that generation", "X", 20,
+			[]recipient{{id: "CAROL", generation: 1}, {id: aliceID, generation: 1}, {id: bobID, generation: 2}}},
+		{"the leave cursor is the last eligible sequence", "X", 30,
+			[]recipient{{id: "CAROL", generation: 1}, {id: aliceID, generation: 1}}},
+		{"after the leave cursor the member gets nothing", "X", 31, []recipient{{id: aliceID, generation: 1}}},
+		{"between a leave and a rejoin cursor nothing is eligible", "X", 40, []recipient{{id: aliceID, generation: 1}}},
+		{"after the rejoin cursor the current generation applies", "X", 51,
+			[]recipient{{id: aliceID, generation: 1}, {id: bobID, generation: 3}}},
+	}
+	for _, tc := range route {
+		t.Run(tc.name, func(t *testing.T) {
+			got := v.eligibleLocked(nil, "team", tc.sender, tc.seq)
+			slices.SortFunc(got, func(a, b recipient) int { return compareStrings(a.id, b.id) })
+			slices.SortFunc(tc.want, func(a, b recipient) int { return compareStrings(a.id, b.id) })
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("eligible(%d) = %+v, want %+v", tc.seq, got, tc.want)
+			}
+		})
+	}
+	authorize := []struct {
+		name        string
+		owner       string
+		gen, seq    uint64
+		want        bool
+	}{
+		{"an entry inside the current interval is authorized", bobID, 3, 51, true},
+		{"an entry of an earlier generation is authorized", bobID, 2, 15, true},
+		{"an entry of a generation never reached is not", bobID, 4, 51, false},
+		{"an entry after the leave cursor is not", "CAROL", 1, 31, false},
+		{"an entry of a member with no record is not", "NOBODY", 1, 31, false},
+	}
+	for _, tc := range authorize {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := v.authorizes("team", tc.owner, tc.gen, tc.seq); got != tc.want {
+				t.Fatalf("authorizes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestClosePast(t *testing.T) {
+	u := func(v uint64) *uint64 { return &v }
+	open := member{rec: endpoint.Membership{JoinCursor: 10, Generation: 2},
+		past: []pastInterval{{Generation: 1, JoinCursor: 1, LeaveCursor: 5}}}
+	left := member{rec: endpoint.Membership{JoinCursor: 10, LeaveCursor: u(20), Generation: 2}}
+	tests := []struct {
+		name   string
+		prev   member
+		had    bool
+		cursor uint64
+		floor  uint64
+		want   []pastInterval
+	}{
+		{"a first join keeps nothing", member{}, false, 30, 0, nil},
+		{"an open membership is closed at the new cursor", open, true, 30, 0,
+			[]pastInterval{{1, 1, 5}, {2, 10, 30}}},
+		{"a left membership is closed at its leave cursor", left, true, 30, 0, []pastInterval{{2, 10, 20}}},
+		{"intervals the fan-out has acknowledged past are dropped", open, true, 30, 5, []pastInterval{{2, 10, 30}}},
+		{"an empty interval is dropped", member{rec: endpoint.Membership{JoinCursor: 30, Generation: 1}}, true, 30, 0, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := closePast(tc.prev, tc.had, tc.cursor, tc.floor); !slices.Equal(got, tc.want) {
+				t.Fatalf("closePast = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveMention(t *testing.T) {
+	now := time.Now()
+	cache := newKVCache("presence", decodePresenceRow, &atomic.Int64{}, slog.New(slog.DiscardHandler))
+	row := func(id, name string, status endpoint.PresenceStatus, ts time.Time) {
+		cache.rows[id] = endpoint.Presence{Card: endpoint.AgentCard{ID: id, Name: name, Kind: endpoint.CardKindAgent},
+			Status: status, TS: ts.UnixMilli()}
+	}
+	row("B", "Bob", endpoint.StatusIdle, now)
+	row("C1", "carol", endpoint.StatusWorking, now)
+	row("C2", "Carol", endpoint.StatusIdle, now)
+	row("D", "dave", endpoint.StatusIdle, now.Add(-time.Minute))
+	row("D2", "dave", endpoint.StatusIdle, now) // the only present dave
+	row("F", "frank", endpoint.StatusOffline, now)
+	tests := []struct {
+		name, mention string
+		want          string
+		ok            bool
+	}{
+		{"a unique present name resolves, case-insensitively", "bob", "B", true},
+		{"a mention is lowercased before matching", " BOB ", "B", true},
+		{"two present holders of a name resolve to nothing", "carol", "", false},
+		{"a stale holder does not make a name ambiguous", "dave", "D2", true},
+		{"an offline holder resolves to nothing", "frank", "", false},
+		{"an unknown name resolves to nothing", "zed", "", false},
+		{"an empty name resolves to nothing", "", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := resolveMention(cache, tc.mention, now)
+			if got != tc.want || ok != tc.ok {
+				t.Fatalf("resolveMention(%q) = %q, %v; want %q, %v", tc.mention, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig()
+	good.Names, good.Conn, good.ACL = endpoint.NewNames("main"), &nats.Conn{}, newACLMap()
+	tests := []struct {
+		name string
+		edit func(*Config)
+		ok   bool
+	}{
+		{"a complete config is valid", func(*Config) {}, true},
+		{"zero names are refused", func(c *Config) { c.Names = endpoint.Names{} }, false},
+		{"a missing connection is refused", func(c *Config) { c.Conn = nil }, false},
+		{"a missing ACL source is refused", func(c *Config) { c.ACL = nil }, false},
+		{"zero retries are refused", func(c *Config) { c.UnknownMemberRetries = 0 }, false},
+		{"a cap below the backoff is refused", func(c *Config) { c.MaxRestartBackoff = c.RestartBackoff / 2 }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.edit(&c)
+			if err := c.Validate(); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+	t.Run("zero tunables take the defaults", func(t *testing.T) {
+		c := Config{}.withDefaults()
+		d := DefaultConfig()
+		if c.UnknownMemberRetries != d.UnknownMemberRetries || c.RestartBackoff != d.RestartBackoff || c.Logger == nil {
+			t.Fatalf("withDefaults = %+v", c)
+		}
+	})
+}
