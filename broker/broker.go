@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 )
 
 // Broker is one running embedded nats-server. It is safe for concurrent use.
@@ -36,7 +35,7 @@ type Broker struct {
 
 // Start runs nats-server with cfg and returns once it accepts connections and JetStream is
 // enabled, or with an error after stopping whatever it started. A memory mesh without a
-// listener starts in tens of milliseconds; recovering a large file store takes longer.
+// listener starts in a few milliseconds; recovering a large file store takes longer.
 //
 // nats-server's own start sequence (JetStream recovery included) cannot be interrupted
 // safely, so when ctx is cancelled or ReadyTimeout passes, Start lets that sequence finish,
@@ -86,22 +85,28 @@ func newBroker(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.store = st
-	opts, err := b.serverOptions(st.dir)
-	if err == nil {
-		b.srv, err = server.NewServer(opts)
-		if err != nil {
-			err = fmt.Errorf("configure nats-server: %w", err)
-		}
-	}
-	if err != nil {
+	if b.srv, err = b.newServer(); err != nil {
 		if relErr := st.release(); relErr != nil {
 			b.log.Error("release store after a failed start", "err", relErr)
 		}
 		return nil, err
 	}
-	// Installed before Start, so no line ever reaches nats-server's os.Exit-ing loggers.
-	b.srv.SetLoggerV2(&serverLogger{log: b.log, fatal: b.fatal}, cfg.Debug, cfg.Trace, false)
 	return b, nil
+}
+
+// newServer creates the nats-server on the opened store, with the slog logger installed
+// before Start, so no line ever reaches nats-server's os.Exit-ing loggers.
+func (b *Broker) newServer() (*server.Server, error) {
+	opts, err := b.serverOptions(b.store.dir)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("configure nats-server: %w", err)
+	}
+	srv.SetLoggerV2(&serverLogger{log: b.log, fatal: b.fatal}, b.cfg.Debug, b.cfg.Trace, false)
+	return srv, nil
 }
 
 // configureTrust decodes the operator mode fields and preloads the account resolver.
@@ -217,22 +222,6 @@ func (b *Broker) Healthy() error {
 		return ErrJetStreamDisabled
 	}
 	return nil
-}
-
-// InProcess returns the provider for nats.InProcessServer: a connection through a pipe
-// inside the process, with no TCP listener needed. Such connections authenticate like any
-// other and are never TLS. After Shutdown it refuses with ErrClosed, which stops a
-// reconnecting client.
-func (b *Broker) InProcess() nats.InProcessConnProvider { return inProcess{b} }
-
-type inProcess struct{ b *Broker }
-
-// InProcessConn implements nats.InProcessConnProvider.
-func (p inProcess) InProcessConn() (net.Conn, error) {
-	if p.b.isStopping() {
-		return nil, ErrClosed
-	}
-	return p.b.srv.InProcessConn()
 }
 
 // ClientURL returns the listener's URL with the port actually bound: "tls://" when TLS is

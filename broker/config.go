@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/jwt/v2"
 )
@@ -46,7 +48,7 @@ type Config struct {
 	Sync SyncMode
 	// SyncInterval is the flush period under SyncInterval; default 2 minutes (nats-server's).
 	SyncInterval time.Duration
-	// Logger receives nats-server's log (see NewLogger); nil means slog.Default().
+	// Logger receives nats-server's log, notices at Info (see doc.go); nil means slog.Default().
 	Logger *slog.Logger
 	// Debug turns on nats-server debug lines, logged at slog.LevelDebug. Default off.
 	Debug bool
@@ -107,6 +109,9 @@ func (c Config) validateStore() error {
 	}
 	if c.StoreDir != "" && c.Memory {
 		return fmt.Errorf("both StoreDir and Memory are set: keep StoreDir for a persistent mesh or Memory for a throwaway one")
+	}
+	if strings.ContainsFunc(c.ServerName, unicode.IsSpace) {
+		return fmt.Errorf("ServerName %q contains white space, which nats-server refuses: use a single word", c.ServerName)
 	}
 	if c.ReadyTimeout <= 0 {
 		return fmt.Errorf("ReadyTimeout is %v: set a positive duration (default %v)", c.ReadyTimeout, defaultReadyTimeout)

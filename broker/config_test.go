@@ -33,6 +33,7 @@ func TestValidate(t *testing.T) {
 		{"interval sync with a period is valid", func(c *Config) { c.Sync, c.SyncInterval = SyncInterval, time.Second }, ""},
 		{"no store and no memory is refused", func(c *Config) { c.Memory = false }, "StoreDir is empty"},
 		{"a store and memory together are refused", func(c *Config) { c.StoreDir = "/tmp/x" }, "both StoreDir and Memory"},
+		{"a server name with a space is refused", func(c *Config) { c.ServerName = "my mesh" }, "ServerName"},
 		{"a zero ready timeout is refused", func(c *Config) { c.ReadyTimeout = 0 }, "ReadyTimeout"},
 		{"a listen address without a port is refused", func(c *Config) { c.Listen = "localhost" }, "Listen"},
 		{"a listen port out of range is refused", func(c *Config) { c.Listen = "127.0.0.1:70000" }, "Listen"},

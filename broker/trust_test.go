@@ -174,6 +174,19 @@ func connect(t testing.TB, b *Broker, opts ...nats.Option) *nats.Conn {
 	return nc
 }
 
+// refused asserts that b refuses a connection made with opt as an authorization violation.
+func refused(t testing.TB, b *Broker, opt nats.Option) {
+	t.Helper()
+	nc, err := nats.Connect("", nats.InProcessServer(b.InProcess()), nats.NoReconnect(), opt)
+	if err == nil {
+		nc.Close()
+		t.Fatal("connect succeeded, want an authorization violation")
+	}
+	if !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("connect error = %v, want an authorization violation", err)
+	}
+}
+
 // roundTrip proves nc can subscribe and publish in its account.
 func roundTrip(t testing.TB, nc *nats.Conn) {
 	t.Helper()

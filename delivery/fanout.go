@@ -76,7 +76,7 @@ func (s *Service) fanoutBatch(ctx context.Context, batch []jetstream.Msg) error 
 			nakAll(batch[i:])
 			return settle(ctx, pend, s.fanoutFailed)
 		}
-		p := s.fanoutOne(m)
+		p := s.fanoutOne(ctx, m)
 		pend = append(pend, p)
 		inFlight += len(p.futures)
 		if inFlight >= flushAt {
@@ -97,7 +97,7 @@ func (s *Service) fanoutFailed(p pendingMsg, err error) {
 
 // fanoutOne validates one CHAT message and starts publishing its entries. A message that is
 // not a valid chat delivery is counted and settled with no entries.
-func (s *Service) fanoutOne(m jetstream.Msg) pendingMsg {
+func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 	meta, err := m.Metadata()
 	if err != nil {
 		s.skip(m, 0, err)
@@ -120,6 +120,9 @@ func (s *Service) fanoutOne(m jetstream.Msg) pendingMsg {
 	}
 	targets, reason := s.route(sub, msg, seq, meta.Timestamp)
 	p := pendingMsg{msg: m}
+	if p.err = s.reserveInbox(ctx, targets); p.err != nil {
+		return p
+	}
 	for _, t := range targets {
 		f, err := s.publishEntry(m.Data(), msg.ID, sub.Rest, seq, reason, t)
 		if err != nil {

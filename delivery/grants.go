@@ -34,6 +34,7 @@ func ServiceGrants(n endpoint.Names, inboxPrefix string) Grants {
 		"$JS.ACK." + chat + "." + endpoint.FanoutConsumer + ".>",
 		api + "CONSUMER.CREATE." + inbox + "." + endpoint.ReaderConsumer + "." + p + ".dinbox.>",
 		api + "CONSUMER.MSG.NEXT." + inbox + "." + endpoint.ReaderConsumer,
+		api + "CONSUMER.INFO." + inbox + "." + endpoint.ReaderConsumer, // the backlog, for backpressure
 		"$JS.ACK." + inbox + "." + endpoint.ReaderConsumer + ".>",
 		// Re-reading a membership key after a compare-and-set conflict (no Direct Get).
 		api + "STREAM.MSG.GET." + endpoint.KVStream(n.MembersBucket()),

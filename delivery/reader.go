@@ -37,6 +37,8 @@ func (s *Service) runReader(ctx context.Context, up func()) error {
 	if err != nil {
 		return fmt.Errorf("create consumer %s on %s: %w", endpoint.ReaderConsumer, s.names.InboxStream(), err)
 	}
+	info := cons.CachedInfo()
+	s.inGaps.resume(info.Delivered.Stream)
 	it, err := cons.Messages(jetstream.PullMaxMessages(pullBatch))
 	if err != nil {
 		return fmt.Errorf("pull from %s: %w", endpoint.ReaderConsumer, err)
@@ -85,7 +87,18 @@ func (s *Service) readOne(m jetstream.Msg) (pendingMsg, bool) {
 		return pendingMsg{}, false
 	}
 	s.stats.readerLag.Store(meta.NumPending)
+	if meta.NumDelivered == 1 {
+		if gap, found := s.inGaps.observe(meta.Sequence.Stream); found {
+			s.stats.readerGaps.Add(1)
+			s.stats.readerGapEntries.Add(int64(gap.Last - gap.First + 1))
+			s.log.Error("INBOX entries were removed before the reader read them; their members miss them",
+				"first", gap.First, "last", gap.Last, "count", gap.Last-gap.First+1)
+		}
+	}
 	member, ok := strings.CutPrefix(m.Subject(), s.names.Prefix()+".dinbox.")
+	if ok && meta.NumDelivered == 1 {
+		s.backlog.taken(member)
+	}
 	if !ok || member == "" || endpoint.Sanitize(member) != member {
 		s.malformed(m, fmt.Errorf("subject %q is not %s.dinbox.<member>", m.Subject(), s.names.Prefix()))
 		return pendingMsg{}, false

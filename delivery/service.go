@@ -26,6 +26,8 @@ type Service struct {
 	channels *kvCache[channelRow]
 	presence *kvCache[endpoint.Presence]
 	gaps     gapLog
+	inGaps   gapLog // INBOX sequences the reader never saw
+	backlog  *backlog
 	stats    counters
 	sup      *supervisor
 	cancel   context.CancelFunc
@@ -48,7 +50,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("delivery: open JetStream: %w", err)
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "delivery", "space", cfg.Names.Space()),
-		names: cfg.Names, js: js}
+		names: cfg.Names, js: js, backlog: newBacklog()}
 	if err := s.openRegistries(ctx); err != nil {
 		return nil, err
 	}

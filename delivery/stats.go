@@ -28,6 +28,11 @@ type Stats struct {
 	// ReaderGaveUpUnknown counts entries terminated after Config.UnknownMemberRetries deliveries
 	// because the ACL source did not know the member.
 	ReaderGaveUpUnknown int64
+	// ReaderGaps counts jumps in the INBOX sequence the reader consumed: entries removed
+	// before it read them. The fan-out's backpressure is meant to keep this at zero.
+	ReaderGaps int64
+	// ReaderGapEntries counts the INBOX sequences inside those jumps.
+	ReaderGapEntries int64
 	// ReaderMalformed counts INBOX values that are not valid entries, terminated.
 	ReaderMalformed int64
 
@@ -49,10 +54,11 @@ type Stats struct {
 
 // counters are the live values behind Stats.
 type counters struct {
-	fannedOutDurable, fannedOutMention, fanoutSkipped, gaps, gapMessages atomic.Int64
+	fannedOutDurable, fannedOutMention, fanoutSkipped, gaps, gapMessages               atomic.Int64
 	delivered, droppedUnauthorized, droppedNotEligible, gaveUpUnknown, readerMalformed atomic.Int64
-	refusedReply, registryInvalid, registryRepairs                                      atomic.Int64
-	fanoutLag, readerLag                                                                atomic.Uint64
+	readerGaps, readerGapEntries                                                       atomic.Int64
+	refusedReply, registryInvalid, registryRepairs                                     atomic.Int64
+	fanoutLag, readerLag                                                               atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -61,6 +67,7 @@ func (c *counters) snapshot() Stats {
 		FanoutSkipped: c.fanoutSkipped.Load(), GapsDetected: c.gaps.Load(), GapMessages: c.gapMessages.Load(),
 		ReaderDelivered: c.delivered.Load(), ReaderDroppedUnauthorized: c.droppedUnauthorized.Load(),
 		ReaderDroppedNotEligible: c.droppedNotEligible.Load(), ReaderGaveUpUnknown: c.gaveUpUnknown.Load(),
+		ReaderGaps: c.readerGaps.Load(), ReaderGapEntries: c.readerGapEntries.Load(),
 		ReaderMalformed: c.readerMalformed.Load(), ControlRefusedReplySubject: c.refusedReply.Load(),
 		RegistryInvalid: c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),
 		FanoutLag: c.fanoutLag.Load(), ReaderLag: c.readerLag.Load(),

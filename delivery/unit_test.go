@@ -114,10 +114,10 @@ func TestMembershipEligibility(t *testing.T) {
 		})
 	}
 	authorize := []struct {
-		name        string
-		owner       string
-		gen, seq    uint64
-		want        bool
+		name     string
+		owner    string
+		gen, seq uint64
+		want     bool
 	}{
 		{"an entry inside the current interval is authorized", bobID, 3, 51, true},
 		{"an entry of an earlier generation is authorized", bobID, 2, 15, true},

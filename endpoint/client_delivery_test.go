@@ -185,3 +185,16 @@ func TestReceiveHandlerErrorRedeliversAndSuccessAcks(t *testing.T) {
 		t.Errorf("stats %+v, want one nak, one handler error, one redelivery, one surfaced DM", st)
 	}
 }
+
+func TestReceiveEchoOwnSurfacesTheInstancesOwnChannelMessages(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice", func(o *endpoint.Options) { o.Channels = []string{"team"}; o.EchoOwn = true })
+	r, err := alice.Send(ctxT(t), "team", text("note to self"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "alice's own message", func() bool { return len(alice.rec.withID(r.ID)) == 1 })
+	if d := alice.rec.withID(r.ID)[0]; d.Meta.Kind != endpoint.MetaChannel || d.Message.From.ID != alice.ID() {
+		t.Fatalf("echo %+v, want her own channel message", d.Meta)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/cotal-go/cotal/endpoint"
 )
 
@@ -74,6 +76,16 @@ func TestJoinHonoursTheChannelRegistry(t *testing.T) {
 	}
 	if got := bob.Joined(); len(got) != 1 || got[0] != "quiet" {
 		t.Fatalf("joined %v, want [quiet]", got)
+	}
+	h.setChannel("recent", endpoint.ChannelConfig{ReplayWindow: "1h"})
+	if _, err := alice.Send(ctxT(t), "recent", text("within the window")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := bob.Join(ctxT(t), "recent"); err != nil || res.Backfilled != 1 {
+		t.Fatalf("join with a replay window: %+v, %v; want the recent message backfilled", res, err)
+	}
+	if err := bob.Leave(ctxT(t), "recent"); err != nil {
+		t.Fatal(err)
 	}
 	if err := bob.Leave(ctxT(t), "quiet"); err != nil {
 		t.Fatal(err)
@@ -172,6 +184,47 @@ func TestJoinDurableChannelWithoutBackstopReportsItAndRetries(t *testing.T) {
 	if len(fake.leaves) != 1 || fake.leaves[0]["channel"] != "team" || fake.leaves[0]["generation"] != float64(7) {
 		t.Fatalf("durableLeave args %v, want channel team generation 7", fake.leaves)
 	}
+}
+
+func TestJoinLateRefusalDropsTheChannelAndEndsItsMembership(t *testing.T) {
+	h := newHarness(t)
+	h.setChannel("ops", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryDurable})
+	fake := &fakeDelivery{accept: true}
+	server := h.connect("delivery")
+	stop, err := server.Serve(endpoint.DeliveryService, fake.serve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	refused := make(chan endpoint.Event, 1)
+	bob := h.connect("bob", func(o *endpoint.Options) {
+		o.OnEvent = func(ev endpoint.Event) {
+			if ev.Kind == endpoint.EventJoinRefused {
+				refused <- ev
+			}
+		}
+	})
+	if res, err := bob.Join(ctxT(t), "ops"); err != nil || res.State != endpoint.JoinedDurable {
+		t.Fatalf("join %+v, %v; want joined durable", res, err)
+	}
+	violation := fmt.Errorf("%w: Permissions Violation for Subscription to %q", nats.ErrPermissionViolation, h.names.ChatFilter("ops"))
+	endpoint.InjectAsyncError(bob.Endpoint, violation)
+	select {
+	case ev := <-refused:
+		if ev.Channel != "ops" {
+			t.Fatalf("refusal event for %q, want ops", ev.Channel)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("no join-refused event")
+	}
+	if got := bob.Joined(); len(got) != 0 {
+		t.Fatalf("joined %v after a late refusal, want none", got)
+	}
+	waitFor(t, "the membership removed", func() bool {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		return len(fake.leaves) == 1 && fake.leaves[0]["channel"] == "ops"
+	})
 }
 
 func TestJoinDurableChannelWithBackstopIsJoinedDurable(t *testing.T) {

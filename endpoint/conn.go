@@ -125,31 +125,18 @@ func serverAtLeast(version, min string) bool {
 	return num(v[2]) >= num(m[2])
 }
 
-// subscribeViolation matches the subject of a refused subscription in the broker's error.
-var subscribeViolation = regexp.MustCompile(`(?i)permissions violation for subscription to "(\S+)"`)
-
-// refusedSubject returns the subject of a subscription the broker refused, if err is that.
-func refusedSubject(err error) (string, bool) {
-	if err == nil || !errors.Is(err, nats.ErrPermissionViolation) {
-		return "", false
-	}
-	m := subscribeViolation.FindStringSubmatch(err.Error())
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
-}
-
-// onAsyncError handles errors the broker reports outside any call: a refused subscription is
-// a late join refusal (SPEC §7); the rest is logged.
+// onAsyncError handles errors the broker reports outside any call. A refused publish or
+// reply subscription ends the call waiting on it; a refused channel subscription is a late
+// join refusal (SPEC §7); the rest is logged.
 func (e *Endpoint) onAsyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
-	if subject, ok := refusedSubject(err); ok {
-		if !e.refuseReply(subject, err) {
-			e.refuseLate(subject, err)
-		}
-		return
+	op, subject, ok := parseViolation(err)
+	switch {
+	case ok && e.violations.refuse(op, subject, err):
+	case ok && op == opSubscribe:
+		e.refuseLate(subject, err)
+	default:
+		e.log.Warn("broker reported an error", "err", err)
 	}
-	e.log.Warn("broker reported an error", "err", err)
 }
 
 func (e *Endpoint) onDisconnect(_ *nats.Conn, err error) {

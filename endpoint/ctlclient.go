@@ -9,15 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Control request errors.
-var (
-	// ErrNoResponders: nobody serves the control service a Request addressed (SPEC §5).
-	ErrNoResponders = errors.New("no instance serves this control service")
-	// ErrReplyRefused: the broker refused the subscription to the reply subject; the
-	// credential may not receive replies from this service (LAYOUT.md grants the delivery
-	// service's reply subtree only).
-	ErrReplyRefused = errors.New("broker refused the control reply subscription")
-)
+// ErrNoResponders: nobody serves the control service a Request addressed (SPEC §5).
+var ErrNoResponders = errors.New("no instance serves this control service")
 
 // Request sends op with args to the control service (SPEC §5) and waits for the reply. The
 // request travels on cotal.<s>.ctl.<service>.<id> with reply subject
@@ -40,11 +33,12 @@ func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*
 	}
 	subject := e.names.CtlSubject(service, e.id)
 	reply := ControlReplySubject(subject)
-	// A refused reply subscription is reported asynchronously; it ends the wait at once.
-	ctx, refuse := context.WithCancelCause(ctx)
-	defer refuse(nil)
-	e.replies.Store(reply, refuse)
-	defer e.replies.Delete(reply)
+	// A refused reply subscription or request publish is reported asynchronously; either
+	// ends the wait at once.
+	ctx, stopReply := e.violations.watch(ctx, opSubscribe, reply, ErrReplyRefused)
+	defer stopReply()
+	ctx, stopPub := e.violations.watch(ctx, opPublish, subject, ErrPublishRefused)
+	defer stopPub()
 	sub, err := e.nc.SubscribeSync(reply)
 	if err != nil {
 		return nil, fmt.Errorf("control %s %s: subscribe reply: %w", service, op, err)
@@ -61,27 +55,13 @@ func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*
 		return nil, fmt.Errorf("control %s %s: %w", service, op, ErrNoResponders)
 	}
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, ErrReplyRefused) {
-			err = cause
-		}
-		return nil, fmt.Errorf("control %s %s: %w", service, op, err)
+		return nil, fmt.Errorf("control %s %s: %w", service, op, refusal(ctx, err))
 	}
 	r, err := DecodeControlReply(msg.Data)
 	if err != nil {
 		return nil, fmt.Errorf("control %s %s: %w", service, op, err)
 	}
 	return r, r.Err()
-}
-
-// refuseReply ends the wait of the Request whose reply subscription the broker refused, and
-// reports whether subject was such a reply subject.
-func (e *Endpoint) refuseReply(subject string, err error) bool {
-	v, ok := e.replies.Load(subject)
-	if !ok {
-		return false
-	}
-	v.(context.CancelCauseFunc)(fmt.Errorf("%w: %v", ErrReplyRefused, err))
-	return true
 }
 
 // ControlHandler serves one verified control request; From has already been checked against

@@ -172,15 +172,15 @@ type Endpoint struct {
 	presenceKV jetstream.KeyValue
 	channelsKV jetstream.KeyValue
 
-	handler atomic.Pointer[Handler]
-	dedup   *dedup
-	stats   stats
-	roster  *Roster
-	conn    connWatch
-	pres    presenceState
-	joins   joinState
-	histMu  sync.Mutex // one chathist_<id> consumer exists at a time (SPEC §8)
-	replies sync.Map   // pending Request reply subject → its context.CancelCauseFunc
+	handler    atomic.Pointer[Handler]
+	dedup      *dedup
+	stats      stats
+	roster     *Roster
+	conn       connWatch
+	pres       presenceState
+	joins      joinState
+	histMu     sync.Mutex // one chathist_<id> consumer exists at a time (SPEC §8)
+	violations violations // calls waiting on a publish or subscribe the broker may refuse
 
 	ctx       context.Context // ends at Close; every goroutine and Handler call watches it
 	cancel    context.CancelFunc
@@ -207,15 +207,16 @@ func Connect(ctx context.Context, opts Options) (*Endpoint, error) {
 		e.Handle(opts.Handler)
 	}
 	url, natsOpts, channels, err := e.resolve()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		e.log = e.log.With("space", e.space, "id", e.id)
+		err = e.dial(url, natsOpts)
 	}
-	e.log = e.log.With("space", e.space, "id", e.id)
-	if err := e.dial(url, natsOpts); err != nil {
+	if err != nil {
+		e.cancel()
 		return nil, err
 	}
 	if err := e.start(ctx, append(append([]string{}, opts.Channels...), channels...)); err != nil {
-		e.shutdown(context.Background(), false)
+		_ = e.shutdown(context.Background(), false)
 		return nil, err
 	}
 	return e, nil

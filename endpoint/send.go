@@ -81,9 +81,12 @@ func (e *Endpoint) Publish(ctx context.Context, m *CotalMessage) (Receipt, error
 	if err != nil {
 		return Receipt{}, err
 	}
+	// SPEC §9: a subject outside allowPublish is refused asynchronously; end the wait then.
+	ctx, stop := e.violations.watch(ctx, opPublish, msg.Subject, ErrPublishRefused)
+	defer stop()
 	ack, err := e.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID))
 	if err != nil {
-		return Receipt{}, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, err)
+		return Receipt{}, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, refusal(ctx, err))
 	}
 	e.stats.published.Add(1)
 	return Receipt{ID: m.ID, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil

@@ -28,3 +28,11 @@ func (t *aclTable) ReadACL(id string) (endpoint.ACLRecord, bool) {
 	rec, ok := t.byID[id]
 	return rec, ok
 }
+
+// openACL is the ACL source of an open (unauthenticated) mesh: without credentials there is
+// no read ACL, so every instance may read every channel (SPEC §9 claims do not hold there).
+type openACL struct{}
+
+func (openACL) ReadACL(string) (endpoint.ACLRecord, bool) {
+	return endpoint.ACLRecord{AllowSubscribe: []string{">"}}, true
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 )
 
@@ -29,9 +30,10 @@ type Mesh struct {
 	broker *broker.Broker
 	admin  *adminServer
 
-	mu     sync.Mutex // guards spaces and closed; held across a mint so re-mints serialize
-	spaces map[string]*spaceRuntime
-	closed bool
+	mu        sync.Mutex // guards spaces and closed; held across a mint so re-mints serialize
+	spaces    map[string]*spaceRuntime
+	endpoints []*endpoint.Endpoint // handed out in process; closed first
+	closed    bool
 }
 
 // Start starts a whole mesh and returns once every space is provisioned and ready: open (or
@@ -188,10 +190,15 @@ func (m *Mesh) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
-	spaces := m.spaces
+	spaces, endpoints := m.spaces, m.endpoints
 	m.mu.Unlock()
 
 	var errs []error
+	for _, ep := range endpoints {
+		if err := ep.Close(ctx); err != nil && !errors.Is(err, endpoint.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
 	if m.admin != nil {
 		errs = append(errs, m.admin.close())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 )
@@ -22,6 +23,9 @@ type spaceRuntime struct {
 	js    jetstream.JetStream
 	acl   jetstream.KeyValue
 	acls  *aclTable
+
+	dlvConn  *nats.Conn // delivery identity: fan-out, trusted reader, the delivery ctl service
+	delivery *delivery.Service
 
 	mintMu sync.Mutex // serializes mint and revoke: broker update, then ACL record
 }
@@ -49,6 +53,9 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 	if err := m.syncRegistry(ctx, rt); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
+	if err := m.startDelivery(ctx, rt); err != nil {
+		return nil, errors.Join(err, rt.close(ctx))
+	}
 	return rt, nil
 }
 
@@ -74,9 +81,52 @@ func (m *Mesh) infraConn(space string, p provisioner.Profile) (*nats.Conn, error
 	return nc, nil
 }
 
-func (rt *spaceRuntime) close(ctx context.Context) error {
-	if rt.prov != nil {
-		return rt.prov.Drain()
+// startDelivery runs the space's durable backstop (SPEC §4, §8) on its own connection. In
+// open mode there is no registry, so every instance reads every channel.
+func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
+	nc, err := m.infraConn(rt.name, provisioner.ProfileDelivery)
+	if err != nil {
+		return err
+	}
+	rt.dlvConn = nc
+	cfg := delivery.DefaultConfig()
+	cfg.Names, cfg.Conn, cfg.Logger = rt.names, nc, m.log.With("space", rt.name)
+	cfg.ACL = rt.acls
+	if m.opts.Open {
+		cfg.ACL = openACL{}
+	}
+	if rt.delivery, err = delivery.Start(ctx, cfg); err != nil {
+		return fmt.Errorf("start delivery: %w", err)
 	}
 	return nil
+}
+
+// close stops the delivery loops, then drains the mesh's own connections.
+func (rt *spaceRuntime) close(ctx context.Context) error {
+	var errs []error
+	if rt.delivery != nil {
+		errs = append(errs, rt.delivery.Close(ctx))
+	}
+	for _, nc := range []*nats.Conn{rt.dlvConn, rt.prov} {
+		if nc != nil {
+			drain(ctx, nc)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// drain drains nc and waits until it is closed, closing it outright when ctx ends first.
+// Nothing the mesh's own connections hold is lost by closing: their work is acked or not.
+func drain(ctx context.Context, nc *nats.Conn) {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return
+	}
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		nc.Close()
+	}
 }

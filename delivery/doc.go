@@ -1,0 +1,80 @@
+// Package delivery is the durable backstop of a space (SPEC §4, §7, §8, §9 item 5; LAYOUT.md
+// "The durable backstop", "Control service delivery"). It runs inside the mesh on its own
+// scoped connection (ServiceGrants) and consists of supervised loops:
+//
+//   - the membership registry (SPEC §7): records in cotal_members_<s>, written only here, with
+//     KV compare-and-set and a higher generation on every join, and kept in memory: loaded once
+//     by a long-lived watch that afterwards restores any record someone else overwrote;
+//   - the delivery control service on cotal.<s>.ctl.delivery.<sender>: durableJoin,
+//     durableLeave, listMemberships;
+//   - the fan-out writer (consumer fanout on CHAT_<s>): a durable channel's message becomes one
+//     INBOX entry per eligible member but the sender; a live channel's @mention becomes one
+//     entry for the unique present instance of that name whose current read ACL covers the
+//     channel;
+//   - the trusted reader (consumer reader on INBOX_<s>): re-authorizes every entry against the
+//     member's current read ACL (Config.ACL, SPEC §9 item 6) and, for a durable channel, its
+//     membership interval, then hands the copy to cotal.<s>.dlv.<member>, where the member's
+//     bind-only dlv_<id> consumer reads it with ack semantics;
+//   - watches of the channel registry and the presence directory, which the fan-out reads from
+//     memory (LAYOUT.md trap "One consumer per message").
+//
+// # Guarantees
+//
+// A member of a durable channel receives, at least once, every message of that channel whose
+// CHAT sequence is greater than its join cursor and, once it has left, not greater than its
+// leave cursor (SPEC §4, §7), within retention (below). Messages outside the interval are
+// never copied; leave is a hard read boundary. An entry is acknowledged on CHAT only after
+// every INBOX write for it is stored, and on INBOX only after its DLV copy is stored, so a
+// crash anywhere redelivers and loses nothing stored; redelivered writes carry the same
+// Nats-Msg-Id and are deduplicated. A copy whose channel the member's current read ACL no
+// longer covers is dropped, never delivered. The class of a channel is resolved fresh for
+// every message through endpoint.EffectiveClass, the one resolution every path uses. Nothing is
+// dropped silently: every drop has a Stats counter and a log line.
+//
+// # The join fence
+//
+// A join reads the join cursor (the CHAT last sequence) and inserts the record while holding
+// the lock the fan-out holds while it decides a message's recipients. A message the fan-out
+// decided before the join was stored before the cursor was read, so its sequence is at most
+// the cursor and it is not eligible; every message decided after the join sees the record.
+// So nothing after the cursor is missed and nothing at or before it is copied, and the
+// activation catch-up window (joinCursor, fence] of LAYOUT.md is always empty: records are
+// written with activated true and no catch-up copy is needed. A leave reads its cursor under
+// the same lock, so a message after the leave cursor is never decided against the open record.
+//
+// # Rejoin
+//
+// A rejoin takes a new cursor and generation (SPEC §7). The interval it replaces, closed at its
+// leave cursor or, if it was still open, at the new join cursor, is kept in the record
+// ("previous", a cotal addition readers ignore) until the fan-out's ack floor passes it, because
+// the fan-out may not yet have routed every message inside it. Entries are tagged with the
+// generation whose interval admitted them; the reader checks an entry of the current generation
+// against the current interval and delivers one of an earlier generation, which the fan-out
+// wrote only inside that generation's interval. A rolled-back join's generation is never
+// authorized.
+//
+// # What it does not guarantee
+//
+//   - Retention bounds at-least-once (SPEC §4). CHAT keeps 1000 messages per sender+channel
+//     subject; a burst that outruns the fan-out is evicted before it is read. The fan-out
+//     detects the jump in the stream sequence, counts it (Stats.GapsDetected), logs its range
+//     and lists it in listMemberships for every membership it overlaps; the evicted subjects
+//     are gone, so a gap cannot be pinned to one channel. Gaps are kept in memory only.
+//   - INBOX keeps 1000 entries per member. The fan-out waits while a member has close to that
+//     many entries the reader has not taken (backpressure), moving the pressure to CHAT; an
+//     INBOX jump is still counted (Stats.ReaderGaps) and logged.
+//   - DLV keeps 1000 copies per member: a member offline through more than that loses the
+//     oldest, as SPEC §4's "within retention" allows.
+//   - Mention routing uses the latest presence row of each instance, judged at the message's
+//     CHAT store time: an instance that came online after the publish can count as present.
+//   - No ordering across channels or between redelivered and new copies (SPEC §4).
+//   - Duplicates: at-least-once means a member may see a copy twice; receivers deduplicate by
+//     id (SPEC §4, §8). DLV copies carry Nats-Msg-Id <id>:<member>, deduplicated for 2 h.
+//   - One Service per space. Its in-memory view is authoritative; a second Service on the same
+//     space would overwrite the first one's records.
+//
+// # Lock order
+//
+// registry.writeMu before memberView.mu. Every other lock (kvCache.mu, backlog.mu, gapLog.mu,
+// loop.mu, gate.mu) is a leaf: no other lock is taken while it is held.
+package delivery

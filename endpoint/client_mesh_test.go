@@ -1,0 +1,150 @@
+package endpoint_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/space"
+)
+
+// meshAgent mints an agent credential in the authenticated test mesh (with its bind-only
+// consumers) and connects an Endpoint with it in process, closed at cleanup.
+func meshAgent(t *testing.T, m *space.Mesh, spec space.MintSpec, configure ...func(*endpoint.Options)) *peer {
+	t.Helper()
+	spec.Space, spec.Profile, spec.Provision, spec.NoExpiry = "main", "agent", true, true
+	cred, err := m.MintSpec(ctxT(t), spec)
+	if err != nil {
+		t.Fatalf("mint %s: %v", spec.Name, err)
+	}
+	rec := &recorder{}
+	opts := endpoint.Options{InProcess: m.InProcess(), Space: "main", Creds: cred.Creds, Handler: rec.handle,
+		Heartbeat: 500 * time.Millisecond}
+	for _, c := range configure {
+		c(&opts)
+	}
+	e, err := endpoint.Connect(ctxT(t), opts)
+	if err != nil {
+		t.Fatalf("connect %s: %v", spec.Name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("close %s: %v", spec.Name, err)
+		}
+	})
+	if e.ID() != cred.ID {
+		t.Fatalf("%s connected as %s, the credential is %s", spec.Name, e.ID(), cred.ID)
+	}
+	return &peer{Endpoint: e, rec: rec}
+}
+
+// TestClientInteropScenarioOnAnAuthenticatedMesh runs SPEC §12's interop scenario with minted
+// credentials and the broker enforcing Appendix B.
+func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
+	m := space.NewTest(t)
+	team := []string{"team.backend"}
+	alice := meshAgent(t, m, space.MintSpec{Name: "alice", Role: "planner", AllowSubscribe: team, AllowPublish: team})
+	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
+	r1 := meshAgent(t, m, space.MintSpec{Name: "reviewer-1", Role: "reviewer"})
+	r2 := meshAgent(t, m, space.MintSpec{Name: "reviewer-2", Role: "reviewer"})
+
+	for _, p := range []*peer{alice, bob} {
+		res, err := p.Join(ctxT(t), "team.backend")
+		if err != nil {
+			t.Fatalf("%s join: %v", p.Name(), err)
+		}
+		if res.Class != endpoint.DeliveryDurable {
+			t.Errorf("%s: class %s, want the authenticated mesh's default durable", p.Name(), res.Class)
+		}
+	}
+	waitFor(t, "bob sees alice in presence", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && p.Online })
+
+	multi, err := alice.Send(ctxT(t), "team.backend", text("can you review this?"), endpoint.WithMentions("bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := alice.SendDM(ctxT(t), bob.ID(), text("direct note"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bob's channel message and DM", func() bool {
+		return len(bob.rec.withID(multi.ID)) == 1 && len(bob.rec.withID(dm.ID)) == 1
+	})
+	if k := bob.rec.withID(multi.ID)[0].Meta.Kind; k != endpoint.MetaChannel {
+		t.Errorf("multicast arrived as %s", k)
+	}
+	if k := bob.rec.withID(dm.ID)[0].Meta.Kind; k != endpoint.MetaDM {
+		t.Errorf("unicast arrived as %s", k)
+	}
+
+	task, err := alice.SendAnycast(ctxT(t), "reviewer", text("review PR 7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "one reviewer gets the task", func() bool { return len(r1.rec.withID(task.ID))+len(r2.rec.withID(task.ID)) == 1 })
+
+	late := meshAgent(t, m, space.MintSpec{Name: "late", AllowSubscribe: team})
+	res, err := late.Join(ctxT(t), "team.backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backfilled != 1 || res.BackfillErr != nil {
+		t.Fatalf("late join %+v, want the one earlier message backfilled through chathist", res)
+	}
+	if got := late.rec.withID(multi.ID); len(got) != 1 || !got[0].Meta.Historical {
+		t.Fatalf("late joiner got %+v, want one historical copy", got)
+	}
+}
+
+func TestJoinOutsideTheReadACLIsRefusedByTheBroker(t *testing.T) {
+	m := space.NewTest(t)
+	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
+	_, err := bob.Join(ctxT(t), "secret")
+	if !errors.Is(err, endpoint.ErrJoinRefused) {
+		t.Fatalf("join outside the ACL: %v, want ErrJoinRefused", err)
+	}
+	if got := bob.Joined(); len(got) != 0 {
+		t.Fatalf("joined %v after a refused join, want none", got)
+	}
+	if _, err := bob.Join(ctxT(t), "team"); err != nil {
+		t.Fatalf("join inside the ACL after a refusal: %v", err)
+	}
+}
+
+func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
+	m := space.NewTest(t)
+	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
+	if _, err := bob.Send(ctxT(t), "team", text("read-only here")); !errors.Is(err, endpoint.ErrPublishRefused) {
+		t.Fatalf("publish outside allowPublish: %v, want ErrPublishRefused", err)
+	}
+	if _, err := bob.Request(ctxT(t), "admin", "ping", nil); !errors.Is(err, endpoint.ErrPublishRefused) &&
+		!errors.Is(err, endpoint.ErrReplyRefused) {
+		t.Fatalf("control request to a service outside the grants: %v, want a refusal", err)
+	}
+}
+
+func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
+	m := space.NewTest(t)
+	var peers []*peer
+	for i := range 3 {
+		peers = append(peers, meshAgent(t, m, space.MintSpec{Name: fmt.Sprintf("agent-%d", i)}))
+	}
+	waitFor(t, "every agent in every roster", func() bool {
+		for _, p := range peers {
+			if n := len(p.Roster().Snapshot()); n != len(peers) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, p := range peers {
+		if st := p.Stats(); st.PresenceDropped != 0 {
+			t.Errorf("%s dropped %d valid presence rows", p.Name(), st.PresenceDropped)
+		}
+	}
+}

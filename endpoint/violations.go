@@ -1,0 +1,99 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Refusals the broker reports asynchronously, as permission violations (SPEC §9).
+var (
+	// ErrPublishRefused: the credential may not publish on the subject (allowPublish, SPEC §9).
+	ErrPublishRefused = errors.New("broker refused the publish")
+	// ErrReplyRefused: the broker refused the subscription to a control reply subject; the
+	// credential may not receive replies from this service (LAYOUT.md grants the delivery
+	// service's reply subtree only).
+	ErrReplyRefused = errors.New("broker refused the control reply subscription")
+)
+
+// violationOp is the operation a permission violation names.
+type violationOp string
+
+const (
+	opPublish   violationOp = "publish"
+	opSubscribe violationOp = "subscription"
+)
+
+// violationRe matches the broker's "Permissions Violation for <Publish|Subscription> to
+// "<subject>"" error.
+var violationRe = regexp.MustCompile(`(?i)permissions violation for (publish|subscription) to "(\S+)"`)
+
+// parseViolation returns the operation and subject of a permission violation.
+func parseViolation(err error) (violationOp, string, bool) {
+	if err == nil || !errors.Is(err, nats.ErrPermissionViolation) {
+		return "", "", false
+	}
+	m := violationRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", "", false
+	}
+	return violationOp(strings.ToLower(m[1])), m[2], true
+}
+
+// violations lets a call waiting on the network end at once when the broker refuses the
+// publish or subscription it depends on, instead of running into its timeout.
+type violations struct {
+	mu      sync.Mutex
+	next    int
+	waiters map[string]map[int]context.CancelCauseFunc // op + " " + subject
+}
+
+// watch cancels ctx with cause when the broker refuses op on subject, until stop is called.
+func (v *violations) watch(ctx context.Context, op violationOp, subject string, cause error) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	key := string(op) + " " + subject
+	v.mu.Lock()
+	if v.waiters == nil {
+		v.waiters = make(map[string]map[int]context.CancelCauseFunc)
+	}
+	if v.waiters[key] == nil {
+		v.waiters[key] = make(map[int]context.CancelCauseFunc)
+	}
+	id := v.next
+	v.next++
+	v.waiters[key][id] = func(err error) { cancel(fmt.Errorf("%w: %v", cause, err)) }
+	v.mu.Unlock()
+	return ctx, func() {
+		v.mu.Lock()
+		delete(v.waiters[key], id)
+		if len(v.waiters[key]) == 0 {
+			delete(v.waiters, key)
+		}
+		v.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// refuse ends every wait on op and subject and reports whether there was one.
+func (v *violations) refuse(op violationOp, subject string, err error) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	ws := v.waiters[string(op)+" "+subject]
+	for _, cancel := range ws {
+		cancel(err)
+	}
+	return len(ws) > 0
+}
+
+// refusal returns the refusal that ended a watched ctx, or err unchanged.
+func refusal(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrPublishRefused) || errors.Is(cause, ErrReplyRefused) {
+		return cause
+	}
+	return err
+}
