@@ -104,8 +104,8 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 		fmt.Fprintln(w, "  auth:     decentralized JWT (operator mode); every client needs a .creds file")
 	}
 	fmt.Fprintf(w, "  %s\n", m.Broker().SyncDescription())
-	if u := m.Broker().MonitorURL(); u != "" {
-		fmt.Fprintf(w, "  monitor:  %s\n", u)
+	if u := m.HTTPURL(); u != "" {
+		fmt.Fprintf(w, "  health:   %s/healthz   metrics: %s/metrics   monitoring: %s/varz\n", u, u, u)
 	}
 	if !cfg.Open {
 		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general --provision\n", m.Dir())

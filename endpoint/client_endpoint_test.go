@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/space"
 )
 
 // userCreds mints .creds content for a user named name with tags, signed by a throwaway
@@ -69,7 +70,7 @@ func TestEndpointAdoptsTheCredentialsIdentity(t *testing.T) {
 		{"with a matching explicit id", endpoint.Options{Creds: creds, ID: id}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.InProcess, tt.opts.Space = h.srv, h.space
+			tt.opts.InProcess, tt.opts.Space = h.provider, h.space
 			e, err := endpoint.Connect(ctxT(t), tt.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -86,7 +87,7 @@ func TestEndpointExplicitIDMismatchFailsBeforeAnyPublish(t *testing.T) {
 	h := newHarness(t)
 	id, creds := userCreds(t, "alice")
 	other := newID(t)
-	_, err := endpoint.Connect(ctxT(t), endpoint.Options{InProcess: h.srv, Space: h.space, Creds: creds, ID: other})
+	_, err := endpoint.Connect(ctxT(t), endpoint.Options{InProcess: h.provider, Space: h.space, Creds: creds, ID: other})
 	if !errors.Is(err, endpoint.ErrIDMismatch) {
 		t.Fatalf("connect: %v, want ErrIDMismatch", err)
 	}
@@ -112,13 +113,13 @@ func TestEndpointOptionsAreValidated(t *testing.T) {
 		want error
 	}{
 		{"no transport", endpoint.Options{Space: "main"}, endpoint.ErrInvalidOptions},
-		{"both transports", endpoint.Options{InProcess: h.srv, Space: "main", Link: "cotal://localhost/main"}, endpoint.ErrInvalidOptions},
+		{"both transports", endpoint.Options{InProcess: h.provider, Space: "main", Link: "cotal://localhost/main"}, endpoint.ErrInvalidOptions},
 		{"in-process without a space", endpoint.Options{InProcess: h.srv}, endpoint.ErrInvalidOptions},
-		{"two credential sources", endpoint.Options{InProcess: h.srv, Space: "main", Creds: creds, CredsFile: "x.creds"}, endpoint.ErrInvalidOptions},
-		{"unbounded reconnects", endpoint.Options{InProcess: h.srv, Space: "main", MaxReconnects: -1}, endpoint.ErrInvalidOptions},
-		{"a wildcard boot channel", endpoint.Options{InProcess: h.srv, Space: "main", Channels: []string{"team.*"}}, endpoint.ErrInvalidOptions},
-		{"a credential that is not one", endpoint.Options{InProcess: h.srv, Space: "main", Creds: []byte("nope")}, endpoint.ErrBadCredential},
-		{"a seed that is not the JWT subject's", endpoint.Options{InProcess: h.srv, Space: "main", Creds: mixed}, endpoint.ErrBadCredential},
+		{"two credential sources", endpoint.Options{InProcess: h.provider, Space: "main", Creds: creds, CredsFile: "x.creds"}, endpoint.ErrInvalidOptions},
+		{"unbounded reconnects", endpoint.Options{InProcess: h.provider, Space: "main", MaxReconnects: -1}, endpoint.ErrInvalidOptions},
+		{"a wildcard boot channel", endpoint.Options{InProcess: h.provider, Space: "main", Channels: []string{"team.*"}}, endpoint.ErrInvalidOptions},
+		{"a credential that is not one", endpoint.Options{InProcess: h.provider, Space: "main", Creds: []byte("nope")}, endpoint.ErrBadCredential},
+		{"a seed that is not the JWT subject's", endpoint.Options{InProcess: h.provider, Space: "main", Creds: mixed}, endpoint.ErrBadCredential},
 		{"a link with a token and a credential", endpoint.Options{Link: "cotal://secret@localhost/main", Creds: creds}, endpoint.ErrInvalidOptions},
 		{"a link for another space", endpoint.Options{Link: "cotal://localhost/main", Space: "other"}, endpoint.ErrInvalidOptions},
 	}
@@ -132,7 +133,7 @@ func TestEndpointOptionsAreValidated(t *testing.T) {
 }
 
 func TestEndpointReportsACredentialTooLargeForTheControlLine(t *testing.T) {
-	h := newHarness(t, func(o *server.Options) {
+	h := newBareHarness(t, func(o *server.Options) {
 		o.DontListen, o.Host, o.Port, o.MaxControlLine = false, "127.0.0.1", -1, 1024
 	})
 	var tags []string
@@ -147,26 +148,33 @@ func TestEndpointReportsACredentialTooLargeForTheControlLine(t *testing.T) {
 	}
 }
 
-func TestEndpointConnectsThroughAJoinLink(t *testing.T) {
-	h := newHarness(t, func(o *server.Options) { o.DontListen, o.Host, o.Port = false, "127.0.0.1", -1 })
-	alice := h.connect("alice")
-	var missing atomic.Int32
-	link := fmt.Sprintf("cotal://%s/%s?channel=team", h.srv.Addr(), h.space)
-	bob, err := endpoint.Connect(ctxT(t), endpoint.Options{Link: link, Name: "bob",
-		OnEvent: func(ev endpoint.Event) {
-			if ev.Kind == endpoint.EventConsumerMissing {
-				missing.Add(1)
-			}
-		}})
+func TestEndpointConnectsThroughAJoinLinkWithACredsFile(t *testing.T) {
+	m := space.NewTest(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	team := []string{"team"}
+	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
+	cred, err := m.MintSpec(ctxT(t), space.MintSpec{Space: "main", Name: "bob", Profile: "agent",
+		AllowSubscribe: team, Provision: true, NoExpiry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bob.creds")
+	if err := os.WriteFile(path, cred.Creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link, err := m.Link("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan endpoint.Delivery, 1)
+	bob, err := endpoint.Connect(ctxT(t), endpoint.Options{Link: link + "?channel=team", CredsFile: path,
+		Handler: func(_ context.Context, d endpoint.Delivery) error { got <- d; return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bob.Close(context.Background())
-	if got := bob.Joined(); len(got) != 1 || got[0] != "team" {
-		t.Fatalf("joined %v, want the link's channel team", got)
+	if joined := bob.Joined(); bob.ID() != cred.ID || len(joined) != 1 || joined[0] != "team" {
+		t.Fatalf("connected as %s joined to %v, want %s joined to the link's channel team", bob.ID(), joined, cred.ID)
 	}
-	got := make(chan endpoint.Delivery, 1)
-	bob.Handle(func(_ context.Context, d endpoint.Delivery) error { got <- d; return nil })
 	r, err := alice.Send(ctxT(t), "team", text("over tcp"))
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +187,29 @@ func TestEndpointConnectsThroughAJoinLink(t *testing.T) {
 	case <-ctxT(t).Done():
 		t.Fatal("bob got nothing over the link")
 	}
-	waitFor(t, "the missing dm_ and dlv_ consumers reported", func() bool { return missing.Load() >= 2 })
+}
+
+func TestEndpointReportsABindOnlyConsumerThatDoesNotExist(t *testing.T) {
+	h := newHarness(t)
+	var missing atomic.Int32
+	e, err := endpoint.Connect(ctxT(t), endpoint.Options{InProcess: h.provider, Space: h.space, Role: "ghost",
+		OnEvent: func(ev endpoint.Event) {
+			if ev.Kind == endpoint.EventConsumerMissing {
+				missing.Add(1)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	waitFor(t, "dm_, dlv_ and svc_ reported missing", func() bool { return missing.Load() == 3 })
+	for _, name := range []string{h.names.DMConsumer(e.ID()), h.names.DLVConsumer(e.ID()), h.names.SvcConsumer("ghost")} {
+		for _, stream := range []string{h.names.DMStream(), h.names.DLVStream(), h.names.TaskStream()} {
+			if _, err := h.js.Consumer(ctxT(t), stream, name); err == nil {
+				t.Fatalf("the endpoint created %s on %s; agents bind only", name, stream)
+			}
+		}
+	}
 }
 
 func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {

@@ -13,24 +13,39 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/space"
 )
 
-// harness is a bare embedded nats-server with JetStream and no authentication, provisioned
-// with the streams, buckets and bind-only consumers of LAYOUT.md. It stands in for the
-// authenticated mesh of package space in the open-mode client tests; the ACL behaviour
-// (refused joins, denied creates) needs space.NewTest.
+// harness gives a client test a provisioned space and a privileged connection to it, to do
+// what a hostile or broken peer could (raw publishes, deleted consumers, registry writes).
+// newHarness runs the open mesh of package space (its streams, buckets and services);
+// newBareHarness runs a bare nats-server provisioned here with LAYOUT.md's streams and no
+// mesh services, for tests that stand in their own delivery service or tune the broker.
+// Authenticated behaviour (ACL refusals, minted identities) is tested on space.NewTest in
+// client_mesh_test.go.
 type harness struct {
-	t     *testing.T
-	srv   *server.Server
-	nc    *nats.Conn // privileged test connection
-	js    jetstream.JetStream
-	space string
-	names endpoint.Names
+	t        *testing.T
+	srv      *server.Server
+	provider nats.InProcessConnProvider
+	nc       *nats.Conn // privileged test connection
+	js       jetstream.JetStream
+	space    string
+	names    endpoint.Names
 }
 
 const testSpace = "main"
 
-func newHarness(t *testing.T, configure ...func(*server.Options)) *harness {
+// newHarness starts an open (unauthenticated) test mesh.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	m := space.NewTest(t, func(o *space.Options) { o.Open = true })
+	h := &harness{t: t, srv: m.Broker().Server(), provider: m.InProcess()}
+	h.attach()
+	return h
+}
+
+// newBareHarness starts a bare JetStream server, configured further by configure.
+func newBareHarness(t *testing.T, configure ...func(*server.Options)) *harness {
 	t.Helper()
 	opts := &server.Options{
 		ServerName: "client-test", DontListen: true, JetStream: true, StoreDir: t.TempDir(),
@@ -51,19 +66,25 @@ func newHarness(t *testing.T, configure ...func(*server.Options)) *harness {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 	})
-	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	h := &harness{t: t, srv: srv, provider: srv}
+	h.attach()
+	h.provision()
+	return h
+}
+
+// attach opens the privileged connection and makes channels live by default, so no test
+// waits on a durable backstop it does not ask for.
+func (h *harness) attach() {
+	nc, err := nats.Connect("", nats.InProcessServer(h.provider))
 	if err != nil {
-		t.Fatalf("connect: %v", err)
+		h.t.Fatalf("connect: %v", err)
 	}
-	t.Cleanup(nc.Close)
+	h.t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
-		t.Fatalf("jetstream: %v", err)
+		h.t.Fatalf("jetstream: %v", err)
 	}
-	h := &harness{t: t, srv: srv, nc: nc, js: js, space: testSpace, names: endpoint.NewNames(testSpace)}
-	h.provision()
-	h.setDefaults(endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryLive})
-	return h
+	h.nc, h.js, h.space, h.names = nc, js, testSpace, endpoint.NewNames(testSpace)
 }
 
 // provision creates the space's streams and buckets as LAYOUT.md describes them.
@@ -94,6 +115,7 @@ func (h *harness) provision() {
 			h.t.Fatalf("create stream %s: %v", cfg.Name, err)
 		}
 	}
+	h.setDefaults(endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryLive})
 }
 
 func (h *harness) kv(bucket string) jetstream.KeyValue {
@@ -166,7 +188,7 @@ func (h *harness) connect(name string, configure ...func(*endpoint.Options)) *pe
 	h.t.Helper()
 	rec := &recorder{}
 	opts := endpoint.Options{
-		InProcess: h.srv, Space: h.space, ID: newID(h.t), Name: name, Handler: rec.handle,
+		InProcess: h.provider, Space: h.space, ID: newID(h.t), Name: name, Handler: rec.handle,
 		Heartbeat: 500 * time.Millisecond, LivenessWindow: 3 * time.Second,
 	}
 	for _, c := range configure {

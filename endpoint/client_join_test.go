@@ -134,7 +134,7 @@ func (f *fakeDelivery) setAccept(v bool) {
 }
 
 func TestJoinDurableChannelWithoutBackstopReportsItAndRetries(t *testing.T) {
-	h := newHarness(t)
+	h := newBareHarness(t)
 	h.setDefaults(endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryDurable})
 	var mu sync.Mutex
 	var events []endpoint.Event
@@ -187,7 +187,7 @@ func TestJoinDurableChannelWithoutBackstopReportsItAndRetries(t *testing.T) {
 }
 
 func TestJoinLateRefusalDropsTheChannelAndEndsItsMembership(t *testing.T) {
-	h := newHarness(t)
+	h := newBareHarness(t)
 	h.setChannel("ops", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryDurable})
 	fake := &fakeDelivery{accept: true}
 	server := h.connect("delivery")
@@ -228,7 +228,7 @@ func TestJoinLateRefusalDropsTheChannelAndEndsItsMembership(t *testing.T) {
 }
 
 func TestJoinDurableChannelWithBackstopIsJoinedDurable(t *testing.T) {
-	h := newHarness(t)
+	h := newBareHarness(t)
 	h.setChannel("ops", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryDurable})
 	fake := &fakeDelivery{accept: true}
 	server := h.connect("delivery")

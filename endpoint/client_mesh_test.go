@@ -15,11 +15,21 @@ import (
 // consumers) and connects an Endpoint with it in process, closed at cleanup.
 func meshAgent(t *testing.T, m *space.Mesh, spec space.MintSpec, configure ...func(*endpoint.Options)) *peer {
 	t.Helper()
+	return meshConnect(t, m, meshMint(t, m, spec), configure...)
+}
+
+func meshMint(t *testing.T, m *space.Mesh, spec space.MintSpec) *space.MintedCredential {
+	t.Helper()
 	spec.Space, spec.Profile, spec.Provision, spec.NoExpiry = "main", "agent", true, true
 	cred, err := m.MintSpec(ctxT(t), spec)
 	if err != nil {
 		t.Fatalf("mint %s: %v", spec.Name, err)
 	}
+	return cred
+}
+
+func meshConnect(t *testing.T, m *space.Mesh, cred *space.MintedCredential, configure ...func(*endpoint.Options)) *peer {
+	t.Helper()
 	rec := &recorder{}
 	opts := endpoint.Options{InProcess: m.InProcess(), Space: "main", Creds: cred.Creds, Handler: rec.handle,
 		Heartbeat: 500 * time.Millisecond}
@@ -28,17 +38,17 @@ func meshAgent(t *testing.T, m *space.Mesh, spec space.MintSpec, configure ...fu
 	}
 	e, err := endpoint.Connect(ctxT(t), opts)
 	if err != nil {
-		t.Fatalf("connect %s: %v", spec.Name, err)
+		t.Fatalf("connect %s: %v", cred.Name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := e.Close(ctx); err != nil {
-			t.Errorf("close %s: %v", spec.Name, err)
+			t.Errorf("close %s: %v", cred.Name, err)
 		}
 	})
 	if e.ID() != cred.ID {
-		t.Fatalf("%s connected as %s, the credential is %s", spec.Name, e.ID(), cred.ID)
+		t.Fatalf("%s connected as %s, the credential is %s", cred.Name, e.ID(), cred.ID)
 	}
 	return &peer{Endpoint: e, rec: rec}
 }
@@ -146,5 +156,44 @@ func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
 		if st := p.Stats(); st.PresenceDropped != 0 {
 			t.Errorf("%s dropped %d valid presence rows", p.Name(), st.PresenceDropped)
 		}
+	}
+}
+
+func TestJoinDurableOnAnAuthenticatedMeshDeliversWhatAnOfflineMemberMissed(t *testing.T) {
+	m := space.NewTest(t)
+	team := []string{"team"}
+	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
+	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team})
+	bob := meshConnect(t, m, bobCred)
+	res, err := bob.Join(ctxT(t), "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != endpoint.JoinedDurable {
+		t.Fatalf("join %+v, want joined durable with the mesh's delivery service", res)
+	}
+
+	both, err := alice.Send(ctxT(t), "team", text("live and durable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the durable copy of a live message dropped as a duplicate", func() bool {
+		return bob.Stats().Duplicates >= 1
+	})
+	if n := len(bob.rec.withID(both.ID)); n != 1 {
+		t.Fatalf("a message surfaced %d times across live and durable copies, want once", n)
+	}
+
+	if err := bob.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	missed, err := alice.Send(ctxT(t), "team", text("while bob was away"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := meshConnect(t, m, bobCred)
+	waitFor(t, "the missed message from the durable backstop", func() bool { return len(back.rec.withID(missed.ID)) == 1 })
+	if d := back.rec.withID(missed.ID)[0]; !d.Meta.Durable || d.Meta.Kind != endpoint.MetaChannel || d.Meta.Channel != "team" {
+		t.Fatalf("meta %+v, want a durable channel delivery on team", d.Meta)
 	}
 }

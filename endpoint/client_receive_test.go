@@ -73,7 +73,7 @@ func TestReceiveSpoofedLiveChannelCopyIsDroppedAndCounted(t *testing.T) {
 }
 
 func TestReceiveDurableCopyAndLiveCopySurfaceOnce(t *testing.T) {
-	h := newHarness(t)
+	h := newBareHarness(t)
 	alice := h.connect("alice")
 	bob := h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"team"} })
 

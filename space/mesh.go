@@ -29,6 +29,7 @@ type Mesh struct {
 	store  *provisioner.Store // nil in open mode
 	broker *broker.Broker
 	admin  *adminServer
+	ops    *opsServer
 
 	mu        sync.Mutex // guards spaces and closed; held across a mint so re-mints serialize
 	spaces    map[string]*spaceRuntime
@@ -73,6 +74,11 @@ func (m *Mesh) start(ctx context.Context) error {
 		m.spaces[name] = rt
 		m.mu.Unlock()
 	}
+	if m.opts.HTTP != "" {
+		if m.ops, err = m.serveOps(m.opts.HTTP); err != nil {
+			return err
+		}
+	}
 	if m.opts.AdminSocket && m.store != nil {
 		if m.admin, err = serveAdmin(m, filepath.Join(m.dir, AdminSocketName)); err != nil {
 			return err
@@ -113,7 +119,7 @@ func (m *Mesh) openDir() error {
 
 func (m *Mesh) brokerConfig() (broker.Config, error) {
 	c := broker.DefaultConfig()
-	c.Listen, c.TLSCert, c.TLSKey, c.HTTP = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey, m.opts.HTTP
+	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey
 	c.Sync, c.Logger, c.Open = m.opts.Sync, m.log, m.opts.Open
 	if m.opts.SyncInterval > 0 {
 		c.SyncInterval = m.opts.SyncInterval
@@ -157,6 +163,14 @@ func (m *Mesh) Spaces() []string {
 	return out
 }
 
+// HTTPURL is the http:// address of the health, metrics and monitoring listener, or "".
+func (m *Mesh) HTTPURL() string {
+	if m.ops == nil {
+		return ""
+	}
+	return m.ops.URL()
+}
+
 // Broker is the embedded broker, for monitoring.
 func (m *Mesh) Broker() *broker.Broker { return m.broker }
 
@@ -194,6 +208,9 @@ func (m *Mesh) Close(ctx context.Context) error {
 	m.mu.Unlock()
 
 	var errs []error
+	if m.ops != nil {
+		errs = append(errs, m.ops.close(ctx))
+	}
 	for _, ep := range endpoints {
 		if err := ep.Close(ctx); err != nil && !errors.Is(err, endpoint.ErrClosed) {
 			errs = append(errs, err)

@@ -1,0 +1,137 @@
+package space
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+// collector exposes the mesh in Prometheus form, read fresh at each scrape: nothing is
+// counted twice and no goroutine runs between scrapes.
+type collector struct{ m *Mesh }
+
+var (
+	descMessages = prometheus.NewDesc("cotal_messages_total",
+		"Messages stored by kind (stream last sequence: channel=CHAT, dm=DM, anycast=TASK).", []string{"space", "kind"}, nil)
+	descStored = prometheus.NewDesc("cotal_messages_retained",
+		"Messages currently retained by stream.", []string{"space", "stream"}, nil)
+	descPresence = prometheus.NewDesc("cotal_presence_entries",
+		"Presence entries within the liveness TTL.", []string{"space"}, nil)
+	descBackstop = prometheus.NewDesc("cotal_backstop_total",
+		"Durable backstop events: fan-out entries, deliveries and drops, by event.", []string{"space", "event"}, nil)
+	descLag = prometheus.NewDesc("cotal_backstop_lag",
+		"Messages pending behind the delivery loops, by loop (fanout reads CHAT, reader reads INBOX).", []string{"space", "loop"}, nil)
+	descPending = prometheus.NewDesc("cotal_backstop_pending",
+		"Backstop entries stored and not yet handed to members.", []string{"space"}, nil)
+	descRestarts = prometheus.NewDesc("cotal_delivery_restarts_total",
+		"Delivery loop restarts by the supervisor.", []string{"space"}, nil)
+	descSurfaced = prometheus.NewDesc("cotal_endpoint_surfaced_total",
+		"Deliveries surfaced to handlers of in-process endpoints, by kind.", []string{"kind"}, nil)
+	descTerminated = prometheus.NewDesc("cotal_endpoint_terminated_total",
+		"Permanent anomalies terminated by in-process endpoints, by SPEC §5 reason.", []string{"reason"}, nil)
+	descRedeliveries = prometheus.NewDesc("cotal_endpoint_redeliveries_total",
+		"JetStream redeliveries seen by in-process endpoints.", nil, nil)
+	descConnections = prometheus.NewDesc("cotal_connections",
+		"Client connections to the broker, in-process ones included.", nil, nil)
+	descUp = prometheus.NewDesc("cotal_component_up",
+		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
+)
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
+		descPending, descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descUp} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	for _, h := range c.m.Health() {
+		up := 1.0
+		if h.Err != nil {
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, h.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(descConnections, prometheus.GaugeValue, float64(c.m.broker.Server().NumClients()))
+	c.m.mu.Lock()
+	rts := make([]*spaceRuntime, 0, len(c.m.spaces))
+	for _, rt := range c.m.spaces {
+		rts = append(rts, rt)
+	}
+	eps := append([]*endpoint.Endpoint(nil), c.m.endpoints...)
+	c.m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, rt := range rts {
+		collectSpace(ctx, ch, rt)
+	}
+	collectEndpoints(ch, eps)
+}
+
+func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRuntime) {
+	n := rt.names
+	kinds := map[string]string{n.ChatStream(): "channel", n.DMStream(): "dm", n.TaskStream(): "anycast"}
+	for _, name := range []string{n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream(),
+		endpoint.KVStream(n.PresenceBucket())} {
+		s, err := rt.js.Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		st := s.CachedInfo().State
+		if kind, ok := kinds[name]; ok {
+			ch <- prometheus.MustNewConstMetric(descMessages, prometheus.CounterValue, float64(st.LastSeq), rt.name, kind)
+		}
+		if name == endpoint.KVStream(n.PresenceBucket()) {
+			ch <- prometheus.MustNewConstMetric(descPresence, prometheus.GaugeValue, float64(st.Msgs), rt.name)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descStored, prometheus.GaugeValue, float64(st.Msgs), rt.name, name)
+	}
+	if rt.delivery == nil {
+		return
+	}
+	st := rt.delivery.Stats()
+	for event, v := range map[string]int64{
+		"fanout_durable": st.FannedOutDurable, "fanout_mention": st.FannedOutMention,
+		"delivered": st.ReaderDelivered, "dropped_unauthorized": st.ReaderDroppedUnauthorized,
+		"dropped_not_eligible": st.ReaderDroppedNotEligible, "gave_up_unknown": st.ReaderGaveUpUnknown,
+		"gap_messages": st.GapMessages, "malformed": st.ReaderMalformed,
+	} {
+		ch <- prometheus.MustNewConstMetric(descBackstop, prometheus.CounterValue, float64(v), rt.name, event)
+	}
+	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(st.FanoutLag), rt.name, "fanout")
+	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(st.ReaderLag), rt.name, "reader")
+	ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.Restarts), rt.name)
+	if c, err := rt.js.Consumer(ctx, n.InboxStream(), endpoint.ReaderConsumer); err == nil {
+		info := c.CachedInfo()
+		pending := info.NumPending + uint64(info.NumAckPending)
+		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(pending), rt.name)
+	}
+}
+
+func collectEndpoints(ch chan<- prometheus.Metric, eps []*endpoint.Endpoint) {
+	surfaced := map[string]uint64{}
+	terminated := map[string]uint64{}
+	var redeliveries uint64
+	for _, ep := range eps {
+		st := ep.Stats()
+		for k, v := range st.Surfaced {
+			surfaced[string(k)] += v
+		}
+		for k, v := range st.Terminated {
+			terminated[k] += v
+		}
+		redeliveries += st.Redeliveries
+	}
+	for _, k := range []string{"channel", "dm", "anycast"} {
+		ch <- prometheus.MustNewConstMetric(descSurfaced, prometheus.CounterValue, float64(surfaced[k]), k)
+	}
+	for _, r := range []string{endpoint.ReasonMalformedSubject, endpoint.ReasonSenderMismatch, endpoint.ReasonMalformedJSON} {
+		ch <- prometheus.MustNewConstMetric(descTerminated, prometheus.CounterValue, float64(terminated[r]), r)
+	}
+	ch <- prometheus.MustNewConstMetric(descRedeliveries, prometheus.CounterValue, float64(redeliveries))
+}
+
