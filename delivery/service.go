@@ -148,9 +148,17 @@ func (s *Service) Close(ctx context.Context) error {
 	return nil
 }
 
+// Interrupt stops the named loop (LoopFanout, LoopReader, ...) as a crash would and keeps
+// the supervisor from restarting it until release is called; then it restarts as after any
+// failure. While it is down Healthy names it and durable joins are refused with a reason.
+// It is a fault drill: operators and tests use it to prove health reporting and recovery,
+// and nothing is lost by it, since every loop acks only what it finished.
+func (s *Service) Interrupt(name string) (release func(), err error) {
+	return s.stopLoop(name, true)
+}
+
 // stopLoop stops the named loop and, with hold, keeps the supervisor from restarting it until
-// release is called. It is the hook the health tests use to prove a dead loop turns Healthy
-// red and is restarted.
+// release is called.
 func (s *Service) stopLoop(name string, hold bool) (release func(), err error) {
 	l, err := s.sup.find(name)
 	if err != nil {

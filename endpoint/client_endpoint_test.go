@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
@@ -218,6 +219,7 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 	var reconnected = make(chan struct{}, 1)
 	bob := h.connect("bob", func(o *endpoint.Options) {
 		o.Channels = []string{"team"}
+		o.ReconnectWait = 50 * time.Millisecond
 		o.OnEvent = func(ev endpoint.Event) {
 			if ev.Kind == endpoint.EventReconnected {
 				select {

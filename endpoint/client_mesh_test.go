@@ -196,4 +196,10 @@ func TestJoinDurableOnAnAuthenticatedMeshDeliversWhatAnOfflineMemberMissed(t *te
 	if d := back.rec.withID(missed.ID)[0]; !d.Meta.Durable || d.Meta.Kind != endpoint.MetaChannel || d.Meta.Channel != "team" {
 		t.Fatalf("meta %+v, want a durable channel delivery on team", d.Meta)
 	}
+	if res, err := back.Join(ctxT(t), "team"); err != nil || res.State != endpoint.JoinedDurable {
+		t.Fatalf("rejoin %+v, %v; want joined durable", res, err)
+	}
+	if err := back.Leave(ctxT(t), "team"); err != nil {
+		t.Fatalf("leave a durable channel: %v", err)
+	}
 }

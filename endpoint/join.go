@@ -115,15 +115,13 @@ func (s *joinState) begin(name string) (j *joined, existing bool, err error) {
 	return j, false, nil
 }
 
-// remove drops name from the joined set if it is still j, and reports whether it was.
-func (s *joinState) remove(name string, j *joined) bool {
+// remove drops name from the joined set if it is still j.
+func (s *joinState) remove(name string, j *joined) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.channels[name] != j {
-		return false
+	if s.channels[name] == j {
+		delete(s.channels, name)
 	}
-	delete(s.channels, name)
-	return true
 }
 
 func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult, error) {

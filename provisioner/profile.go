@@ -61,9 +61,12 @@ func Permissions(profile Profile, names endpoint.Names, id string, g Grants) (jw
 	}
 	var p jwt.Permissions
 	// SPEC §9 item 1: replies, pull responses and KV watch deliveries ride the per-identity
-	// inbox; every profile may call $JS.API.INFO, which clients use to detect JetStream.
+	// inbox. Every profile but delivery may call $JS.API.INFO, which clients use to detect
+	// JetStream; the delivery service never does, so its credential does without.
 	p.Sub.Allow.Add(endpoint.InboxPrefix(id) + ".>")
-	p.Pub.Allow.Add("$JS.API.INFO")
+	if profile != ProfileDelivery {
+		p.Pub.Allow.Add("$JS.API.INFO")
+	}
 	switch profile {
 	case ProfileAgent:
 		g = g.withDefaults()

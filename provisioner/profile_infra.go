@@ -34,43 +34,43 @@ func provisionerPermissions(p *jwt.Permissions, n endpoint.Names) {
 }
 
 // deliveryPermissions scope the durable backstop (SPEC §4, §8; LAYOUT.md "The durable
-// backstop" and "Control service delivery") to one space. It reads chat content through its
-// own consumers only and writes nothing an agent reads except DLV handoffs and control
-// replies.
+// backstop" and "Control service delivery") to one space: exactly what delivery.ServiceGrants
+// lists (space's tests hold the two equal). It reads chat content through its own fanout
+// consumer only and writes nothing an agent reads except DLV handoffs and control replies.
+// The read ACL comes from the registry in process, never from the cotal_acl_<s> bucket.
 func deliveryPermissions(p *jwt.Permissions, n endpoint.Names) {
-	chat, inbox, dlv := n.ChatStream(), n.InboxStream(), n.DLVStream()
+	chat, inbox := n.ChatStream(), n.InboxStream()
 	ctl := n.Prefix() + ".ctl." + endpoint.DeliveryService
 	// The control service: requests from any sender, replies only inside a request's own
 	// .reply. subtree, the subjects the client names (LAYOUT.md's reply-injection guard).
 	p.Sub.Allow.Add(ctl + ".*")
 	p.Pub.Allow.Add(ctl + ".*.reply.>")
-	// Its two durables, fanout on CHAT and reader on INBOX: create (extended form, name in the
-	// subject), inspect, pull and ack. No delete: losing either one stops durable delivery.
-	for _, c := range [][2]string{{chat, endpoint.FanoutConsumer}, {inbox, endpoint.ReaderConsumer}} {
-		s, name := c[0], c[1]
+	// Its two durables, fanout on CHAT and reader on INBOX: create with the filter pinned in
+	// the subject, inspect, pull and ack. No delete: losing either one stops durable delivery.
+	for _, c := range [][3]string{
+		{chat, endpoint.FanoutConsumer, n.Prefix() + ".chat.>"},
+		{inbox, endpoint.ReaderConsumer, n.Prefix() + ".dinbox.>"},
+	} {
+		s, name, filter := c[0], c[1], c[2]
 		p.Pub.Allow.Add(
-			consumerAPI("CREATE", s, name),
-			consumerAPI("CREATE", s, name)+".>",
+			consumerAPI("CREATE", s, name)+"."+filter,
 			consumerAPI("INFO", s, name),
 			consumerAPI("MSG.NEXT", s, name),
 			ackSubject(s, name),
 		)
 	}
-	// The CHAT frontier (last sequence) taken as join and leave cursors, and binding the
-	// streams it consumes or writes.
-	p.Pub.Allow.Add(streamAPI("INFO", chat), streamAPI("INFO", inbox), streamAPI("INFO", dlv))
-	// Activation catch-up: the (joinCursor, fence] window is read by sequence with Direct Get
-	// (next_by_subj on the channel filter) or STREAM.MSG.GET, not by a consumer per join.
-	p.Pub.Allow.Add("$JS.API.DIRECT.GET."+chat, streamAPI("MSG.GET", chat))
+	// The CHAT frontier (last sequence), taken as join and leave cursors.
+	p.Pub.Allow.Add(streamAPI("INFO", chat))
 	// Fan-out writes backstop entries; the trusted reader hands re-authorized copies over.
 	p.Pub.Allow.Add(n.Prefix()+".dinbox.>", n.Prefix()+".dlv.>")
-	// The membership registry it alone writes (SPEC §7), kept in memory by one long-lived
-	// watch (LAYOUT.md Trap "One consumer per message").
-	p.Pub.Allow.Add(kvKeys(n.MembersBucket()))
-	p.Pub.Allow.Add(kvReadGrants(n.MembersBucket())...)
-	// Read-only inputs: the member's current read ACL, the channel class, and presence for
-	// @mention resolution (SPEC §4).
-	for _, b := range []string{n.ACLBucket(), n.ChannelsBucket(), n.PresenceBucket()} {
-		p.Pub.Allow.Add(kvReadGrants(b)...)
+	// The membership registry it alone writes (SPEC §7), re-read by subject after a
+	// compare-and-set conflict.
+	p.Pub.Allow.Add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", endpoint.KVStream(n.MembersBucket())))
+	// One long-lived watch each on members, channel registry and presence (LAYOUT.md trap
+	// "One consumer per message"): bind, an ordered consumer with flow control, its delete.
+	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.PresenceBucket()} {
+		s := endpoint.KVStream(b)
+		p.Pub.Allow.Add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
+			consumerAPI("DELETE", s, ">"), "$JS.FC."+s+".>")
 	}
 }

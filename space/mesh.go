@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 )
@@ -169,6 +170,15 @@ func (m *Mesh) HTTPURL() string {
 		return ""
 	}
 	return m.ops.URL()
+}
+
+// Delivery returns the durable-backstop service of space, for its stats and health.
+func (m *Mesh) Delivery(space string) (*delivery.Service, error) {
+	rt, err := m.space(space)
+	if err != nil {
+		return nil, err
+	}
+	return rt.delivery, nil
 }
 
 // Broker is the embedded broker, for monitoring.

@@ -6,35 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
-
-// connect opens a raw in-process connection with a minted credential, the way an agent would.
-func connect(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect("", nats.InProcessServer(m.InProcess()),
-		nats.UserJWTAndSeed(cred.JWT, string(cred.Seed)),
-		nats.CustomInboxPrefix(endpoint.InboxPrefix(cred.ID)))
-	if err != nil {
-		t.Fatalf("connect %s: %v", cred.Name, err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
-func mint(t *testing.T, m *space.Mesh, name string, p provisioner.Profile, g provisioner.Grants) *provisioner.Credential {
-	t.Helper()
-	cred, err := m.Mint(context.Background(), provisioner.MintRequest{Space: "main", Name: name, Profile: p, Grants: g}, true)
-	if err != nil {
-		t.Fatalf("mint %s: %v", name, err)
-	}
-	return cred
-}
 
 func TestStartProvisionsTheLayout(t *testing.T) {
 	m := space.NewTest(t)
