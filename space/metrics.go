@@ -23,9 +23,7 @@ var (
 	descBackstop = prometheus.NewDesc("cotal_backstop_total",
 		"Durable backstop events: fan-out entries, deliveries and drops, by event.", []string{"space", "event"}, nil)
 	descLag = prometheus.NewDesc("cotal_backstop_lag",
-		"Messages pending behind the delivery loops, by loop (fanout reads CHAT, reader reads INBOX).", []string{"space", "loop"}, nil)
-	descPending = prometheus.NewDesc("cotal_backstop_pending",
-		"Backstop entries stored and not yet handed to members.", []string{"space"}, nil)
+		"Messages pending behind the delivery loops, by loop: fanout (CHAT messages not yet fanned out) and reader (backstop entries not yet re-authorized and handed to members).", []string{"space", "loop"}, nil)
 	descRestarts = prometheus.NewDesc("cotal_delivery_restarts_total",
 		"Delivery loop restarts by the supervisor.", []string{"space"}, nil)
 	descSurfaced = prometheus.NewDesc("cotal_endpoint_surfaced_total",
@@ -42,7 +40,7 @@ var (
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
-		descPending, descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descUp} {
+		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descUp} {
 		ch <- d
 	}
 }
@@ -105,11 +103,6 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(st.FanoutLag), rt.name, "fanout")
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(st.ReaderLag), rt.name, "reader")
 	ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.Restarts), rt.name)
-	if c, err := rt.js.Consumer(ctx, n.InboxStream(), endpoint.ReaderConsumer); err == nil {
-		info := c.CachedInfo()
-		pending := info.NumPending + uint64(info.NumAckPending)
-		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(pending), rt.name)
-	}
 }
 
 func collectEndpoints(ch chan<- prometheus.Metric, eps []*endpoint.Endpoint) {
@@ -134,4 +127,3 @@ func collectEndpoints(ch chan<- prometheus.Metric, eps []*endpoint.Endpoint) {
 	}
 	ch <- prometheus.MustNewConstMetric(descRedeliveries, prometheus.CounterValue, float64(redeliveries))
 }
-
