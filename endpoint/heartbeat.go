@@ -70,6 +70,9 @@ func (e *Endpoint) writePresence(ctx context.Context) error {
 
 // writeFinalPresence stops the heartbeat and writes the one offline record a graceful
 // disconnect may publish (SPEC §6).
+// finalPresenceTimeout bounds the final offline write of Close.
+const finalPresenceTimeout = 2 * time.Second
+
 func (e *Endpoint) writeFinalPresence(ctx context.Context) error {
 	e.pres.mu.Lock()
 	defer e.pres.mu.Unlock()
@@ -77,9 +80,13 @@ func (e *Endpoint) writeFinalPresence(ctx context.Context) error {
 		return nil
 	}
 	e.pres.final = true
-	if e.presenceKV == nil || e.nc.IsClosed() {
+	// SPEC §6: the final offline is optional, and peers derive offline from the stale ts
+	// anyway; waiting on a connection that is not up would only make Close hang.
+	if e.presenceKV == nil || !e.nc.IsConnected() {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, finalPresenceTimeout)
+	defer cancel()
 	return e.putPresence(ctx, StatusOffline)
 }
 

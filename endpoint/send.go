@@ -84,12 +84,42 @@ func (e *Endpoint) Publish(ctx context.Context, m *CotalMessage) (Receipt, error
 	// SPEC §9: a subject outside allowPublish is refused asynchronously; end the wait then.
 	ctx, stop := e.violations.watch(ctx, opPublish, msg.Subject, ErrPublishRefused)
 	defer stop()
-	ack, err := e.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID))
+	ack, err := e.publishRetrying(ctx, msg, m.ID)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, refusal(ctx, err))
 	}
 	e.stats.published.Add(1)
 	return Receipt{ID: m.ID, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// publishAttempt bounds the wait for one PubAck. A publish or its acknowledgement can be lost
+// while the connection is re-established (a broker restart); it is then sent again with the
+// same Nats-Msg-Id, which JetStream deduplicates (SPEC §8), so a message is stored once however
+// often it is retried, and the caller's context alone decides when to give up.
+const publishAttempt = 2 * time.Second
+
+func (e *Endpoint) publishRetrying(ctx context.Context, msg *nats.Msg, id string) (*jetstream.PubAck, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, publishAttempt)
+		ack, err := e.js.PublishMsg(actx, msg, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil || ctx.Err() != nil || !retryablePublish(err) {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-e.conn.reconnectSignal():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// retryablePublish reports whether a publish may have been lost in transit rather than
+// refused: no acknowledgement in time, or no stream listening yet after a restart.
+func retryablePublish(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // prepare completes and checks m and builds its wire message.

@@ -84,7 +84,10 @@ type peer struct {
 
 func newPeer(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *peer {
 	t.Helper()
-	return &peer{nc: connect(t, m, cred), cred: cred}
+	// settle reads violations synchronously from LastError; the handler only replaces
+	// nats.go's default one, which prints every expected refusal to stderr.
+	quiet := nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})
+	return &peer{nc: connect(t, m, cred, quiet), cred: cred}
 }
 
 // settle waits until the broker has processed everything p sent and returns the
@@ -284,4 +287,73 @@ func refuseSubscribe(name string, as *provisioner.Credential, subject string) co
 
 func refuseAPI(name string, as *provisioner.Credential, subject string, body any) confinementCase {
 	return confinementCase{name, as, api(subject, body), deniedPublish(subject)}
+}
+
+// lifecycleWait bounds how long a credential may outlive its expiry or revocation: JWT
+// expiry has one-second resolution, so a 2 s credential is cut off within about 3 s.
+const lifecycleWait = 15 * time.Second
+
+// watched is a connection that does not reconnect and reports how it ended.
+type watched struct {
+	nc     *nats.Conn
+	errs   chan error
+	closed chan struct{}
+}
+
+func watchConn(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *watched {
+	t.Helper()
+	w := &watched{errs: make(chan error, 16), closed: make(chan struct{})}
+	w.nc = connect(t, m, cred, nats.NoReconnect(),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case w.errs <- err:
+			default:
+			}
+		}),
+		nats.ClosedHandler(func(*nats.Conn) { close(w.closed) }))
+	return w
+}
+
+// cutOff requires the broker to close the connection with want. nats.go runs the error
+// callback before the closed callback on the same dispatcher, so want is queued by then.
+func (w *watched) cutOff(t *testing.T, want error) {
+	t.Helper()
+	select {
+	case <-w.closed:
+	case <-time.After(lifecycleWait):
+		t.Fatalf("still connected after %v; want it cut off with %v", lifecycleWait, want)
+	}
+	for {
+		select {
+		case err := <-w.errs:
+			if errors.Is(err, want) {
+				return
+			}
+		default:
+			t.Fatalf("closed without %v (last error: %v)", want, w.nc.LastError())
+		}
+	}
+}
+
+// refusedConnect polls until the broker refuses cred's connect with its authorization
+// refusal (the same for an expired and a revoked JWT). Polling covers the second in which an
+// expiring JWT still passes the connect check and is cut off right after.
+func refusedConnect(t *testing.T, m *space.Mesh, cred *provisioner.Credential) {
+	t.Helper()
+	deadline := time.Now().Add(lifecycleWait)
+	for {
+		nc, err := dial(m, cred, nats.NoReconnect())
+		switch {
+		case errors.Is(err, nats.ErrAuthorization):
+			return
+		case err == nil:
+			nc.Close()
+		case !errors.Is(err, nats.ErrAuthExpired): // expired is the boundary second: accepted, then cut
+			t.Fatalf("connect failed with %v; want %v", err, nats.ErrAuthorization)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker still accepts %s after %v", cred.Name, lifecycleWait)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
 }
