@@ -241,6 +241,11 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 	case <-ctxT(t).Done():
 		t.Fatal("bob did not reconnect")
 	}
+	// Live copies are at-most-once (SPEC §4): one published before the server has processed
+	// bob's re-sent SUB is rightly lost. The flush round-trip orders after those SUBs.
+	if err := bob.Conn().FlushTimeout(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	dm, err := alice.SendDM(ctxT(t), bob.ID(), text("after reconnect"))
 	if err != nil {
 		t.Fatal(err)
