@@ -248,6 +248,7 @@ func TestStreamsRefuseRollupTTLAndScheduleHeaders(t *testing.T) {
 	}
 	for _, tg := range targets {
 		cases = append(cases,
+			confinementCase{"a plain publish on " + tg.what + " is stored", a, store(tg.subject, tg.channel, nil), permitted},
 			confinementCase{"a rollup of all on " + tg.what + " is refused", a,
 				store(tg.subject, tg.channel, nats.Header{"Nats-Rollup": {"all"}}), refusedBy(server.JSStreamRollupFailedF)},
 			confinementCase{"a per-message TTL on " + tg.what + " is refused", a,
@@ -365,6 +366,9 @@ func TestDeliveryConsumersAreOutOfReach(t *testing.T) {
 			refuseAPI(who.name+" cannot redefine fanout by the legacy durable subject", as, "$JS.API.CONSUMER.DURABLE.CREATE."+chat+"."+fanout, createBody(chat, durable)),
 			refuseAPI(who.name+" cannot pull from fanout", as, "$JS.API.CONSUMER.MSG.NEXT."+chat+"."+fanout, next),
 			refuseAPI(who.name+" cannot delete fanout", as, "$JS.API.CONSUMER.DELETE."+chat+"."+fanout, nil),
+			refuseAPI(who.name+" cannot pause fanout", as, "$JS.API.CONSUMER.PAUSE."+chat+"."+fanout,
+				map[string]any{"pause_until": time.Now().Add(time.Hour)}),
+			refuseAPI(who.name+" cannot reset fanout", as, "$JS.API.CONSUMER.RESET."+chat+"."+fanout, map[string]any{}),
 			refusePublish(who.name+" cannot ack for fanout", as, "$JS.ACK."+chat+"."+fanout+".1.1.1.1.0"),
 			refuseAPI(who.name+" cannot inspect reader", as, "$JS.API.CONSUMER.INFO."+inbox+"."+reader, nil),
 			refuseAPI(who.name+" cannot pull from reader", as, "$JS.API.CONSUMER.MSG.NEXT."+inbox+"."+reader, next),

@@ -101,32 +101,18 @@ func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
 	return nil
 }
 
-// close stops the delivery loops, then drains the mesh's own connections.
+// close stops the delivery loops, then closes the mesh's own connections. No drain is
+// needed: once the loops have stopped, nothing is in flight that was acked, and whatever was
+// not acked is redelivered after the next start.
 func (rt *spaceRuntime) close(ctx context.Context) error {
-	var errs []error
+	var err error
 	if rt.delivery != nil {
-		errs = append(errs, rt.delivery.Close(ctx))
+		err = rt.delivery.Close(ctx)
 	}
 	for _, nc := range []*nats.Conn{rt.dlvConn, rt.prov} {
 		if nc != nil {
-			drain(ctx, nc)
+			nc.Close()
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// drain drains nc and waits until it is closed, closing it outright when ctx ends first.
-// Nothing the mesh's own connections hold is lost by closing: their work is acked or not.
-func drain(ctx context.Context, nc *nats.Conn) {
-	closed := make(chan struct{})
-	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
-	if err := nc.Drain(); err != nil {
-		nc.Close()
-		return
-	}
-	select {
-	case <-closed:
-	case <-ctx.Done():
-		nc.Close()
-	}
+	return err
 }
