@@ -151,8 +151,8 @@ func TestMentionOnLiveChannel(t *testing.T) {
 	eve := h.newAgent("eve", "elsewhere")  // present but not authorized
 	carol1 := h.newAgent("carol", "lobby") // two present carols: ambiguous
 	carol2 := h.newAgent("carol", "lobby")
-	dave := h.newAgent("dave", "lobby")   // authorized but stale presence
-	frank := h.newAgent("frank", "lobby") // authorized, announced offline
+	dave := h.newAgent("dave", "lobby")   // authorized, stale presence: crashed or away
+	frank := h.newAgent("frank", "lobby") // authorized, announced offline: closed gracefully
 	for _, a := range []*agent{bob, eve, carol1, carol2} {
 		a.announce(now)
 	}
@@ -170,13 +170,13 @@ func TestMentionOnLiveChannel(t *testing.T) {
 		{"a target outside its read ACL gets nothing", eve, nil},
 		{"an ambiguous name gets nothing", carol1, nil},
 		{"the other holder of the ambiguous name gets nothing", carol2, nil},
-		{"a stale target gets nothing", dave, nil},
-		{"an offline target gets nothing", frank, nil},
+		{"an authorized target whose heartbeat went stale still gets its copy (SPEC §4)", dave, ids(m)},
+		{"an authorized target that announced offline still gets its copy (SPEC §4)", frank, ids(m)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { sameIDs(t, tc.who.received(), tc.want) })
 	}
-	if st := h.svc.Stats(); st.FannedOutMention != 1 {
-		t.Fatalf("mention entries = %d, want 1", st.FannedOutMention)
+	if st := h.svc.Stats(); st.FannedOutMention != 3 {
+		t.Fatalf("mention entries = %d, want 3 (bob, dave, frank)", st.FannedOutMention)
 	}
 }

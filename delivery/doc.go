@@ -9,8 +9,9 @@
 //     durableLeave, listMemberships;
 //   - the fan-out writer (consumer fanout on CHAT_<s>): a durable channel's message becomes one
 //     INBOX entry per eligible member but the sender; a live channel's @mention becomes one
-//     entry for the unique present instance of that name whose current read ACL covers the
-//     channel;
+//     entry for the instance that name resolves to (the unique live holder, or with none live
+//     the unique last-seen holder, so an offline target still gets it, SPEC §4) when its
+//     current read ACL covers the channel;
 //   - the trusted reader (consumer reader on INBOX_<s>): re-authorizes every entry against the
 //     member's current read ACL (Config.ACL, SPEC §9 item 6) and, for a durable channel, its
 //     membership interval, then hands the copy to cotal.<s>.dlv.<member>, where the member's
@@ -67,6 +68,8 @@
 //     oldest, as SPEC §4's "within retention" allows.
 //   - Mention routing uses the latest presence row of each instance, judged at the message's
 //     CHAT store time: an instance that came online after the publish can count as present.
+//     Offline holders of a name are remembered since the mesh started; after a restart, one
+//     whose presence row expired (6 s TTL) is unknown until it heartbeats again.
 //   - No ordering across channels or between redelivered and new copies (SPEC §4).
 //   - Duplicates: at-least-once means a member may see a copy twice; receivers deduplicate by
 //     id (SPEC §4, §8). DLV copies carry Nats-Msg-Id <id>:<member>, deduplicated for 2 h.

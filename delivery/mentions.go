@@ -7,29 +7,36 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 )
 
-// resolveMention returns the instance a lowercased @mention names (SPEC §4): the unique
-// instance present at publish time, at, whose lowercased card name equals name. Present means
-// a row whose status is not offline and whose heartbeat is within the liveness window of at
-// (SPEC §6). Zero or several matches resolve to nothing: an ambiguous name never yields a copy.
+// resolveMention returns the instance a lowercased @mention names (SPEC §4) at publish time
+// at. A name held by exactly one live instance (status not offline, heartbeat within the
+// liveness window, SPEC §6) resolves to it; several live holders make the name ambiguous and
+// resolve to nothing. With no live holder, the one instance last seen under that name still
+// resolves: SPEC §4 promises the copy to an authorized target that is offline, and the
+// fan-out checks authorization against the resolved id's current ACL. Two or more last-seen
+// holders, or none, resolve to nothing. "Last seen" is the fan-out's memory of presence rows
+// since the mesh started; a bucket delete or purge forgets a row.
 func resolveMention(presence *kvCache[endpoint.Presence], name string, at time.Time) (string, bool) {
 	name = strings.ToLower(strings.TrimSpace(name))
 	if name == "" {
 		return "", false
 	}
-	var found string
-	matches := 0
+	var live, seen []string
 	presence.each(func(id string, p endpoint.Presence) {
-		if strings.ToLower(p.Card.Name) != name || p.Status == endpoint.StatusOffline ||
-			p.Stale(at, endpoint.DefaultLivenessWindow) {
+		if strings.ToLower(p.Card.Name) != name {
 			return
 		}
-		matches++
-		found = id
+		seen = append(seen, id)
+		if p.Status != endpoint.StatusOffline && !p.Stale(at, endpoint.DefaultLivenessWindow) {
+			live = append(live, id)
+		}
 	})
-	if matches != 1 {
-		return "", false
+	switch {
+	case len(live) == 1:
+		return live[0], true
+	case len(live) == 0 && len(seen) == 1:
+		return seen[0], true
 	}
-	return found, true
+	return "", false
 }
 
 // decodePresenceRow adapts endpoint.DecodePresence to the cache.

@@ -186,6 +186,9 @@ func TestResolveMention(t *testing.T) {
 	row("D", "dave", endpoint.StatusIdle, now.Add(-time.Minute))
 	row("D2", "dave", endpoint.StatusIdle, now) // the only present dave
 	row("F", "frank", endpoint.StatusOffline, now)
+	row("G", "gina", endpoint.StatusIdle, now.Add(-time.Hour))
+	row("H1", "hal", endpoint.StatusOffline, now)
+	row("H2", "hal", endpoint.StatusIdle, now.Add(-time.Hour))
 	tests := []struct {
 		name, mention string
 		want          string
@@ -195,7 +198,9 @@ func TestResolveMention(t *testing.T) {
 		{"a mention is lowercased before matching", " BOB ", "B", true},
 		{"two present holders of a name resolve to nothing", "carol", "", false},
 		{"a stale holder does not make a name ambiguous", "dave", "D2", true},
-		{"an offline holder resolves to nothing", "frank", "", false},
+		{"a unique offline holder still resolves, so the copy waits for it", "frank", "F", true},
+		{"a unique stale holder still resolves", "gina", "G", true},
+		{"two holders none of them live resolve to nothing", "hal", "", false},
 		{"an unknown name resolves to nothing", "zed", "", false},
 		{"an empty name resolves to nothing", "", "", false},
 	}
