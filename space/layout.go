@@ -16,7 +16,7 @@ const (
 	dupWindow          = 2 * time.Minute
 	presenceTTL        = endpoint.DefaultLivenessWindow
 	membershipMaxBytes = 64 << 20
-	consumerAckWait    = 60 * time.Second
+	defaultAckWait     = 60 * time.Second // dm_, svc_, dlv_ (SPEC §8, LAYOUT.md)
 )
 
 // streamConfigs returns every message stream of a space (LAYOUT.md "Streams"). None of them
@@ -97,32 +97,32 @@ func kvConfigs(n endpoint.Names, storage jetstream.StorageType) []jetstream.Stre
 
 // dmConsumer, svcConsumer and dlvConsumer are the bind-only durables of SPEC §8 and
 // LAYOUT.md "Consumers": created by the mesh, bound (never created) by the agent.
-func dmConsumer(n endpoint.Names, id string) jetstream.ConsumerConfig {
+func dmConsumer(n endpoint.Names, id string, ackWait time.Duration) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       n.DMConsumer(id),
 		FilterSubject: n.Prefix() + ".inst." + endpoint.Sanitize(id) + ".*",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       consumerAckWait,
+		AckWait:       ackWait,
 	}
 }
 
-func svcConsumer(n endpoint.Names, role string) jetstream.ConsumerConfig {
+func svcConsumer(n endpoint.Names, role string, ackWait time.Duration) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       n.SvcConsumer(role),
 		FilterSubject: n.Prefix() + ".svc." + endpoint.Sanitize(role) + ".*",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       consumerAckWait,
+		AckWait:       ackWait,
 	}
 }
 
-func dlvConsumer(n endpoint.Names, id string) jetstream.ConsumerConfig {
+func dlvConsumer(n endpoint.Names, id string, ackWait time.Duration) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       n.DLVConsumer(id),
 		FilterSubject: n.DLVSubject(id),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       consumerAckWait,
+		AckWait:       ackWait,
 	}
 }

@@ -122,7 +122,7 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 		return nil, err
 	}
 	if provision && cred.Profile == provisioner.ProfileAgent {
-		if err := provisionInstance(ctx, rt.js, rt.names, cred.ID, cred.Grants.Role); err != nil {
+		if err := provisionInstance(ctx, rt.js, rt.names, cred.ID, cred.Grants.Role, m.opts.AckWait); err != nil {
 			return nil, err
 		}
 	}
@@ -199,7 +199,7 @@ func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 			return err
 		}
 		if rec.Profile == provisioner.ProfileAgent && rec.Active(time.Now()) {
-			if err := provisionInstance(ctx, rt.js, rt.names, rec.ID, rec.Grants.Role); err != nil {
+			if err := provisionInstance(ctx, rt.js, rt.names, rec.ID, rec.Grants.Role, m.opts.AckWait); err != nil {
 				return err
 			}
 		}

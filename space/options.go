@@ -35,6 +35,10 @@ type Options struct {
 	Open bool
 	// Logger receives the mesh's and nats-server's logs; nil discards them.
 	Logger *slog.Logger
+	// AckWait is how long the bind-only dm_, svc_ and dlv_ consumers wait for an ack before
+	// redelivering (SPEC §8: 60 s, the default). A crashed receiver's unacked message reaches
+	// the next binding after this long; tests shorten it.
+	AckWait time.Duration
 	// AdminSocket serves `cotal auth` requests on Dir/cotal.sock while the mesh runs, so the
 	// command line can mint while bbolt's lock is held by this process.
 	AdminSocket bool
@@ -63,6 +67,9 @@ var ErrNoSuchSpace = errors.New("no such space")
 func (o Options) withDefaults() Options {
 	if len(o.Spaces) == 0 {
 		o.Spaces = []string{"main"}
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = defaultAckWait
 	}
 	if o.Sync == "" {
 		o.Sync = broker.SyncAlways

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -40,17 +41,17 @@ func provision(ctx context.Context, js jetstream.JetStream, n endpoint.Names, st
 
 // provisionInstance pre-creates the bind-only consumers of one instance: dm_<id>, dlv_<id>
 // and, with a role, svc_<role> (SPEC §8, §9 item 3). Agents may bind but never create them.
-func provisionInstance(ctx context.Context, js jetstream.JetStream, n endpoint.Names, id, role string) error {
+func provisionInstance(ctx context.Context, js jetstream.JetStream, n endpoint.Names, id, role string, ackWait time.Duration) error {
 	type want struct {
 		stream string
 		cfg    jetstream.ConsumerConfig
 	}
 	wants := []want{
-		{n.DMStream(), dmConsumer(n, id)},
-		{n.DLVStream(), dlvConsumer(n, id)},
+		{n.DMStream(), dmConsumer(n, id, ackWait)},
+		{n.DLVStream(), dlvConsumer(n, id, ackWait)},
 	}
 	if role != "" {
-		wants = append(wants, want{n.TaskStream(), svcConsumer(n, role)})
+		wants = append(wants, want{n.TaskStream(), svcConsumer(n, role, ackWait)})
 	}
 	for _, w := range wants {
 		if _, err := js.CreateOrUpdateConsumer(ctx, w.stream, w.cfg); err != nil {

@@ -1,0 +1,60 @@
+package endpoint_test
+
+import (
+	"testing"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/space"
+)
+
+// An @mention on a live channel writes a durable copy for an authorized target even while it
+// is offline, and nothing for a target outside the channel's read ACL or a name held by two
+// live instances (SPEC §4).
+func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
+	m := space.NewTest(t)
+	live := endpoint.DeliveryLive
+	if _, err := m.SetChannel(ctxT(t), "main", space.ChannelUpdate{Channel: "lobby", DeliveryClass: &live, Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	lobby := []string{"lobby"}
+	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: lobby, AllowPublish: lobby})
+	carolCred := meshMint(t, m, space.MintSpec{Name: "carol", AllowSubscribe: lobby})
+	eveCred := meshMint(t, m, space.MintSpec{Name: "eve", AllowSubscribe: []string{"elsewhere"}})
+	dup1 := meshAgent(t, m, space.MintSpec{Name: "dup", AllowSubscribe: lobby})
+	dup2 := meshAgent(t, m, space.MintSpec{Name: "dup", AllowSubscribe: lobby})
+	for _, c := range []*space.MintedCredential{carolCred, eveCred} {
+		p := meshConnect(t, m, c) // announce presence once, then go offline gracefully
+		waitFor(t, c.Name+" in alice's roster", func() bool { _, ok := alice.Roster().Peer(c.ID); return ok })
+		if err := p.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "both dups in alice's roster", func() bool {
+		_, a := alice.Roster().Peer(dup1.ID())
+		_, b := alice.Roster().Peer(dup2.ID())
+		return a && b
+	})
+	sent, err := alice.Send(ctxT(t), "lobby", text("@carol @eve @dup please look"), endpoint.WithMentions("Carol", "eve", "dup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol := meshConnect(t, m, carolCred)
+	waitFor(t, "carol's mention copy on reconnect", func() bool { return len(carol.rec.withID(sent.ID)) == 1 })
+	if d := carol.rec.withID(sent.ID)[0]; !d.Meta.Durable || d.Meta.Channel != "lobby" {
+		t.Fatalf("carol's copy meta %+v, want a durable copy on lobby", d.Meta)
+	}
+	svc, err := m.Delivery("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.Stats(); st.FannedOutMention != 1 {
+		t.Fatalf("mention entries written = %d, want 1 (carol only: eve is unauthorized, dup is ambiguous)", st.FannedOutMention)
+	}
+	eve := meshConnect(t, m, eveCred)
+	if err := eve.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := eve.rec.withID(sent.ID); len(got) != 0 {
+		t.Fatalf("eve, outside lobby's read ACL, got %d copies", len(got))
+	}
+}
