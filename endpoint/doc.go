@@ -32,7 +32,29 @@
 //
 // # Client half
 //
-// The Endpoint client in this package (connect, presence, publish, join and leave, DM and
-// anycast consumers, control requests; the SPEC §12 checklist) is built on the protocol half
-// and imports nats.go, never nats-server.
+// Endpoint is a conformant authenticated client (the SPEC §12 checklist). It imports nats.go,
+// never nats-server, so a remote agent links no broker. Connect takes a join link and a
+// .creds file (remote), or an in-process provider handed out by package space (no TCP):
+//
+//   - Identity (SPEC §2, §10): the id is the credential's nkey; an explicit ID that differs
+//     fails before anything is published. The inbox prefix _INBOX_<id> is set before any
+//     request, pull or watch. Reconnects are bounded; a CONNECT line over the broker's
+//     max_control_line is reported as ErrControlLine instead of retried forever.
+//   - Presence (SPEC §6): a heartbeat on its own timer, never behind a busy Handler, writes
+//     only the own key; Close writes one final offline. The Roster watches the bucket, drops
+//     rows that are not their key's presence, marks stale and deleted peers offline, and
+//     rebuilds its watch when it dies or stalls.
+//   - Send (SPEC §4, §8): through JetStream with Nats-Msg-Id = id; a Receipt says where the
+//     message was stored, never that it was delivered. A publish lost in a broker restart is
+//     retried with the same id, which JetStream deduplicates.
+//   - Receive: one pipeline for live channel copies, dm_<id>, svc_<role>, dlv_<id> and
+//     backfill: kind from the subject, sender checked, deduplicated by id across every path,
+//     acked only after the Handler returned nil, nak'd on a Handler error, terminated on the
+//     three permanent anomalies (counted in Stats, never surfaced).
+//   - Channels (SPEC §7): Join takes the CHAT frontier as watermark, subscribes, confirms the
+//     broker accepted the subscription, backfills history up to the watermark, and on a
+//     durable channel asks the delivery service for membership; JoinResult says honestly
+//     whether the join is durable or live with the backstop unavailable.
+//   - Control (SPEC §5): Request and Serve on ctl.<service>, with the sender check and the
+//     reply-subject guard of LAYOUT.md.
 package endpoint
