@@ -69,9 +69,10 @@ func readerPermissions(p *jwt.Permissions, n endpoint.Names) {
 	fanoutDenies(p, n)
 }
 
-// fanoutDenies refuse every verb that changes, drains or acks the fan-out consumer, which the
-// observer's CHAT wildcards would otherwise cover (LAYOUT.md Trap "Observer against
-// delivery"), plus the bare create withheld above. Consumer info stays allowed: it is read-only.
+// fanoutDenies refuse every verb on the fan-out consumer, which the observer's CHAT wildcards
+// would otherwise cover (LAYOUT.md Trap "Observer against delivery": cotal's own consumers are
+// out of every non-infrastructure credential's reach, its info included), plus the bare
+// create withheld above.
 func fanoutDenies(p *jwt.Permissions, n endpoint.Names) {
 	chat, f := n.ChatStream(), endpoint.FanoutConsumer
 	p.Pub.Deny.Add(
@@ -81,6 +82,7 @@ func fanoutDenies(p *jwt.Permissions, n endpoint.Names) {
 		consumerAPI("DURABLE.CREATE", chat, f),
 		consumerAPI("DELETE", chat, f),
 		consumerAPI("MSG.NEXT", chat, f),
+		consumerAPI("INFO", chat, f),
 		ackSubject(chat, f),
 	)
 }

@@ -366,6 +366,7 @@ func TestDeliveryConsumersAreOutOfReach(t *testing.T) {
 			refuseAPI(who.name+" cannot redefine fanout by the legacy durable subject", as, "$JS.API.CONSUMER.DURABLE.CREATE."+chat+"."+fanout, createBody(chat, durable)),
 			refuseAPI(who.name+" cannot pull from fanout", as, "$JS.API.CONSUMER.MSG.NEXT."+chat+"."+fanout, next),
 			refuseAPI(who.name+" cannot delete fanout", as, "$JS.API.CONSUMER.DELETE."+chat+"."+fanout, nil),
+			refuseAPI(who.name+" cannot inspect fanout", as, "$JS.API.CONSUMER.INFO."+chat+"."+fanout, nil),
 			refuseAPI(who.name+" cannot pause fanout", as, "$JS.API.CONSUMER.PAUSE."+chat+"."+fanout,
 				map[string]any{"pause_until": time.Now().Add(time.Hour)}),
 			refuseAPI(who.name+" cannot reset fanout", as, "$JS.API.CONSUMER.RESET."+chat+"."+fanout, map[string]any{}),
