@@ -41,9 +41,18 @@ cover:
 	$(GO) test -count=1 -timeout 14m -covermode=atomic -coverprofile=$(COVERFILE) $(PKGS)
 	$(GO) tool cover -func=$(COVERFILE)
 
-# chaos runs the slow fault-injection tests kept behind the chaos build tag.
+# chaos runs the long tier of the fault-injection suite (./chaos/, behind the chaos build tag;
+# PKGS other than ./... narrows it), then every fuzzer for FUZZTIME, and prints the figures
+# table the tests wrote (RELIABILITY.md). About ten minutes on two cores.
 chaos:
-	$(GO) test -tags chaos -race -count=1 -timeout 12m $(PKGS)
+	@figures="$$(mktemp)"; status=0; \
+	pkgs="$(if $(filter ./...,$(PKGS)),./chaos/,$(PKGS))"; \
+	echo "$(GO) test -tags chaos -race -count=1 -timeout 12m $$pkgs"; \
+	CHAOS_FIGURES="$$figures" $(GO) test -tags chaos -race -count=1 -timeout 12m $$pkgs || status=$$?; \
+	$(MAKE) --no-print-directory fuzz || status=$$?; \
+	echo; echo "chaos figures, $$(date -u +%Y-%m-%d) at $$(git rev-parse --short HEAD 2>/dev/null || echo unknown):"; \
+	echo "| tier | scenario | figures |"; echo "| --- | --- | --- |"; cat "$$figures"; rm -f "$$figures"; \
+	exit $$status
 
 clean:
 	rm -rf bin $(COVERFILE)

@@ -243,9 +243,10 @@ func newRevokeCmd() *cobra.Command {
 	return cmd
 }
 
-// dataDir resolves the data directory the way `cotal up` does.
+// dataDir resolves the data directory the way `cotal up` does, from --config, --dir and
+// COTAL_DIR only: a command's other flags are not configuration keys.
 func dataDir(cmd *cobra.Command) (string, error) {
-	cfg, err := loadConfig(cmd)
+	cfg, err := loadConfig(cmd, dirConfigFlags)
 	if err != nil {
 		return "", err
 	}

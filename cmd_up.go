@@ -12,19 +12,24 @@ import (
 	"github.com/cotal-go/cotal/space"
 )
 
-// configFlags are the flags that override config keys; only flags the user set are applied,
-// so a flag's default never hides the file or the environment (config.LoadOptions).
-var configFlags = map[string]string{
+// upConfigFlags are the flags of `cotal up` that override config keys; only flags the user
+// set are applied, so a flag's default never hides the file or the environment
+// (config.LoadOptions).
+var upConfigFlags = map[string]string{
 	"dir": "dir", "listen": "listen", "http": "http", "space": "spaces",
 	"tls-cert": "tls.cert", "tls-key": "tls.key", "sync": "sync", "open": "open",
 }
 
-// loadConfig loads config.Config from --config, the data directory, COTAL_* and the flags
-// the user set on cmd.
-func loadConfig(cmd *cobra.Command) (config.Config, error) {
+// dirConfigFlags are the config flags of every other command: they only locate the mesh, and
+// their own flags (auth mint's --space names one credential's space) are not config keys.
+var dirConfigFlags = map[string]string{"dir": "dir"}
+
+// loadConfig loads config.Config from --config, the data directory, COTAL_* and those of the
+// flags the user set on cmd that keys maps to config keys.
+func loadConfig(cmd *cobra.Command, keys map[string]string) (config.Config, error) {
 	overrides := map[string]any{}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		key, ok := configFlags[f.Name]
+		key, ok := keys[f.Name]
 		if !ok {
 			return
 		}
@@ -67,7 +72,7 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 }
 
 func runUp(cmd *cobra.Command, _ []string) error {
-	cfg, err := loadConfig(cmd)
+	cfg, err := loadConfig(cmd, upConfigFlags)
 	if err != nil {
 		return err
 	}

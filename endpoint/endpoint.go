@@ -240,7 +240,7 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 				ErrInvalidOptions, space, l.Space)
 		}
 		url, space, channels = l.ServerURL(), l.Space, l.Channels
-		natsOpts = append(natsOpts, linkAuth(l)...)
+		natsOpts = append(natsOpts, l.NATSOptions()...)
 		linkAuthSet = l.Token != "" || l.User != ""
 	} else {
 		natsOpts = append(natsOpts, nats.InProcessServer(o.InProcess))
@@ -265,8 +265,9 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 	return url, natsOpts, channels, nil
 }
 
-// linkAuth turns a link's token or user:pass into connect options (SPEC §10).
-func linkAuth(l Link) []nats.Option {
+// NATSOptions are the connect options a join link carries besides its address (SPEC §10):
+// its token or user:pass, taken out of the URL, and TLS for cotals://.
+func (l Link) NATSOptions() []nats.Option {
 	opts := []nats.Option{}
 	switch {
 	case l.Token != "":

@@ -230,6 +230,12 @@ func (e *Endpoint) subscribeLive(ctx context.Context, name string, j *joined) er
 		return fmt.Errorf("join %s: subscribe: %w", name, err)
 	}
 	j.sub = sub
+	if _, ok := ctx.Deadline(); !ok {
+		// FlushWithContext refuses a context without a deadline; bound it like a control request.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.opts.ControlTimeout)
+		defer cancel()
+	}
 	if err := e.nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("join %s: confirm subscription: %w", name, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
 )
 
 // AdminSocketName is the Unix socket in the data directory on which a running mesh serves
@@ -23,10 +25,13 @@ const adminTimeout = 30 * time.Second
 
 // AdminRequest is one request on the admin socket.
 type AdminRequest struct {
-	Op    string    `json:"op"` // "mint", "list", "revoke", "link"
-	Mint  *MintSpec `json:"mint,omitempty"`
-	Space string    `json:"space,omitempty"`
-	ID    string    `json:"id,omitempty"`
+	// Op is "mint", "list", "revoke", "link", "links", "status", "pending" (ID is an instance
+	// id or name), "channel-set" or "channel-defaults".
+	Op      string         `json:"op"`
+	Mint    *MintSpec      `json:"mint,omitempty"`
+	Space   string         `json:"space,omitempty"`
+	ID      string         `json:"id,omitempty"`
+	Channel *ChannelUpdate `json:"channel,omitempty"`
 }
 
 // AdminReply answers one AdminRequest.
@@ -36,6 +41,12 @@ type AdminReply struct {
 	Credential  *MintedCredential `json:"credential,omitempty"`
 	Credentials []CredentialInfo  `json:"credentials,omitempty"`
 	Link        string            `json:"link,omitempty"`
+	Links       map[string]string `json:"links,omitempty"`
+	Status      *Status           `json:"status,omitempty"`
+	Pending     *MemberBacklog    `json:"pending,omitempty"`
+
+	ChannelConfig   *endpoint.ChannelConfig   `json:"channelConfig,omitempty"`
+	ChannelDefaults *endpoint.ChannelDefaults `json:"channelDefaults,omitempty"`
 }
 
 type adminServer struct {
@@ -112,7 +123,7 @@ func (m *Mesh) serveAdminRequest(ctx context.Context, req AdminRequest) AdminRep
 	case "link":
 		r.Link, err = m.Link(req.Space)
 	default:
-		err = fmt.Errorf("unknown admin op %q", req.Op)
+		r, err = m.serveAdminOp(ctx, req)
 	}
 	if err != nil {
 		return AdminReply{Error: err.Error()}

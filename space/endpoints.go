@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nats-io/nkeys"
+
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 )
@@ -48,6 +50,8 @@ func (m *Mesh) Endpoint(ctx context.Context, spec AgentSpec) (*endpoint.Endpoint
 		if opts.Creds, err = cred.Creds(); err != nil {
 			return nil, err
 		}
+	} else if err := m.provisionOpen(ctx, spec.Space, &opts); err != nil {
+		return nil, err
 	}
 	ep, err := endpoint.Connect(ctx, opts)
 	if err != nil {
@@ -61,4 +65,24 @@ func (m *Mesh) Endpoint(ctx context.Context, spec AgentSpec) (*endpoint.Endpoint
 	}
 	m.endpoints = append(m.endpoints, ep)
 	return ep, nil
+}
+
+// provisionOpen gives an open-mode Endpoint what minting gives an authenticated one: an id
+// (a fresh user nkey unless opts.ID is set) and its bind-only consumers, which agents never
+// create (SPEC §8), so its DMs, anycasts and durable copies reach it.
+func (m *Mesh) provisionOpen(ctx context.Context, space string, opts *endpoint.Options) error {
+	rt, err := m.space(space)
+	if err != nil {
+		return err
+	}
+	if opts.ID == "" {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return fmt.Errorf("generate an open-mode id: %w", err)
+		}
+		if opts.ID, err = kp.PublicKey(); err != nil {
+			return fmt.Errorf("generate an open-mode id: %w", err)
+		}
+	}
+	return provisionInstance(ctx, rt.js, rt.names, opts.ID, opts.Role, m.opts.AckWait)
 }

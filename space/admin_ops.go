@@ -1,0 +1,306 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/cotal-go/cotal/delivery"
+	"github.com/cotal-go/cotal/provisioner"
+)
+
+// Errors of the operator reports and of channel administration.
+var (
+	// ErrUnknownInstance means no active credential of the space has the id or name asked for.
+	ErrUnknownInstance = errors.New("no such instance")
+	// ErrAmbiguousName means more than one active credential carries the name asked for.
+	ErrAmbiguousName = errors.New("name is ambiguous")
+	// ErrUnknownChannel means a channel has no retained message and no registry entry.
+	ErrUnknownChannel = errors.New("unknown channel")
+)
+
+// opTimeout bounds each broker call an operator report makes.
+const opTimeout = 5 * time.Second
+
+// ComponentStatus is ComponentHealth in a form that survives JSON: OK, or the error text.
+type ComponentStatus struct {
+	Name  string `json:"name"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// StreamStatus is one stream's size.
+type StreamStatus struct {
+	Name      string `json:"name"`
+	Messages  uint64 `json:"messages"`
+	Bytes     uint64 `json:"bytes"`
+	Consumers int    `json:"consumers"`
+	LastSeq   uint64 `json:"lastSeq"`
+}
+
+// Backlog is what one bind-only consumer holds for its instance (SPEC §8): messages not yet
+// delivered (Pending) and delivered but not acknowledged (AckPending). Missing means the
+// consumer does not exist, so nothing is kept for the instance on that path.
+type Backlog struct {
+	Consumer   string `json:"consumer"`
+	Pending    uint64 `json:"pending"`
+	AckPending int    `json:"ackPending"`
+	Missing    bool   `json:"missing,omitempty"`
+}
+
+// MemberBacklog is everything that waits for one instance in its own consumers: its DMs
+// (dm_<id>), its role's anycasts (svc_<role>, shared by every holder of the role) and its
+// durable copies (dlv_<id>). Backstop entries the trusted reader has not handed over yet are
+// counted for the whole space only (delivery.Stats.ReaderLag): INBOX_<s> keeps entries after
+// the reader acknowledges them, so its per-member counts are not a backlog.
+type MemberBacklog struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Role    string   `json:"role,omitempty"`
+	DM      Backlog  `json:"dm"`
+	Anycast *Backlog `json:"anycast,omitempty"`
+	Durable Backlog  `json:"durable"`
+}
+
+// SpaceStatus is one space of a running mesh.
+type SpaceStatus struct {
+	Name     string          `json:"name"`
+	Link     string          `json:"link,omitempty"`
+	Streams  []StreamStatus  `json:"streams"`
+	Backstop delivery.Stats  `json:"backstop"`
+	Members  []MemberBacklog `json:"members"`
+}
+
+// Status is the operator's view of a running mesh: the health of every component, client
+// connections, and per space the streams and what waits for each active agent.
+type Status struct {
+	Dir         string            `json:"dir"`
+	Connections int               `json:"connections"`
+	Health      []ComponentStatus `json:"health"`
+	Spaces      []SpaceStatus     `json:"spaces"`
+}
+
+// Status builds the operator's view of the mesh. Members are the space's active agent
+// credentials; an instance without a credential (open mode) has no registry entry to list.
+func (m *Mesh) Status(ctx context.Context) (*Status, error) {
+	st := &Status{Dir: m.dir, Connections: m.broker.Server().NumClients()}
+	for _, h := range m.Health() {
+		c := ComponentStatus{Name: h.Name, OK: h.Err == nil}
+		if h.Err != nil {
+			c.Error = h.Err.Error()
+		}
+		st.Health = append(st.Health, c)
+	}
+	for _, name := range m.Spaces() {
+		ss, err := m.spaceStatus(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("space %s: %w", name, err)
+		}
+		st.Spaces = append(st.Spaces, ss)
+	}
+	return st, nil
+}
+
+func (m *Mesh) spaceStatus(ctx context.Context, name string) (SpaceStatus, error) {
+	rt, err := m.space(name)
+	if err != nil {
+		return SpaceStatus{}, err
+	}
+	ss := SpaceStatus{Name: name, Backstop: rt.delivery.Stats(), Members: []MemberBacklog{}}
+	ss.Link, _ = m.Link(name)
+	n := rt.names
+	for _, s := range []string{n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream()} {
+		info, err := streamInfo(ctx, rt.js, s, "")
+		if err != nil {
+			return ss, err
+		}
+		ss.Streams = append(ss.Streams, StreamStatus{Name: s, Messages: info.State.Msgs,
+			Bytes: info.State.Bytes, Consumers: info.State.Consumers, LastSeq: info.State.LastSeq})
+	}
+	recs, err := m.activeAgents(name)
+	if err != nil {
+		return ss, err
+	}
+	for _, rec := range recs {
+		b, err := rt.backlog(ctx, rec)
+		if err != nil {
+			return ss, err
+		}
+		ss.Members = append(ss.Members, b)
+	}
+	return ss, nil
+}
+
+// Pending reports what waits for one instance of space, named by its id or by the display
+// name of exactly one active agent credential.
+func (m *Mesh) Pending(ctx context.Context, space, who string) (*MemberBacklog, error) {
+	rt, err := m.space(space)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := m.lookupInstance(space, who)
+	if err != nil {
+		return nil, err
+	}
+	b, err := rt.backlog(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// lookupInstance finds the credential record of an id, or of the one active agent named who.
+func (m *Mesh) lookupInstance(space, who string) (provisioner.Record, error) {
+	if m.store == nil {
+		return provisioner.Record{}, ErrOpenMode
+	}
+	if nkeys.IsValidPublicUserKey(who) {
+		rec, err := m.store.Record(space, who)
+		if errors.Is(err, provisioner.ErrUnknownCredential) {
+			return rec, fmt.Errorf("%w: no credential of space %s has id %s; `cotal auth list` shows them", ErrUnknownInstance, space, who)
+		}
+		return rec, err
+	}
+	recs, err := m.activeAgents(space)
+	if err != nil {
+		return provisioner.Record{}, err
+	}
+	var found []provisioner.Record
+	for _, r := range recs {
+		if strings.EqualFold(r.Name, who) {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return provisioner.Record{}, fmt.Errorf("%w: no active agent credential of space %s is named %q; `cotal auth list` shows them", ErrUnknownInstance, space, who)
+	case 1:
+		return found[0], nil
+	}
+	ids := make([]string, len(found))
+	for i, r := range found {
+		ids[i] = r.ID
+	}
+	return provisioner.Record{}, fmt.Errorf("%w: %d active credentials are named %q (%s); pass the id instead", ErrAmbiguousName, len(found), who, strings.Join(ids, ", "))
+}
+
+// activeAgents lists the active agent credentials of space, by name then id.
+func (m *Mesh) activeAgents(space string) ([]provisioner.Record, error) {
+	if m.store == nil {
+		return nil, nil
+	}
+	recs, err := m.store.List(space)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := recs[:0]
+	for _, r := range recs {
+		if r.Profile == provisioner.ProfileAgent && r.Active(now) {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// backlog reads the bind-only consumers of rec (SPEC §8; LAYOUT.md "Consumers").
+func (rt *spaceRuntime) backlog(ctx context.Context, rec provisioner.Record) (MemberBacklog, error) {
+	n := rt.names
+	b := MemberBacklog{ID: rec.ID, Name: rec.Name, Role: rec.Grants.Role}
+	var err error
+	if b.DM, err = consumerBacklog(ctx, rt.js, n.DMStream(), n.DMConsumer(rec.ID)); err != nil {
+		return b, err
+	}
+	if b.Durable, err = consumerBacklog(ctx, rt.js, n.DLVStream(), n.DLVConsumer(rec.ID)); err != nil {
+		return b, err
+	}
+	if rec.Grants.Role != "" {
+		svc, err := consumerBacklog(ctx, rt.js, n.TaskStream(), n.SvcConsumer(rec.Grants.Role))
+		if err != nil {
+			return b, err
+		}
+		b.Anycast = &svc
+	}
+	return b, nil
+}
+
+func consumerBacklog(ctx context.Context, js jetstream.JetStream, stream, name string) (Backlog, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	b := Backlog{Consumer: name}
+	c, err := js.Consumer(ctx, stream, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		b.Missing = true
+		return b, nil
+	}
+	if err != nil {
+		return b, fmt.Errorf("consumer %s on %s: %w", name, stream, err)
+	}
+	info := c.CachedInfo()
+	b.Pending, b.AckPending = info.NumPending, info.NumAckPending
+	return b, nil
+}
+
+// streamInfo reads a stream's state, with per-subject counts when filter is set.
+func streamInfo(ctx context.Context, js jetstream.JetStream, name, filter string) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", name, err)
+	}
+	if filter == "" {
+		return s.CachedInfo(), nil
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("stream %s subjects %s: %w", name, filter, err)
+	}
+	return info, nil
+}
+
+// Links returns the join link of every space, keyed by space (SPEC §10).
+func (m *Mesh) Links() (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range m.Spaces() {
+		link, err := m.Link(s)
+		if err != nil {
+			return nil, err
+		}
+		out[s] = link
+	}
+	return out, nil
+}
+
+// serveAdminOp serves the operator ops beyond credential administration.
+func (m *Mesh) serveAdminOp(ctx context.Context, req AdminRequest) (AdminReply, error) {
+	var r AdminReply
+	var err error
+	switch req.Op {
+	case "status":
+		r.Status, err = m.Status(ctx)
+	case "pending":
+		r.Pending, err = m.Pending(ctx, req.Space, req.ID)
+	case "links":
+		r.Links, err = m.Links()
+	case "channel-set", "channel-defaults":
+		if req.Channel == nil {
+			return r, fmt.Errorf("%s request without a channel body", req.Op)
+		}
+		if req.Op == "channel-set" {
+			r.ChannelConfig, err = m.SetChannel(ctx, req.Space, *req.Channel)
+		} else {
+			r.ChannelDefaults, err = m.SetChannelDefaults(ctx, req.Space, *req.Channel)
+		}
+	default:
+		err = fmt.Errorf("unknown admin op %q", req.Op)
+	}
+	return r, err
+}
