@@ -27,6 +27,10 @@ type MintRequest struct {
 	ExpiresAt time.Time
 	// NoExpiry mints a credential that only revocation ends.
 	NoExpiry bool
+	// InProcessOnly limits the credential to in-process connections (JWT allowed connection
+	// type IN_PROCESS): the broker refuses it over TCP, so it is worthless outside the mesh's
+	// own process. Package space mints its in-process agents this way.
+	InProcessOnly bool
 	// Identity keeps an existing user key (re-mint): the credential keeps its instance id,
 	// and the previous credential of that id, if still active, is revoked. It must hold the
 	// seed. Nil mints a fresh key.
@@ -123,6 +127,9 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	uc := newUserClaims(acct.Subject, c.ID, c.Name, req.Profile, c.Grants.Role, perms)
 	if exp := req.expiry(s.opts.CredentialTTL, time.Now()); !exp.IsZero() {
 		uc.Expires = exp.Unix()
+	}
+	if req.InProcessOnly {
+		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
 	}
 	if err := signUser(b, acct, uc, c); err != nil {
 		return err

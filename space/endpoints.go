@@ -27,8 +27,10 @@ type AgentSpec struct {
 }
 
 // Endpoint mints a credential for spec (with its bind-only consumers pre-created) and
-// returns an Endpoint connected in process, with no TCP. The mesh closes it, with a final
-// offline presence, when the mesh closes; the caller may close it earlier.
+// returns an Endpoint connected in process, with no TCP. The credential never expires, so an
+// embedding program keeps its agents as long as it runs, and is valid for in-process
+// connections only, so it is worthless outside this process. The mesh closes the Endpoint,
+// with a final offline presence, when the mesh closes; the caller may close it earlier.
 func (m *Mesh) Endpoint(ctx context.Context, spec AgentSpec) (*endpoint.Endpoint, error) {
 	if spec.Space == "" {
 		spec.Space = m.opts.Spaces[0]
@@ -43,7 +45,7 @@ func (m *Mesh) Endpoint(ctx context.Context, spec AgentSpec) (*endpoint.Endpoint
 	}
 	if m.store != nil {
 		cred, err := m.Mint(ctx, provisioner.MintRequest{Space: spec.Space, Name: spec.Name,
-			Profile: spec.Profile, Grants: spec.Grants}, true)
+			Profile: spec.Profile, Grants: spec.Grants, NoExpiry: true, InProcessOnly: true}, true)
 		if err != nil {
 			return nil, err
 		}
