@@ -24,8 +24,11 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
 
+# bench regenerates BENCHMARKS.md with `cotal bench` (cotal against raw NATS on one embedded
+# server, side by side; bench/doc.go), then runs each Go benchmark of PKGS once as a check.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
+	$(GO) run . bench --out BENCHMARKS.md
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 10m $(PKGS)
 
 # fuzz runs every FuzzX of FUZZPKGS for FUZZTIME each; go test accepts one fuzzer at a time.
 fuzz:
@@ -42,14 +45,15 @@ cover:
 	$(GO) tool cover -func=$(COVERFILE)
 
 # chaos runs the long tier of the fault-injection suite (./chaos/, behind the chaos build tag;
-# PKGS other than ./... narrows it), then every fuzzer for FUZZTIME, and prints the figures
+# PKGS other than ./... narrows it), then every fuzzer for FUZZTIME (30s unless given), and prints the figures
 # table the tests wrote (RELIABILITY.md). About ten minutes on two cores.
+chaos: FUZZTIME = 30s
 chaos:
 	@figures="$$(mktemp)"; status=0; \
 	pkgs="$(if $(filter ./...,$(PKGS)),./chaos/,$(PKGS))"; \
 	echo "$(GO) test -tags chaos -race -count=1 -timeout 12m $$pkgs"; \
 	CHAOS_FIGURES="$$figures" $(GO) test -tags chaos -race -count=1 -timeout 12m $$pkgs || status=$$?; \
-	$(MAKE) --no-print-directory fuzz || status=$$?; \
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) || status=$$?; \
 	echo; echo "chaos figures, $$(date -u +%Y-%m-%d) at $$(git rev-parse --short HEAD 2>/dev/null || echo unknown):"; \
 	echo "| tier | scenario | figures |"; echo "| --- | --- | --- |"; cat "$$figures"; rm -f "$$figures"; \
 	exit $$status

@@ -30,7 +30,8 @@ server in the same run, and the table shows medians over --runs runs with the sp
 ratio cotal/raw against each row's target. Progress goes to stderr, the table to stdout, and
 --out writes the markdown report (BENCHMARKS.md) with date, commit, machine and command.
 
-Workloads: ` + strings.Join(bench.Names(), ", ") + `.`,
+Workloads:
+` + workloadList(),
 		ValidArgs: bench.Names(),
 		Args:      cobra.OnlyValidArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,6 +75,15 @@ func runBench(cmd *cobra.Command, args []string, cfg bench.Config, out string) e
 		return fmt.Errorf("write the report: %w", err)
 	}
 	return nil
+}
+
+// workloadList is one line per workload for the help text: name, title, what it measures.
+func workloadList() string {
+	var b strings.Builder
+	for _, w := range bench.Workloads() {
+		fmt.Fprintf(&b, "  %-10s %s: %s\n", w.Name, w.Title, w.Summary)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // gitCommit is the checked-out revision, marked when the work tree has changes, or "unknown"

@@ -1,0 +1,48 @@
+package bench
+
+// method is BENCHMARKS.md's "How to read it" section.
+const method = `## How to read it
+
+Every row is measured for cotal and for raw nats.go doing the same work on the same embedded
+nats-server in the same run, both sides over in-process connections (no TCP). The two sides of
+a case alternate, run after run, so neither always runs on the warmer server. Each figure is
+the median over the runs with the spread (min–max) in brackets; this machine is shared with
+other work, so the ratio cotal/raw is the figure that counts, and "process CPU per message"
+(CPU time of the whole process, broker included, over the throughput run) says what a message
+costs even when other load stretches wall time.
+
+- **Fairness.** The data-path rows (1–5, 9) run on an *open* mesh: cotal's own streams,
+  buckets and delivery service, and every connection, cotal's and raw's, in the same account
+  with the same privileges. On the authenticated mesh the raw side would have no account in
+  which to create its own streams without borrowing the mesh's own credentials, and every
+  channel would stay durable (the authenticated default, SPEC §7) because only privileged
+  identities write the channel registry. A privileged connection does the provisioner's part
+  for cotal's instances (the bind-only consumers of SPEC §8) and sets each channel's class.
+  The authentication cost this leaves out is per connection (JWT verification) and a cached
+  per-subject permission check per publish. Rows 6–8 run on the *authenticated* mesh, the real
+  product: minted credentials, the broker enforcing Appendix B.
+- **Payloads** are text of the stated size. cotal carries it as one text part inside its
+  envelope (SPEC §5): built, validated, JSON-encoded and published with Nats-Msg-Id, then
+  parsed, checked and deduplicated by every receiver. Raw carries the bare bytes. The envelope
+  is cotal's cost and is measured as such.
+- **Raw counterparts.** Multicast: JetStream publish to a stream configured like CHAT, core
+  subscriptions. DM: JetStream publish, a durable pull consumer with explicit acks (nats.go's
+  default Consume). Anycast: a work-queue stream, one pull consumer shared by four workers.
+  Durable channel: a stream like CHAT, one pull consumer per member with explicit acks; both
+  sides keep the publisher at most 500 messages ahead of the stage that reads the retained
+  stream (cotal's fan-out, raw's consumers), because CHAT keeps 1000 messages per subject.
+  Backfill: an ordered consumer replaying the same number of messages. Per-test space: an
+  embedded nats-server with JetStream, two connections, one memory stream, shutdown. Presence:
+  one connection putting the fleet's keys at the fleet's heartbeat rate into a KV bucket with
+  the presence TTL. Memory: bare in-process connections.
+- **Definitions.** Throughput runs publish asynchronously and stop the clock when the last copy
+  is surfaced (multicast), or surfaced and the consumer holds nothing unacked (DM, anycast,
+  durable: every member's DLV consumer). Latency is publish call to Handler, one message in
+  flight. Backstop lag is the time from the last publish acknowledgement to the last durable
+  copy acked. Presence CPU is the process's CPU time over three heartbeats (6 s) once every
+  roster has converged, as a percentage of one core; convergence is the time from the start
+  of a burst of connects until every endpoint's roster lists every endpoint online. Memory is
+  the live heap growth after GC divided by the number of endpoints, broker side included.
+  Presence and memory run at the fleet sizes that fit on this machine (the presence target is
+  stated for 1 000 endpoints; row 6's note says why 1 000 do not fit).
+`

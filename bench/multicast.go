@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/endpoint"
+)
+
+const titleMulticast = "1. Live multicast"
+
+var figMulticastRate = figure{key: "rate", metric: "delivered msgs/s", unit: "msgs/s", target: atLeast(0.9)}
+
+func multicastCases(c Config) []Case {
+	var out []Case
+	for _, size := range c.Payloads {
+		for _, subs := range []int{1, 10} {
+			out = append(out, Case{
+				Name: fmt.Sprintf("%s, 1→%d", sizeName(size), subs),
+				run: func(ctx context.Context, s *suite) ([]Row, error) {
+					return s.multicast(ctx, size, subs)
+				},
+			})
+		}
+	}
+	return out
+}
+
+// multicast: one publisher, subs subscribers on a live channel (SPEC §4). cotal publishes
+// with Send/PublishAsync and its subscribers surface through their Handler; raw publishes
+// through JetStream to a stream like CHAT and its subscribers are core subscriptions.
+func (s *suite) multicast(ctx context.Context, size, subs int) ([]Row, error) {
+	env, err := newEnv(ctx, envOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer env.close()
+	if err := env.rawStream(ctx, "RAWCHAT", "raw.chat.>", func(c *jetstream.StreamConfig) {
+		c.MaxMsgsPerSubject = perSubject
+	}); err != nil {
+		return nil, err
+	}
+	text := payload(size)
+	cotal := func(ctx context.Context, run int) (figures, error) {
+		return s.multicastCotal(ctx, env, text, subs, run)
+	}
+	raw := func(ctx context.Context, run int) (figures, error) {
+		return s.multicastRaw(ctx, env, []byte(text), subs, run)
+	}
+	return s.pair(ctx, titleMulticast, fmt.Sprintf("%s, 1→%d", sizeName(size), subs),
+		[]figure{figMulticastRate, figCPU, figP50, figP99}, cotal, raw)
+}
+
+func (s *suite) multicastCotal(ctx context.Context, env *env, text string, subs, run int) (figures, error) {
+	channel := fmt.Sprintf("live.r%d", run)
+	if err := env.setClass(ctx, channel, endpoint.DeliveryLive); err != nil {
+		return nil, err
+	}
+	var got tally
+	pr := newProbe(subs)
+	h := func(context.Context, endpoint.Delivery) error { got.add(); pr.hit(); return nil }
+	var eps []*endpoint.Endpoint
+	defer func() { closeAll(eps) }()
+	for i := range subs {
+		ep, err := env.agent(ctx, fmt.Sprintf("sub%d", i), "", h)
+		if err != nil {
+			return nil, err
+		}
+		eps = append(eps, ep)
+		if _, err := ep.Join(ctx, channel); err != nil {
+			return nil, err
+		}
+	}
+	pub, err := env.agent(ctx, "pub", "", nil)
+	if err != nil {
+		return nil, err
+	}
+	eps = append(eps, pub)
+	parts := []endpoint.Part{endpoint.TextPart(text)}
+	lat, err := pr.rounds(ctx, s.cfg.LatencyRounds, subs, func(ctx context.Context) error {
+		_, err := pub.Send(ctx, channel, parts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	base := got.count()
+	start, cpu := time.Now(), startCPU()
+	if err := publishChannel(ctx, pub, channel, text, s.cfg.Messages); err != nil {
+		return nil, err
+	}
+	want := int64(s.cfg.Messages * subs)
+	if err := got.waitCount(ctx, base+want); err != nil {
+		return nil, err
+	}
+	f := figures{figMulticastRate.key: rate(want, got.lastAt().Sub(start))}
+	cpu.perMessage(f, want)
+	latencyFigures(f, lat)
+	return f, nil
+}
+
+func (s *suite) multicastRaw(ctx context.Context, env *env, data []byte, subs, run int) (figures, error) {
+	subject := fmt.Sprintf("raw.chat.pub.r%d", run)
+	var got tally
+	pr := newProbe(subs)
+	for range subs {
+		nc, _, err := env.conn()
+		if err != nil {
+			return nil, err
+		}
+		defer nc.Close()
+		if _, err := nc.Subscribe(subject, func(*nats.Msg) { got.add(); pr.hit() }); err != nil {
+			return nil, err
+		}
+		if err := nc.FlushWithContext(ctx); err != nil {
+			return nil, err
+		}
+	}
+	nc, js, err := env.conn()
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	lat, err := pr.rounds(ctx, s.cfg.LatencyRounds, subs, func(ctx context.Context) error {
+		_, err := js.Publish(ctx, subject, data)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	base := got.count()
+	start, cpu := time.Now(), startCPU()
+	if err := publishRaw(ctx, js, subject, data, s.cfg.Messages); err != nil {
+		return nil, err
+	}
+	want := int64(s.cfg.Messages * subs)
+	if err := got.waitCount(ctx, base+want); err != nil {
+		return nil, err
+	}
+	f := figures{figMulticastRate.key: rate(want, got.lastAt().Sub(start))}
+	cpu.perMessage(f, want)
+	latencyFigures(f, lat)
+	return f, nil
+}
