@@ -190,6 +190,10 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 }
 
 func (b *Broker) stop() {
+	// JetStream first: Shutdown otherwise sleeps 50 ms whenever a pull request is pending,
+	// which every bound consumer has. ShutdownJetStream flushes and stops the streams as
+	// Shutdown would; its error only says JetStream was already off.
+	_ = b.srv.ShutdownJetStream()
 	b.srv.Shutdown()
 	b.srv.WaitForShutdown()
 	b.watchers.Wait()

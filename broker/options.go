@@ -24,6 +24,10 @@ func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
 		StoreDir:               storeDir,
 		SyncAlways:             cfg.Sync == SyncAlways,
 		DisableJetStreamBanner: true,
+		// The short first PING (2 s after accept) can reach a client whose CONNECT is still
+		// being answered on a loaded machine, and nats.go then fails the connect with
+		// "expected 'PONG', got 'PING'"; the regular interval is enough to find dead clients.
+		DisableShortFirstPing: true,
 	}
 	if cfg.Sync == SyncInterval {
 		opts.SyncInterval = cfg.SyncInterval

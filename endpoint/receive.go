@@ -201,8 +201,11 @@ func (e *Endpoint) checkDurable(in inbound) (*CotalMessage, Meta, error) {
 		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedJSON,
 			Err: fmt.Errorf("%w: a durable copy must be a channel message", ErrInvalidMessage)}
 	}
+	// The copy's own subject is dlv.<member>; the chat subject it was published on is rebuilt
+	// from the message and must parse, so the copy is judged like its live twin. The payload
+	// was decoded once above.
 	origin := e.names.ChatSubject(m.From.ID, m.Channel)
-	sub, _, err := CheckDelivery(origin, in.data)
+	sub, err := ParseSubject(origin)
 	if err != nil {
 		return nil, Meta{}, err
 	}
