@@ -161,11 +161,9 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 	if refused == nil {
 		return res, nil
 	}
-	if res.State == JoinedDurable {
-		// SPEC §7: a durable join is atomic; a refused subscribe removes the membership.
-		if err := e.durableLeave(ctx, name, gen); err != nil {
-			e.log.Warn("could not remove the membership of a refused join", "channel", name, "err", err)
-		}
+	// SPEC §7: a durable join is atomic; a refused subscribe removes the membership.
+	if err := e.endMembership(ctx, name, res.Class, res.State == JoinedDurable, gen); err != nil {
+		e.log.Warn("could not remove the membership of a refused join", "channel", name, "err", err)
 	}
 	return JoinResult{}, fmt.Errorf("%w: %s: %v", ErrJoinRefused, name, refused)
 }
@@ -310,17 +308,35 @@ func (e *Endpoint) part(ctx context.Context, name string, j *joined) error {
 	}
 	var errs []error
 	e.joins.mu.Lock()
-	durable, gen := j.durable, j.generation
+	durable, gen, class := j.durable, j.generation, j.result.Class
 	e.joins.mu.Unlock()
-	if durable {
-		if err := e.durableLeave(ctx, name, gen); err != nil {
-			errs = append(errs, fmt.Errorf("leave %s: durable membership may remain: %w", name, err))
-		}
+	if err := e.endMembership(ctx, name, class, durable, gen); err != nil {
+		errs = append(errs, err)
 	}
 	if err := j.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		errs = append(errs, fmt.Errorf("leave %s: unsubscribe: %w", name, err))
 	}
 	return errors.Join(errs...)
+}
+
+// endMembership ends the durable membership of a channel being left (SPEC §7: leave is a hard
+// read boundary for the backstop). A confirmed membership is ended by its generation. On a
+// durable channel an unconfirmed one is ended too, with generation 0, the current one if any:
+// a durableJoin whose reply timed out, or a retry this leave cancelled, may have established a
+// membership the Endpoint never learned of. Only when no delivery service answers at all can
+// there be none; any other failure means a membership may remain and is returned.
+func (e *Endpoint) endMembership(ctx context.Context, name string, class DeliveryClass, confirmed bool, gen uint64) error {
+	if !confirmed && class != DeliveryDurable {
+		return nil
+	}
+	if !confirmed {
+		gen = 0
+	}
+	err := e.durableLeave(ctx, name, gen)
+	if err == nil || (!confirmed && errors.Is(err, ErrNoResponders)) {
+		return nil
+	}
+	return fmt.Errorf("leave %s: durable membership may remain: %w", name, err)
 }
 
 // Joined lists the joined channels, sorted, in their sanitized wire form.
