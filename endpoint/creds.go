@@ -35,6 +35,8 @@ type credential struct {
 	name    string // the JWT name
 	role    string // from the cotal-role:<role> tag, empty without one
 	profile string // from the cotal-profile:<p> tag, empty without one
+	// subAllow is the credential's subscribe allow-list, the broker-enforced read ACL.
+	subAllow []string
 }
 
 // userClaims is the part of a NATS user JWT payload an Endpoint reads. The JWT is decoded, not
@@ -46,6 +48,9 @@ type userClaims struct {
 	Nats    struct {
 		Type string   `json:"type"`
 		Tags []string `json:"tags"`
+		Sub  struct {
+			Allow []string `json:"allow"`
+		} `json:"sub"`
 	} `json:"nats"`
 }
 
@@ -69,7 +74,7 @@ func parseCreds(contents []byte) (*credential, error) {
 	if err != nil || pub != claims.Subject {
 		return nil, fmt.Errorf("%w: the seed does not belong to the JWT subject %s", ErrBadCredential, claims.Subject)
 	}
-	c := &credential{jwt: token, kp: kp, id: claims.Subject, name: claims.Name}
+	c := &credential{jwt: token, kp: kp, id: claims.Subject, name: claims.Name, subAllow: claims.Nats.Sub.Allow}
 	for _, tag := range claims.Nats.Tags {
 		switch {
 		case strings.HasPrefix(tag, roleTagPrefix):
@@ -110,3 +115,20 @@ func (c *credential) sign(nonce []byte) ([]byte, error) { return c.kp.Sign(nonce
 
 // userJWT hands the JWT to the connection.
 func (c *credential) userJWT() (string, error) { return c.jwt, nil }
+
+// readACL returns the channel patterns the credential may read in the space n describes,
+// taken from its subscribe grants (SPEC §9: allowSubscribe is minted as sub.allow on
+// P.chat.*.<channel>; the observer's P.chat.> and the admin's P.> read every channel).
+func (c *credential) readACL(n Names) []string {
+	acl := []string{}
+	chat := n.Prefix() + ".chat.*."
+	for _, s := range c.subAllow {
+		switch {
+		case s == n.Prefix()+".>", s == n.Prefix()+".chat.>":
+			acl = append(acl, ">")
+		case strings.HasPrefix(s, chat):
+			acl = append(acl, strings.TrimPrefix(s, chat))
+		}
+	}
+	return acl
+}

@@ -166,6 +166,8 @@ type Endpoint struct {
 	id    string
 	role  string
 	card  AgentCard
+	// readACL is the credential's read ACL; nil in open mode, where there is none.
+	readACL []string
 
 	nc         *nats.Conn
 	js         jetstream.JetStream
@@ -260,6 +262,9 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 		natsOpts = append(natsOpts, nats.UserJWT(cred.userJWT, cred.sign))
 	}
 	e.space, e.names = space, NewNames(space)
+	if cred != nil {
+		e.readACL = cred.readACL(e.names)
+	}
 	e.card = AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
 		Description: o.Description, Tags: o.Tags, ProtocolVersion: ProtocolVersion}
 	return url, natsOpts, channels, nil

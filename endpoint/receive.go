@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -209,18 +210,47 @@ func (e *Endpoint) checkDurable(in inbound) (*CotalMessage, Meta, error) {
 	if err != nil {
 		return nil, Meta{}, err
 	}
+	if !e.mayRead(sub.Rest) {
+		return nil, Meta{}, fmt.Errorf("%w: %s", errOutsideReadACL, sub.Rest)
+	}
 	return m, Meta{Kind: MetaChannel, Durable: true, Channel: sub.Rest, Subject: origin,
 		Redelivered: redelivered(in.msg)}, nil
 }
 
-// reject terminates a permanent anomaly (SPEC §4, §5): counted by reason, logged, never
-// surfaced, and on JetStream paths terminated so it is never redelivered.
+// errOutsideReadACL marks a durable copy of a channel the credential no longer reads.
+var errOutsideReadACL = errors.New("durable copy of a channel outside the current read ACL")
+
+// mayRead reports whether the credential's current read ACL covers channel. SPEC §12 item 14:
+// every durable-backstop read is re-authorized before surfacing. The trusted reader checked
+// the ACL when it handed the copy over; a re-mint may have narrowed it since, and the new
+// credential is what this Endpoint holds.
+func (e *Endpoint) mayRead(channel string) bool {
+	if e.readACL == nil {
+		return true
+	}
+	for _, p := range e.readACL {
+		if MatchChannel(p, channel) {
+			return true
+		}
+	}
+	return false
+}
+
+// reject terminates a permanent anomaly (SPEC §4, §5), or a durable copy outside the current
+// read ACL: counted, logged, never surfaced, and on JetStream paths terminated so it is never
+// redelivered.
 func (e *Endpoint) reject(in inbound, err error) {
 	reason, ok := ReasonOf(err)
-	if !ok {
+	switch {
+	case errors.Is(err, errOutsideReadACL):
+		reason = "outside-read-acl"
+		e.stats.outsideACL.Add(1)
+	case !ok:
 		reason = ReasonMalformedJSON
+		e.stats.terminate(reason)
+	default:
+		e.stats.terminate(reason)
 	}
-	e.stats.terminate(reason)
 	e.log.Warn("terminated a permanent anomaly", "reason", reason, "path", in.src.String(),
 		"subject", in.subject, "err", err)
 	if in.msg != nil {

@@ -18,6 +18,9 @@ type Stats struct {
 	Terminated map[string]uint64
 	// Duplicates counts copies dropped because their id was already surfaced (SPEC §4, §7).
 	Duplicates uint64
+	// OutsideACL counts durable copies terminated unsurfaced because the credential's current
+	// read ACL no longer covers their channel (SPEC §9 item 6, §12 item 14).
+	OutsideACL uint64
 	// OwnEchoes counts own channel messages not surfaced because Options.EchoOwn is off.
 	OwnEchoes uint64
 	// Redeliveries counts JetStream copies that arrived with a delivery count above one.
@@ -44,7 +47,7 @@ type Stats struct {
 type stats struct {
 	surfacedChannel, surfacedDM, surfacedAnycast atomic.Uint64
 	historical, durable                          atomic.Uint64
-	duplicates, ownEchoes                        atomic.Uint64
+	duplicates, ownEchoes, outsideACL            atomic.Uint64
 	redeliveries, naks                           atomic.Uint64
 	handlerErrors, unhandled, published          atomic.Uint64
 	presenceDropped, rosterDropped, rebuilds     atomic.Uint64
@@ -91,6 +94,7 @@ func (s *stats) snapshot() Stats {
 		Terminated:          make(map[string]uint64),
 		Duplicates:          s.duplicates.Load(),
 		OwnEchoes:           s.ownEchoes.Load(),
+		OutsideACL:          s.outsideACL.Load(),
 		Redeliveries:        s.redeliveries.Load(),
 		Naks:                s.naks.Load(),
 		HandlerErrors:       s.handlerErrors.Load(),

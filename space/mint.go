@@ -92,9 +92,9 @@ func minted(cred *provisioner.Credential, provisioned bool) (*MintedCredential, 
 // ErrOpenMode is returned for credential operations on an unauthenticated mesh.
 var ErrOpenMode = errors.New("space: the mesh runs in open mode and has no credentials")
 
-// Mint issues a credential in a running mesh. The order matters: a re-mint's revocation of
-// the previous credential reaches the broker, and the ACL record is written, before the new
-// credential is returned, so "current read ACL" (SPEC §9 item 6) is never two things.
+// Mint issues a credential in a running mesh. The order matters: the ACL record is written,
+// and then a re-mint's revocation of the previous credential reaches the broker, before the
+// new credential is returned, so "current read ACL" (SPEC §9 item 6) is never two things.
 func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision bool) (*provisioner.Credential, error) {
 	if m.store == nil {
 		return nil, ErrOpenMode
@@ -109,17 +109,19 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 	if err != nil {
 		return nil, err
 	}
-	if cred.AccountUpdate != "" {
-		if err := m.broker.UpdateAccount(cred.AccountUpdate); err != nil {
-			return nil, fmt.Errorf("apply revocation of the previous credential: %w", err)
-		}
-	}
+	// The new read ACL is in force for the trusted reader before the previous credential is
+	// cut off, so no entry is authorized against the old, wider ACL in between.
 	rec, err := m.store.Record(req.Space, cred.ID)
 	if err != nil {
 		return nil, err
 	}
 	if err := rt.putACL(ctx, rec); err != nil {
 		return nil, err
+	}
+	if cred.AccountUpdate != "" {
+		if err := m.broker.UpdateAccount(cred.AccountUpdate); err != nil {
+			return nil, fmt.Errorf("apply revocation of the previous credential: %w", err)
+		}
 	}
 	if provision && cred.Profile == provisioner.ProfileAgent {
 		if err := provisionInstance(ctx, rt.js, rt.names, cred.ID, cred.Grants.Role, m.opts.AckWait); err != nil {

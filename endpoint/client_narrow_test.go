@@ -1,0 +1,53 @@
+package endpoint_test
+
+import (
+	"testing"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+)
+
+// A re-mint that narrows the read ACL also closes the backstop: a durable copy the trusted
+// reader handed over under the old ACL, still waiting in dlv_<id>, is terminated unsurfaced,
+// while copies of channels the new ACL still covers arrive (SPEC §9 item 6, §12 item 14).
+func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
+	m := space.NewTest(t)
+	both := []string{"team", "ops"}
+	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: both, AllowPublish: both})
+	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: both})
+	bob := meshConnect(t, m, bobCred)
+	for _, ch := range both {
+		if res, err := bob.Join(ctxT(t), ch); err != nil || res.State != endpoint.JoinedDurable {
+			t.Fatalf("join %s: %+v, %v", ch, res, err)
+		}
+	}
+	if err := bob.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := alice.Send(ctxT(t), "ops", text("for the old ACL only"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := alice.Send(ctxT(t), "team", text("still readable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := m.Delivery("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both copies handed over to bob's dlv_", func() bool { return svc.Stats().ReaderDelivered >= 2 })
+
+	seed, err := provisioner.SeedFromCreds(bobCred.Creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrowed := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}, IdentitySeed: seed})
+	back := meshConnect(t, m, narrowed)
+	waitFor(t, "the still-readable copy", func() bool { return len(back.rec.withID(kept.ID)) == 1 })
+	waitFor(t, "the copy outside the new ACL terminated", func() bool { return back.Stats().OutsideACL == 1 })
+	if got := back.rec.withID(dropped.ID); len(got) != 0 {
+		t.Fatalf("a durable copy of ops surfaced after the re-mint dropped ops: %+v", got[0].Meta)
+	}
+}
