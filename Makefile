@@ -7,7 +7,6 @@ PKGS      ?= ./...
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 FUZZTIME  ?= 10s
 FUZZPKGS  ?= ./endpoint/
-BENCHTIME ?= 1s
 COVERFILE ?= coverage.out
 
 .PHONY: all build test bench fuzz cover chaos clean
