@@ -203,19 +203,8 @@ func (cf *channelFlags) update(cmd *cobra.Command, channel string) (space.Channe
 	if u.Replay == nil && u.ReplayWindow == nil && u.DeliveryClass == nil && u.Description == nil && u.Instructions == nil {
 		return u, fmt.Errorf("nothing to change: pass the fields to set (%s --help lists them)", cmd.CommandPath())
 	}
-	c := endpoint.ChannelConfig{Replay: u.Replay}
-	if u.ReplayWindow != nil {
-		c.ReplayWindow = *u.ReplayWindow
-	}
-	if u.DeliveryClass != nil {
-		c.DeliveryClass = *u.DeliveryClass
-	}
-	if u.Description != nil {
-		c.Description = *u.Description
-	}
-	if u.Instructions != nil {
-		c.Instructions = *u.Instructions
-	}
+	var c endpoint.ChannelConfig
+	u.Apply(&c)
 	return u, c.Validate()
 }
 

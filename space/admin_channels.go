@@ -26,8 +26,8 @@ type ChannelUpdate struct {
 	Create bool `json:"create,omitempty"`
 }
 
-// apply sets u's fields on c.
-func (u ChannelUpdate) apply(c *endpoint.ChannelConfig) {
+// Apply sets u's non-nil fields on c, as SetChannel does before validating and writing.
+func (u ChannelUpdate) Apply(c *endpoint.ChannelConfig) {
 	if u.Replay != nil {
 		c.Replay = u.Replay
 	}
@@ -80,7 +80,7 @@ func (m *Mesh) SetChannel(ctx context.Context, space string, u ChannelUpdate) (*
 				return nil, err
 			}
 		}
-		u.apply(&out)
+		u.Apply(&out)
 		if err := out.Validate(); err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func (m *Mesh) SetChannelDefaults(ctx context.Context, space string, u ChannelUp
 			}
 		}
 		var c endpoint.ChannelConfig
-		u.apply(&c)
+		u.Apply(&c)
 		if u.Replay != nil {
 			out.Replay = c.Replay
 		}
