@@ -1,0 +1,32 @@
+// Package space starts and runs a whole cotal mesh in one process: the embedding API of
+// ARCHITECTURE.md and the body of `cotal up`.
+//
+// Start opens (or creates) the key store in the data directory, starts the embedded broker in
+// operator mode with every account preloaded, and for each space provisions the streams and
+// KV buckets of SPEC §8 and LAYOUT.md, writes the ACL records of every minted credential,
+// pre-creates the bind-only dm_<id>, dlv_<id> and svc_<role> consumers of every active agent,
+// and starts the durable backstop (package delivery). Each of these runs on its own scoped,
+// in-process-only identity; no component holds an allow-all credential. Close stops it all in
+// reverse order and leaves no goroutine, connection or temporary directory behind.
+//
+// A Go program hands its agents in-process Endpoints with Mesh.Endpoint (no TCP; their
+// credentials never expire and are refused over TCP), issues credentials for remote agents
+// with Mesh.Mint and Mesh.MintSpec, and revokes them with Mesh.Revoke: a re-mint or revoke
+// takes effect at once (SPEC §9 item 6). NewTest gives a test its own mesh in one line.
+//
+// Guarantees:
+//   - Provisioning is idempotent and puts drifted settings back at every start; the
+//     `=defaults` channel record is written once (SPEC §7) and then left to the operator.
+//   - The presence bucket refuses rollups, per-message TTLs and message schedules, so no agent
+//     can wipe other instances' presence or outlive the liveness TTL (LAYOUT.md traps).
+//   - The trusted reader authorizes against the registry's ACLs kept in memory here, never
+//     against the cotal_acl_<s> bucket, which an agent can overwrite through reply-subject
+//     injection; the bucket is written for reference clients and observers.
+//   - While the mesh runs, bbolt's exclusive lock is held: `cotal auth` reaches it through the
+//     0600 Unix socket AdminSocketName in the data directory instead.
+//   - Health (Mesh.Health, /healthz) names every component that is down; /metrics exposes
+//     message, backstop and endpoint counters (Options.HTTP).
+//
+// Not guaranteed: anything across machines (one broker, SPEC §1), and durable copies beyond
+// retention (SPEC §4).
+package space
