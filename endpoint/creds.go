@@ -116,6 +116,12 @@ func (c *credential) sign(nonce []byte) ([]byte, error) { return c.kp.Sign(nonce
 // userJWT hands the JWT to the connection.
 func (c *credential) userJWT() (string, error) { return c.jwt, nil }
 
+// Profiles read from the cotal-profile tag that make an Endpoint passive.
+const (
+	profileObserver = "observer"
+	profileAdmin    = "admin"
+)
+
 // readACL returns the channel patterns the credential may read in the space n describes,
 // taken from its subscribe grants (SPEC §9: allowSubscribe is minted as sub.allow on
 // P.chat.*.<channel>; the observer's P.chat.> and the admin's P.> read every channel).

@@ -57,4 +57,7 @@
 //     whether the join is durable or live with the backstop unavailable.
 //   - Control (SPEC §5): Request and Serve on ctl.<service>, with the sender check and the
 //     reply-subject guard of LAYOUT.md.
+//   - Observers and admins (SPEC Appendix B): with such a credential the Endpoint is passive:
+//     it reads the roster, history and live chat, writes no presence (SetStatus returns
+//     ErrPassive), binds no consumer and requests no durable membership.
 package endpoint

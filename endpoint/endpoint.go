@@ -28,6 +28,9 @@ var (
 	ErrNotProvisioned = errors.New("space is not provisioned on this broker")
 	// ErrClosed: the Endpoint was closed.
 	ErrClosed = errors.New("endpoint is closed")
+	// ErrPassive: an observer or admin Endpoint has no presence to set (SPEC Appendix B: those
+	// profiles read, they do not announce themselves); mint an agent credential to take part.
+	ErrPassive = errors.New("an observer or admin endpoint has no presence of its own")
 )
 
 // MinServerVersion is the oldest nats-server an Endpoint talks to (build-a-client.md: refuse
@@ -168,6 +171,9 @@ type Endpoint struct {
 	card  AgentCard
 	// readACL is the credential's read ACL; nil in open mode, where there is none.
 	readACL []string
+	// passive is set for observer and admin credentials: readers that hold no presence key,
+	// no DM, anycast or durable-copy consumer and no durable membership (SPEC Appendix B).
+	passive bool
 
 	nc         *nats.Conn
 	js         jetstream.JetStream
@@ -264,6 +270,7 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 	e.space, e.names = space, NewNames(space)
 	if cred != nil {
 		e.readACL = cred.readACL(e.names)
+		e.passive = cred.profile == profileObserver || cred.profile == profileAdmin
 	}
 	e.card = AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
 		Description: o.Description, Tags: o.Tags, ProtocolVersion: ProtocolVersion}
@@ -348,13 +355,19 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 		return err
 	}
 	e.roster = newRoster(e)
-	e.pres.status = StatusIdle
-	if err := e.writePresence(ctx); err != nil {
-		return fmt.Errorf("announce presence: %w", err)
-	}
-	e.spawn(e.heartbeatLoop)
 	e.spawn(e.roster.run)
-	e.startBindings()
+	if e.passive {
+		// SPEC Appendix B: an observer or admin writes no presence and binds no consumer; it
+		// reads the roster, channels and history only. Its final offline is never written.
+		e.pres.final = true
+	} else {
+		e.pres.status = StatusIdle
+		if err := e.writePresence(ctx); err != nil {
+			return fmt.Errorf("announce presence: %w", err)
+		}
+		e.spawn(e.heartbeatLoop)
+		e.startBindings()
+	}
 	for _, ch := range channels {
 		if _, err := e.Join(ctx, ch); err != nil {
 			return fmt.Errorf("join %s at connect: %w", ch, err)

@@ -123,6 +123,9 @@ func (e *Endpoint) SetStatus(ctx context.Context, status PresenceStatus, activit
 	default:
 		return fmt.Errorf("%w: status %q is not idle, waiting or working", ErrInvalidPresence, status)
 	}
+	if e.passive {
+		return ErrPassive
+	}
 	e.pres.mu.Lock()
 	e.pres.status, e.pres.activity = status, activity
 	e.pres.mu.Unlock()
@@ -136,6 +139,9 @@ func (e *Endpoint) SetAttention(ctx context.Context, mode AttentionMode, modes m
 	p := Presence{Card: e.card, Status: StatusIdle, Attention: mode, ChannelModes: modes}
 	if err := p.Validate(); err != nil {
 		return err
+	}
+	if e.passive {
+		return ErrPassive
 	}
 	e.pres.mu.Lock()
 	e.pres.attention, e.pres.channelModes = mode, maps.Clone(modes)

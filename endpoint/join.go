@@ -145,7 +145,7 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 	}
 	res.State = JoinedLive
 	var gen uint64
-	if res.Class == DeliveryDurable {
+	if res.Class == DeliveryDurable && !e.passive {
 		res.State, gen, res.Reason = e.establishDurable(ctx, name)
 	}
 	e.joins.mu.Lock()
@@ -326,7 +326,7 @@ func (e *Endpoint) part(ctx context.Context, name string, j *joined) error {
 // membership the Endpoint never learned of. Only when no delivery service answers at all can
 // there be none; any other failure means a membership may remain and is returned.
 func (e *Endpoint) endMembership(ctx context.Context, name string, class DeliveryClass, confirmed bool, gen uint64) error {
-	if !confirmed && class != DeliveryDurable {
+	if e.passive || (!confirmed && class != DeliveryDurable) {
 		return nil
 	}
 	if !confirmed {
