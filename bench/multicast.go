@@ -81,26 +81,12 @@ func (s *suite) multicastCotal(ctx context.Context, env *env, text string, subs,
 	}
 	eps = append(eps, pub)
 	parts := []endpoint.Part{endpoint.TextPart(text)}
-	lat, err := pr.rounds(ctx, s.cfg.LatencyRounds, subs, func(ctx context.Context) error {
-		_, err := pub.Send(ctx, channel, parts)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	base := got.count()
-	start, cpu := time.Now(), startCPU()
-	if err := publishChannel(ctx, pub, channel, text, s.cfg.Messages); err != nil {
-		return nil, err
-	}
-	want := int64(s.cfg.Messages * subs)
-	if err := got.waitCount(ctx, base+want); err != nil {
-		return nil, err
-	}
-	f := figures{figMulticastRate.key: rate(want, got.lastAt().Sub(start))}
-	cpu.perMessage(f, want)
-	latencyFigures(f, lat)
-	return f, nil
+	return s.measureMulticast(ctx, &got, pr, subs,
+		func(ctx context.Context) error {
+			_, err := pub.Send(ctx, channel, parts)
+			return err
+		},
+		func(ctx context.Context) error { return publishChannel(ctx, pub, channel, text, s.cfg.Messages) })
 }
 
 func (s *suite) multicastRaw(ctx context.Context, env *env, data []byte, subs, run int) (figures, error) {
@@ -125,16 +111,26 @@ func (s *suite) multicastRaw(ctx context.Context, env *env, data []byte, subs, r
 		return nil, err
 	}
 	defer nc.Close()
-	lat, err := pr.rounds(ctx, s.cfg.LatencyRounds, subs, func(ctx context.Context) error {
-		_, err := js.Publish(ctx, subject, data)
-		return err
-	})
+	return s.measureMulticast(ctx, &got, pr, subs,
+		func(ctx context.Context) error {
+			_, err := js.Publish(ctx, subject, data)
+			return err
+		},
+		func(ctx context.Context) error { return publishRaw(ctx, js, subject, data, s.cfg.Messages) })
+}
+
+// measureMulticast runs the one-in-flight latency rounds with send, then the throughput run
+// with publishAll, and returns both sides' figures measured the same way: every subscriber
+// must count each of the cfg.Messages before the rate is taken.
+func (s *suite) measureMulticast(ctx context.Context, got *tally, pr *probe, subs int,
+	send, publishAll func(context.Context) error) (figures, error) {
+	lat, err := pr.rounds(ctx, s.cfg.LatencyRounds, subs, send)
 	if err != nil {
 		return nil, err
 	}
 	base := got.count()
 	start, cpu := time.Now(), startCPU()
-	if err := publishRaw(ctx, js, subject, data, s.cfg.Messages); err != nil {
+	if err := publishAll(ctx); err != nil {
 		return nil, err
 	}
 	want := int64(s.cfg.Messages * subs)
