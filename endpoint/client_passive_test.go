@@ -40,7 +40,14 @@ func TestObserverAndAdminEndpointsArePassiveReaders(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, "the live copy", func() bool { return len(rec.withID(live.ID)) == 1 })
-			waitFor(t, "alice in the passive roster", func() bool { _, ok := watcher.Roster().Peer(alice.ID()); return ok })
+			select {
+			case <-watcher.Roster().Loaded():
+			case <-ctxT(t).Done():
+				t.Fatal("the passive roster never loaded")
+			}
+			if _, ok := watcher.Roster().Peer(alice.ID()); !ok {
+				t.Fatal("alice, present before the watcher connected, is missing from its loaded roster")
+			}
 			if _, ok := alice.Roster().Peer(watcher.ID()); ok {
 				t.Fatalf("the passive %s appears in alice's roster", p)
 			}

@@ -51,14 +51,21 @@ type Roster struct {
 	subs        map[int]chan RosterEvent
 	nextSub     int
 	closed      bool
-	watching    bool      // the watch delivered its initial values and is running
+	watching    bool          // the watch delivered its initial values and is running
+	loaded      chan struct{} // closed when the first watch has delivered its initial values
+	loadedOnce  sync.Once
 	lastUpdate  time.Time // last entry from the watch
 	unseenWrite time.Time // first own heartbeat written and not yet seen by the watch
 }
 
 func newRoster(e *Endpoint) *Roster {
-	return &Roster{e: e, peers: make(map[string]*Peer), subs: make(map[int]chan RosterEvent)}
+	return &Roster{e: e, peers: make(map[string]*Peer), subs: make(map[int]chan RosterEvent),
+		loaded: make(chan struct{})}
 }
+
+// Loaded is closed once the roster holds every row the presence bucket had when its watch
+// started; a Snapshot taken after it is complete, not a partial first read.
+func (r *Roster) Loaded() <-chan struct{} { return r.loaded }
 
 // Snapshot returns every known peer, this instance included, sorted by id. Online reflects
 // the liveness window at the time of the call.
@@ -199,6 +206,7 @@ func (r *Roster) setWatching(on bool) {
 	r.watching = on
 	if on {
 		r.lastUpdate = time.Now()
+		r.loadedOnce.Do(func() { close(r.loaded) })
 	}
 }
 

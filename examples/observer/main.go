@@ -1,9 +1,8 @@
 // Command observer prints the roster of a space (SPEC §6) with an observer credential: the
 // profile of SPEC Appendix B that reads all chat, CHAT history, presence and the channel
-// registry, and publishes nothing, not even its own presence. An observer therefore cannot run
-// an endpoint.Endpoint, which announces itself at connect; it watches the presence bucket
-// with plain nats.go and decodes each row with endpoint.DecodePresence, which refuses any row
-// that is not a valid presence record under its own key.
+// registry, and publishes nothing, not even its own presence. With such a credential an
+// endpoint.Endpoint is passive: it announces nothing and binds no consumer, and its Roster
+// reads the presence bucket, dropping any row that is not a valid presence under its own key.
 //
 // Without arguments it starts a mesh in process, connects three agents (carol leaves again
 // at once, so the roster shows an offline row too), prints the roster once and exits:

@@ -1,130 +1,86 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"text/tabwriter"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
 )
 
-// sweepEvery is how often a watch re-checks heartbeats, so a peer that stopped without a
-// final offline record is reported once its row leaves the liveness window (SPEC §6).
+// sweepEvery is how often a watch re-reads the roster, so a peer that stopped without a
+// final offline record is reported once its heartbeat leaves the liveness window (SPEC §6).
 const sweepEvery = time.Second
 
-// roster is the presence bucket as last read: key → valid row.
-type roster map[string]endpoint.Presence
-
-// observe reads every presence row of space, prints the roster, and with watch keeps printing
-// changes until ctx ends.
-func observe(ctx context.Context, nc *nats.Conn, space string, watch bool) error {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
+// observe prints the roster once it is loaded and, with watch, a line per change until ctx
+// ends. endpoint.Roster already drops rows that are not a valid presence under their own
+// key and shows deleted or stale peers offline.
+func observe(ctx context.Context, r *endpoint.Roster, watch bool) error {
+	select {
+	case <-r.Loaded():
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	kv, err := js.KeyValue(ctx, endpoint.NewNames(space).PresenceBucket())
-	if err != nil {
-		return fmt.Errorf("open the presence bucket of %s: %w", space, err)
+	peers := r.Snapshot()
+	print(peers, time.Now())
+	if !watch {
+		return nil
 	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("watch presence: %w", err)
-	}
-	defer w.Stop()
-
-	rows := roster{}
-	for e := range w.Updates() {
-		if e == nil { // every current row has been delivered
-			rows.print(time.Now())
-			if !watch {
-				return nil
-			}
-			return follow(ctx, w, rows)
-		}
-		rows.apply(e)
-	}
-	return fmt.Errorf("the presence watch ended before the roster was read")
-}
-
-// follow prints a line whenever what the roster shows of a peer changes.
-func follow(ctx context.Context, w jetstream.KeyWatcher, rows roster) error {
-	shown := rows.states(time.Now())
+	shown := states(peers)
+	events, cancel := r.Subscribe()
+	defer cancel()
 	tick := time.NewTicker(sweepEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return fmt.Errorf("the presence watch ended")
-			}
-			rows.apply(e)
+		case <-events:
 		case <-tick.C:
 		}
 		now := time.Now()
-		for key, state := range rows.states(now) {
-			if shown[key] != state {
-				shown[key] = state
+		for id, state := range states(r.Snapshot()) {
+			if shown[id] != state {
+				shown[id] = state
 				fmt.Printf("%s %s\n", now.Format(time.TimeOnly), state)
 			}
 		}
 	}
 }
 
-// apply folds one watch entry in. A deleted or purged key shows its last row as offline
-// (SPEC §6), as endpoint.Roster does; a row that is not a valid presence record under its own
-// key is skipped (LAYOUT.md "Reply-subject injection").
-func (r roster) apply(e jetstream.KeyValueEntry) {
-	if op := e.Operation(); op == jetstream.KeyValueDelete || op == jetstream.KeyValuePurge {
-		if p, ok := r[e.Key()]; ok {
-			p.Status = endpoint.StatusOffline
-			r[e.Key()] = p
-		}
-		return
-	}
-	p, err := endpoint.DecodePresence(e.Key(), e.Value())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "skipped the presence row %s: %v\n", e.Key(), err)
-		return
-	}
-	r[e.Key()] = *p
-}
-
-// states is one line per peer of what the roster shows, stale rows counted offline.
-func (r roster) states(now time.Time) map[string]string {
-	out := make(map[string]string, len(r))
-	for key, p := range r {
-		out[key] = fmt.Sprintf("%s (%s) %s %s", p.Card.Name, p.Card.Kind,
-			p.EffectiveStatus(now, endpoint.DefaultLivenessWindow), p.Activity)
+// states is one line per peer of what the roster shows.
+func states(peers []endpoint.Peer) map[string]string {
+	out := make(map[string]string, len(peers))
+	for _, p := range peers {
+		out[p.Presence.Card.ID] = fmt.Sprintf("%s (%s) %s %s", p.Presence.Card.Name, p.Presence.Card.Kind,
+			status(p), p.Presence.Activity)
 	}
 	return out
 }
 
-// print writes the roster as a table sorted by name, then id.
-func (r roster) print(now time.Time) {
-	peers := make([]endpoint.Presence, 0, len(r))
-	for _, p := range r {
-		peers = append(peers, p)
+func status(p endpoint.Peer) endpoint.PresenceStatus {
+	if !p.Online {
+		return endpoint.StatusOffline
 	}
-	sort.Slice(peers, func(i, j int) bool {
-		if peers[i].Card.Name != peers[j].Card.Name {
-			return peers[i].Card.Name < peers[j].Card.Name
-		}
-		return peers[i].Card.ID < peers[j].Card.ID
+	return p.Presence.Status
+}
+
+// print writes the roster as a table sorted by name.
+func print(peers []endpoint.Peer, now time.Time) {
+	slices.SortFunc(peers, func(a, b endpoint.Peer) int {
+		return cmp.Or(cmp.Compare(a.Presence.Card.Name, b.Presence.Card.Name),
+			cmp.Compare(a.Presence.Card.ID, b.Presence.Card.ID))
 	})
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tROLE\tSTATUS\tACTIVITY\tLAST SEEN")
 	for _, p := range peers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\n", p.Card.Name, p.Card.Kind, dash(p.Card.Role),
-			p.EffectiveStatus(now, endpoint.DefaultLivenessWindow), dash(p.Activity),
-			now.Sub(time.UnixMilli(p.TS)).Truncate(time.Second))
+		c := p.Presence.Card
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\n", c.Name, c.Kind, dash(c.Role), status(p),
+			dash(p.Presence.Activity), now.Sub(p.LastSeen).Truncate(time.Second))
 	}
 	tw.Flush()
 	fmt.Printf("%d peers\n", len(peers))
