@@ -56,16 +56,10 @@ space default, else the SPEC §7 default (durable, replay on, no window).` + con
 
 func runChannelsList(cmd *cobra.Command, f *clientFlags) error {
 	want := mintFor{command: "channels", profile: "admin", lifetime: oneShotLifetime}
-	s, err := openSession(cmd, f, want)
-	if err != nil {
-		return err
-	}
-	defer s.close(want)
-	r, err := s.dialReader()
-	if err != nil {
-		return err
-	}
-	defer r.close()
+	return withReader(cmd, f, want, func(_ *session, r *reader) error { return listChannels(cmd, f, r) })
+}
+
+func listChannels(cmd *cobra.Command, f *clientFlags, r *reader) error {
 	counts, err := r.chatCounts(cmd.Context(), ">")
 	if err != nil {
 		return err

@@ -42,16 +42,12 @@ up to 1000 messages per sender and channel. The read is bounded by the credentia
 
 func runHistory(cmd *cobra.Command, f *clientFlags, channel string, limit int) error {
 	want := mintFor{command: "history", profile: "admin", lifetime: oneShotLifetime}
-	s, err := openSession(cmd, f, want)
-	if err != nil {
-		return err
-	}
-	defer s.close(want)
-	r, err := s.dialReader()
-	if err != nil {
-		return err
-	}
-	defer r.close()
+	return withReader(cmd, f, want, func(s *session, r *reader) error {
+		return showHistory(cmd, f, s, r, channel, limit)
+	})
+}
+
+func showHistory(cmd *cobra.Command, f *clientFlags, s *session, r *reader, channel string, limit int) error {
 	ctx := cmd.Context()
 	name := endpoint.SanitizeChannel(channel)
 	if err := requireChannel(cmd, r, name); err != nil {

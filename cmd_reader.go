@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/endpoint"
 )
@@ -32,6 +33,22 @@ type reader struct {
 
 	mu      sync.Mutex
 	refused context.CancelCauseFunc // ends the guarded call in progress on a permission violation
+}
+
+// withReader opens the session want describes (minting a short-lived credential beside
+// `cotal up`), dials a read-only connection with it, runs fn, and closes both.
+func withReader(cmd *cobra.Command, f *clientFlags, want mintFor, fn func(*session, *reader) error) error {
+	s, err := openSession(cmd, f, want)
+	if err != nil {
+		return err
+	}
+	defer s.close(want)
+	r, err := s.dialReader()
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	return fn(s, r)
 }
 
 // dialReader connects with the session's credential and the instance inbox prefix (SPEC §10).

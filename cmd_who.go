@@ -58,16 +58,10 @@ func runWho(cmd *cobra.Command, f *clientFlags, watch bool) error {
 	if watch {
 		want.lifetime = streamingLifetime
 	}
-	s, err := openSession(cmd, f, want)
-	if err != nil {
-		return err
-	}
-	defer s.close(want)
-	r, err := s.dialReader()
-	if err != nil {
-		return err
-	}
-	defer r.close()
+	return withReader(cmd, f, want, func(_ *session, r *reader) error { return showWho(cmd, f, r, watch) })
+}
+
+func showWho(cmd *cobra.Command, f *clientFlags, r *reader, watch bool) error {
 	ctx := cmd.Context()
 	kv, err := r.js.KeyValue(ctx, r.names.PresenceBucket())
 	if err != nil {
