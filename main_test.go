@@ -41,25 +41,33 @@ func TestRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(tt.args, &stdout, &stderr); code != tt.code {
-				t.Fatalf("run(%q) = %d, want %d\nstdout: %s\nstderr: %s", tt.args, code, tt.code, &stdout, &stderr)
-			}
-			for _, want := range tt.stdout {
-				if !strings.Contains(stdout.String(), want) {
-					t.Errorf("stdout %q does not contain %q", &stdout, want)
-				}
-			}
-			for _, want := range tt.stderr {
-				if !strings.Contains(stderr.String(), want) {
-					t.Errorf("stderr %q does not contain %q", &stderr, want)
-				}
-			}
-			if tt.quietStdout && stdout.Len() > 0 {
-				t.Errorf("stdout = %q, want nothing", &stdout)
+			stdout := checkRun(t, tt.args, tt.code, tt.stdout, tt.stderr)
+			if tt.quietStdout && stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
 			}
 		})
 	}
+}
+
+// checkRun runs the command line args and checks its exit code and that stdout and stderr
+// contain the wanted substrings; it returns stdout.
+func checkRun(t *testing.T, args []string, code int, stdout, stderr []string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if got := run(args, &out, &errOut); got != code {
+		t.Fatalf("run(%q) = %d, want %d\nstdout: %s\nstderr: %s", args, got, code, &out, &errOut)
+	}
+	for _, want := range stdout {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout %q does not contain %q", &out, want)
+		}
+	}
+	for _, want := range stderr {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr %q does not contain %q", &errOut, want)
+		}
+	}
+	return out.String()
 }
 
 func TestVersionFromLdflags(t *testing.T) {
