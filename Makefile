@@ -6,7 +6,7 @@ GO        ?= go
 PKGS      ?= ./...
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 FUZZTIME  ?= 10s
-FUZZPKGS  ?= ./endpoint/
+FUZZPKGS  ?= ./wire/
 COVERFILE ?= coverage.out
 
 .PHONY: all build test bench fuzz cover chaos clean
@@ -14,7 +14,7 @@ COVERFILE ?= coverage.out
 all: build test
 
 build:
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/cotal .
+	$(GO) build -trimpath -ldflags "-X github.com/cotal-go/cotal/internal/cli.version=$(VERSION)" -o bin/cotal .
 
 # test fails on unformatted files before it vets and runs every test with the race detector.
 test:

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 const titleBackfill = "5. Join with backfill"
@@ -42,7 +43,7 @@ func (s *suite) backfill(ctx context.Context, caseName string, size int) ([]Row,
 	text, total := payload(size), s.cfg.Backfill
 	senders := (total + perSubject - 1) / perSubject
 	const channel = "history"
-	if err := env.setClass(ctx, channel, endpoint.DeliveryLive); err != nil {
+	if err := env.setClass(ctx, channel, wire.DeliveryLive); err != nil {
 		return nil, err
 	}
 	if err := prefillCotal(ctx, env, channel, text, total, senders); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 const (
@@ -68,7 +69,7 @@ type durable struct {
 
 func (d durable) cotal(ctx context.Context, run int) (figures, error) {
 	channel := fmt.Sprintf("durable.r%d", run)
-	if err := d.env.setClass(ctx, channel, endpoint.DeliveryDurable); err != nil {
+	if err := d.env.setClass(ctx, channel, wire.DeliveryDurable); err != nil {
 		return nil, err
 	}
 	var got tally
@@ -108,7 +109,7 @@ func (d durable) cotal(ctx context.Context, run int) (figures, error) {
 		for int64(i)-fannedOut() > maxAhead {
 			time.Sleep(100 * time.Microsecond) // closed loop: the fan-out is the pace, see maxAhead
 		}
-		p, err := pub.PublishAsync(endpoint.NewChannelMessage(benchSpace, pub.Ref(), channel, endpoint.TextPart(d.text)))
+		p, err := pub.PublishAsync(wire.NewChannelMessage(benchSpace, pub.Ref(), channel, wire.TextPart(d.text)))
 		if err != nil {
 			return nil, err
 		}

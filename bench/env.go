@@ -16,6 +16,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // benchSpace is the one space every workload runs in.
@@ -45,7 +46,7 @@ type envOptions struct {
 // creates the raw side's streams; in authenticated mode it is nil.
 type env struct {
 	mesh    *space.Mesh
-	names   endpoint.Names
+	names   wire.Names
 	storage jetstream.StorageType
 	admin   *nats.Conn
 	js      jetstream.JetStream
@@ -60,7 +61,7 @@ func newEnv(ctx context.Context, o envOptions) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start mesh: %w", err)
 	}
-	e := &env{mesh: m, names: endpoint.NewNames(benchSpace), storage: jetstream.MemoryStorage}
+	e := &env{mesh: m, names: wire.NewNames(benchSpace), storage: jetstream.MemoryStorage}
 	if o.file {
 		e.storage = jetstream.FileStorage
 	}
@@ -143,16 +144,16 @@ func (e *env) drained(ctx context.Context, stream, consumer string) (bool, error
 }
 
 // setClass writes channel's registry entry with its delivery class (SPEC §7).
-func (e *env) setClass(ctx context.Context, channel string, class endpoint.DeliveryClass) error {
+func (e *env) setClass(ctx context.Context, channel string, class wire.DeliveryClass) error {
 	kv, err := e.js.KeyValue(ctx, e.names.ChannelsBucket())
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(endpoint.ChannelConfig{DeliveryClass: class})
+	data, err := json.Marshal(wire.ChannelConfig{DeliveryClass: class})
 	if err != nil {
 		return err
 	}
-	_, err = kv.Put(ctx, endpoint.SanitizeChannel(channel), data)
+	_, err = kv.Put(ctx, wire.SanitizeChannel(channel), data)
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 const titleMulticast = "1. Live multicast"
@@ -57,7 +58,7 @@ func (s *suite) multicast(ctx context.Context, size, subs int) ([]Row, error) {
 
 func (s *suite) multicastCotal(ctx context.Context, env *env, text string, subs, run int) (figures, error) {
 	channel := fmt.Sprintf("live.r%d", run)
-	if err := env.setClass(ctx, channel, endpoint.DeliveryLive); err != nil {
+	if err := env.setClass(ctx, channel, wire.DeliveryLive); err != nil {
 		return nil, err
 	}
 	var got tally
@@ -80,7 +81,7 @@ func (s *suite) multicastCotal(ctx context.Context, env *env, text string, subs,
 		return nil, err
 	}
 	eps = append(eps, pub)
-	parts := []endpoint.Part{endpoint.TextPart(text)}
+	parts := []wire.Part{wire.TextPart(text)}
 	return s.measureMulticast(ctx, &got, pr, subs,
 		func(ctx context.Context) error {
 			_, err := pub.Send(ctx, channel, parts)

@@ -8,10 +8,10 @@ var notes = map[string]string{
 		"The publisher builds, validates and encodes the envelope and stores it with Nats-Msg-Id " +
 		"(a duplicate-window entry); the delivery service's fan-out consumer reads every CHAT " +
 		"message, decodes it to check for mentions and durable members, and acks it; and every " +
-		"subscriber runs SPEC §5's receive checks: `endpoint.CheckDelivery` parses the subject and " +
+		"subscriber runs SPEC §5's receive checks: `wire.CheckDelivery` parses the subject and " +
 		"decodes and validates the envelope, then the id is claimed in the dedup window. A raw " +
 		"core subscriber only counts bytes. Envelope decoding is the largest single cost (about " +
-		"a third of process CPU in the 1→10 profile): `endpoint.DecodeMessage` takes 14 µs at " +
+		"a third of process CPU in the 1→10 profile): `wire.DecodeMessage` takes 14 µs at " +
 		"128 B and 41 µs at 1 KiB, where a one-pass `json.Unmarshal` of the same message into a " +
 		"plain struct takes 6 and 16 µs, because `endpoint.(*Part).UnmarshalJSON` decodes each " +
 		"part into a `map[string]json.RawMessage` and then decodes `kind` and `text` again, so " +
@@ -48,7 +48,7 @@ var notes = map[string]string{
 		"nothing new. The write amplification is the design (the trusted reader re-authorizes " +
 		"every copy per member, SPEC §9 item 5) and keeps the ratio far under 0.5.",
 	titleBackfill: "`Join` surfaces every history copy through the same receive pipeline; nearly all " +
-		"of the join's CPU is `endpoint.CheckDelivery`'s envelope decode, and half of that is " +
+		"of the join's CPU is `wire.CheckDelivery`'s envelope decode, and half of that is " +
 		"`Part.UnmarshalJSON` decoding the text again (the row 1 fix applies, and matters most " +
 		"at 1 KiB). Raw's ordered consumer does no per-message work. Reading the history into " +
 		"memory before surfacing it (endpoint/history.go) costs little in comparison.",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/wire"
 )
 
 const (
@@ -152,10 +153,10 @@ func cotalFleet(ctx context.Context, env *env, creds [][]byte) (figures, error) 
 	}
 	converged := time.Since(start)
 	f := figures{figConvergence.key: float64(converged) / float64(time.Millisecond)}
-	if err := sleepCtx(ctx, endpoint.DefaultHeartbeat); err != nil {
+	if err := sleepCtx(ctx, wire.DefaultHeartbeat); err != nil {
 		return nil, err
 	}
-	if cpu, ok := cpuShare(ctx, cpuWindow*endpoint.DefaultHeartbeat); ok {
+	if cpu, ok := cpuShare(ctx, cpuWindow*wire.DefaultHeartbeat); ok {
 		f[figPresenceCPU.key] = cpu
 	}
 	f[figHeap.key] = kibPer(before, heapAfterGC(), len(eps))
@@ -251,7 +252,7 @@ func rawFleet(ctx context.Context, n int) (figures, error) {
 		return nil, err
 	}
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "rawpresence",
-		TTL: endpoint.DefaultLivenessWindow, Storage: jetstream.MemoryStorage})
+		TTL: wire.DefaultLivenessWindow, Storage: jetstream.MemoryStorage})
 	if err != nil {
 		return nil, err
 	}
@@ -260,10 +261,10 @@ func rawFleet(ctx context.Context, n int) (figures, error) {
 	defer wg.Wait()
 	defer stop()
 	wg.Go(func() { putLoop(loopCtx, kv, n) })
-	if err := sleepCtx(ctx, endpoint.DefaultHeartbeat); err != nil {
+	if err := sleepCtx(ctx, wire.DefaultHeartbeat); err != nil {
 		return nil, err
 	}
-	if cpu, ok := cpuShare(ctx, cpuWindow*endpoint.DefaultHeartbeat); ok {
+	if cpu, ok := cpuShare(ctx, cpuWindow*wire.DefaultHeartbeat); ok {
 		f[figPresenceCPU.key] = cpu
 	}
 	return f, nil
@@ -272,7 +273,7 @@ func rawFleet(ctx context.Context, n int) (figures, error) {
 // putLoop puts key i%n every heartbeat/n until ctx ends: n keys refreshed every heartbeat.
 func putLoop(ctx context.Context, kv jetstream.KeyValue, n int) {
 	value := []byte(`{"status":"idle"}`)
-	t := time.NewTicker(endpoint.DefaultHeartbeat / time.Duration(n))
+	t := time.NewTicker(wire.DefaultHeartbeat / time.Duration(n))
 	defer t.Stop()
 	for i := 0; ; i++ {
 		select {

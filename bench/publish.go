@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // publishChannel publishes n channel messages from pub without waiting for each
@@ -13,7 +14,7 @@ import (
 func publishChannel(ctx context.Context, pub *endpoint.Endpoint, channel, text string, n int) error {
 	pending := make([]*endpoint.PendingReceipt, 0, n)
 	for range n {
-		p, err := pub.PublishAsync(endpoint.NewChannelMessage(benchSpace, pub.Ref(), channel, endpoint.TextPart(text)))
+		p, err := pub.PublishAsync(wire.NewChannelMessage(benchSpace, pub.Ref(), channel, wire.TextPart(text)))
 		if err != nil {
 			return err
 		}

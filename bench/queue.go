@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 const (
@@ -101,13 +102,13 @@ func (q queue) cotal(ctx context.Context, run int) (figures, error) {
 	eps = append(eps, sender)
 	n := q.env.names
 	stream, consumer := n.DMStream(), n.DMConsumer(eps[0].ID())
-	build := func() *endpoint.CotalMessage {
-		return endpoint.NewDirectMessage(benchSpace, sender.Ref(), eps[0].ID(), endpoint.TextPart(q.text))
+	build := func() *wire.CotalMessage {
+		return wire.NewDirectMessage(benchSpace, sender.Ref(), eps[0].ID(), wire.TextPart(q.text))
 	}
 	if role != "" {
 		stream, consumer = n.TaskStream(), n.SvcConsumer(role)
-		build = func() *endpoint.CotalMessage {
-			return endpoint.NewServiceMessage(benchSpace, sender.Ref(), role, endpoint.TextPart(q.text))
+		build = func() *wire.CotalMessage {
+			return wire.NewServiceMessage(benchSpace, sender.Ref(), role, wire.TextPart(q.text))
 		}
 	}
 	return q.measure(ctx, &got, pr, stream, consumer,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // sink collects what in-test receivers surfaced, for the checker.
@@ -75,4 +76,4 @@ func joinedDurable(t *testing.T, ep *endpoint.Endpoint, channel string) {
 	})
 }
 
-func text(s string) []endpoint.Part { return []endpoint.Part{endpoint.TextPart(s)} }
+func text(s string) []wire.Part { return []wire.Part{wire.TextPart(s)} }

@@ -20,6 +20,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // hostile is the cast of the hostile-input test: two well-behaved agents and mallory, who
@@ -31,13 +32,13 @@ type hostile struct {
 	mallory    *provisioner.Credential
 	malloryNC  *nats.Conn
 	malloryJS  jetstream.JetStream
-	names      endpoint.Names
+	names      wire.Names
 	outcomes   []string
 }
 
 // TestHostileInputGetsAClearErrorAndTheMeshStaysUp sends what a broken or hostile client
 // could: payloads over the broker's maximum (SPEC §5), JSON nested past any parser's depth,
-// invalid UTF-8, a huge mention list, channels at and past endpoint.MaxChannelLen, and 10 000
+// invalid UTF-8, a huge mention list, channels at and past wire.MaxChannelLen, and 10 000
 // subscriptions from one credential. Each gets a clear error or is terminated as a permanent
 // anomaly (SPEC §4, §5), and after each the mesh is healthy and a normal message still flows.
 func TestHostileInputGetsAClearErrorAndTheMeshStaysUp(t *testing.T) {
@@ -70,7 +71,7 @@ func TestHostileInputGetsAClearErrorAndTheMeshStaysUp(t *testing.T) {
 func newHostile(t *testing.T) *hostile {
 	t.Helper()
 	m := space.NewTest(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
-	h := &hostile{m: m, names: endpoint.NewNames("main"), bobSeen: newSink()}
+	h := &hostile{m: m, names: wire.NewNames("main"), bobSeen: newSink()}
 	ctx := context.Background()
 	var err error
 	h.alice, err = m.Endpoint(ctx, space.AgentSpec{Name: "alice",
@@ -90,7 +91,7 @@ func newHostile(t *testing.T) *hostile {
 	}
 	h.malloryNC, err = nats.Connect("", nats.InProcessServer(m.InProcess()),
 		nats.UserJWTAndSeed(h.mallory.JWT, string(h.mallory.Seed)),
-		nats.CustomInboxPrefix(endpoint.InboxPrefix(h.mallory.ID)),
+		nats.CustomInboxPrefix(wire.InboxPrefix(h.mallory.ID)),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func (h *hostile) raw(channel string, parts string) []byte {
 		routing = fmt.Sprintf(`"channel":%q`, channel)
 	}
 	return []byte(fmt.Sprintf(`{"id":%q,"ts":%d,"space":"main","from":{"id":%q,"name":"mallory"},%s,"parts":%s}`,
-		endpoint.NewMessageID(), time.Now().UnixMilli(), h.mallory.ID, routing, parts))
+		wire.NewMessageID(), time.Now().UnixMilli(), h.mallory.ID, routing, parts))
 }
 
 // publishRaw stores data on subject through JetStream as mallory.
@@ -143,7 +144,7 @@ func (h *hostile) dmSubject() string { return h.names.InstSubject(h.bob.ID(), h.
 func (h *hostile) terminated(t *testing.T, before uint64) {
 	t.Helper()
 	waitFor(t, 30*time.Second, "bob terminating the copy as malformed-json", func() bool {
-		return h.bob.Stats().Terminated[endpoint.ReasonMalformedJSON] > before
+		return h.bob.Stats().Terminated[wire.ReasonMalformedJSON] > before
 	})
 }
 
@@ -171,7 +172,7 @@ func oversizedWire(t *testing.T, h *hostile) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := endpoint.ParseLink(link)
+	l, _ := wire.ParseLink(link)
 	kp, err := nkeys.FromSeed(h.mallory.Seed)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +233,7 @@ func rawConnect(t *testing.T, addr, userJWT string, kp nkeys.KeyPair) (net.Conn,
 func nested(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
 
 func deepJSON(t *testing.T, h *hostile) string {
-	before := h.bob.Stats().Terminated[endpoint.ReasonMalformedJSON]
+	before := h.bob.Stats().Terminated[wire.ReasonMalformedJSON]
 	fanout, err := h.m.Delivery("main")
 	if err != nil {
 		t.Fatal(err)
@@ -253,11 +254,11 @@ func deepButValidJSON(t *testing.T, h *hostile) string {
 	if err := json.Unmarshal([]byte(nested(5000)), &data); err != nil {
 		t.Fatal(err)
 	}
-	part, err := endpoint.DataPart(data)
+	part, err := wire.DataPart(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := h.alice.SendDM(context.Background(), h.bob.ID(), []endpoint.Part{part})
+	r, err := h.alice.SendDM(context.Background(), h.bob.ID(), []wire.Part{part})
 	if err != nil {
 		t.Fatalf("a 5 000-deep data part: %v", err)
 	}
@@ -266,7 +267,7 @@ func deepButValidJSON(t *testing.T, h *hostile) string {
 }
 
 func invalidUTF8(t *testing.T, h *hostile) string {
-	before := h.bob.Stats().Terminated[endpoint.ReasonMalformedJSON]
+	before := h.bob.Stats().Terminated[wire.ReasonMalformedJSON]
 	h.publishRaw(t, h.dmSubject(), h.raw("", "[{\"kind\":\"text\",\"text\":\"\xff\xfe\xfd\"}]"))
 	h.terminated(t, before)
 	return "invalid UTF-8 on the wire: terminated (malformed-json)"
@@ -282,7 +283,7 @@ func invalidUTF8Endpoint(t *testing.T, h *hostile) string {
 		return record(ctx, d)
 	})
 	defer h.bob.Handle(record)
-	if _, err := h.alice.SendDM(context.Background(), h.bob.ID(), []endpoint.Part{endpoint.TextPart("a\xffb")}); err != nil {
+	if _, err := h.alice.SendDM(context.Background(), h.bob.ID(), []wire.Part{wire.TextPart("a\xffb")}); err != nil {
 		t.Fatalf("SendDM with invalid UTF-8 text: %v", err)
 	}
 	select {
@@ -345,7 +346,7 @@ func hugeMentionsLive(t *testing.T, m *space.Mesh, mentions []string) string {
 
 func channelLengthLimit(t *testing.T, h *hostile) string {
 	ctx := context.Background()
-	long := "h." + strings.Repeat("a", endpoint.MaxChannelLen-2)
+	long := "h." + strings.Repeat("a", wire.MaxChannelLen-2)
 	res, err := h.bob.Join(ctx, long)
 	if err != nil || res.State != endpoint.JoinedDurable {
 		t.Fatalf("join a %d-byte channel: %+v, %v; want joined durable", len(long), res, err)
@@ -355,15 +356,15 @@ func channelLengthLimit(t *testing.T, h *hostile) string {
 		t.Fatalf("send on a %d-byte channel: %v", len(long), err)
 	}
 	waitFor(t, 30*time.Second, "the message on the longest channel", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
-	if _, err := h.bob.Join(ctx, long+"a"); !errors.Is(err, endpoint.ErrInvalidChannel) {
+	if _, err := h.bob.Join(ctx, long+"a"); !errors.Is(err, wire.ErrInvalidChannel) {
 		t.Fatalf("join a channel one byte over the limit: %v, want ErrInvalidChannel", err)
 	}
-	if _, err := h.alice.Send(ctx, long+"a", text("over")); !errors.Is(err, endpoint.ErrInvalidChannel) {
+	if _, err := h.alice.Send(ctx, long+"a", text("over")); !errors.Is(err, wire.ErrInvalidChannel) {
 		t.Fatalf("send on a channel one byte over the limit: %v, want ErrInvalidChannel", err)
 	}
 	_, err = h.m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "wide", Profile: provisioner.ProfileAgent,
 		Grants: provisioner.Grants{AllowSubscribe: []string{long + "a"}}}, true)
-	if !errors.Is(err, endpoint.ErrInvalidChannel) {
+	if !errors.Is(err, wire.ErrInvalidChannel) {
 		t.Fatalf("mint a read ACL one byte over the limit: %v, want ErrInvalidChannel", err)
 	}
 	return fmt.Sprintf("%d-byte channel: joined durable and delivered; %d bytes: ErrInvalidChannel from Join, Send and Mint",

@@ -19,6 +19,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // loadChannels are the durable channels of the load test; every agent starts reading all.
@@ -205,7 +206,7 @@ func (a *loadAgent) step(t *testing.T, r *rand.Rand, agents []*loadAgent) {
 
 // join joins channel and checks the broker's verdict against the incarnation's ACL (SPEC §7).
 func (a *loadAgent) join(ctx context.Context, t *testing.T, channel string) {
-	already := slices.Contains(a.joined, endpoint.SanitizeChannel(channel))
+	already := slices.Contains(a.joined, wire.SanitizeChannel(channel))
 	start := time.Now()
 	res, err := a.inc.ep.Join(ctx, channel)
 	allowed := covers(a.inc.acl, channel)
@@ -253,7 +254,7 @@ func (a *loadAgent) leave(ctx context.Context, t *testing.T, channel string) {
 
 // memberships lists the agent's active durable memberships (LAYOUT.md listMemberships).
 func (a *loadAgent) memberships(ctx context.Context) ([]string, error) {
-	r, err := a.inc.ep.Request(ctx, endpoint.DeliveryService, "listMemberships", nil)
+	r, err := a.inc.ep.Request(ctx, wire.DeliveryService, "listMemberships", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +273,7 @@ func (a *loadAgent) memberships(ctx context.Context) ([]string, error) {
 
 // publish sends one message of kind to target, recorded before it is sent.
 func (a *loadAgent) publish(ctx context.Context, t *testing.T, kind, target string) {
-	id := endpoint.NewMessageID()
+	id := wire.NewMessageID()
 	a.w.published(id, kind, target, a.id)
 	parts, opt := text("load "+id), endpoint.WithMessageID(id)
 	var err error

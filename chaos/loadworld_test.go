@@ -8,6 +8,7 @@ import (
 
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // world is what the load test knows about every publish, join, leave, credential and
@@ -208,5 +209,5 @@ func (w *world) surfacings() []chaos.Surfacing {
 
 // covers reports whether a read ACL covers a concrete channel (SPEC §9).
 func covers(acl []string, channel string) bool {
-	return slices.ContainsFunc(acl, func(p string) bool { return endpoint.MatchChannel(p, channel) })
+	return slices.ContainsFunc(acl, func(p string) bool { return wire.MatchChannel(p, channel) })
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // meshProc is a `cotal up` subprocess on one data directory. Every restart reuses the
@@ -48,7 +48,7 @@ func startMesh(t *testing.T, b bins, dir string, extra ...string) *meshProc {
 	m := &meshProc{t: t, bin: b.cotal, dir: dir, extra: extra, listen: "127.0.0.1:0", out: &lockedBuffer{}}
 	t.Cleanup(m.kill)
 	m.start()
-	l, err := endpoint.ParseLink(m.link)
+	l, err := wire.ParseLink(m.link)
 	if err != nil {
 		t.Fatalf("cotal up printed an invalid join link %q: %v", m.link, err)
 	}

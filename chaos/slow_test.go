@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // varz is the part of nats-server's /varz the slow-consumer test reads.
@@ -114,9 +115,9 @@ func flood(t *testing.T, pub *endpoint.Endpoint, payload string, n int, got *ato
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for sent := 0; sent < n; {
-		var window []*endpoint.CotalMessage
+		var window []*wire.CotalMessage
 		for ; sent < n && len(window) < 64; sent++ {
-			window = append(window, endpoint.NewChannelMessage("main", pub.Ref(), "flood", endpoint.TextPart(payload)))
+			window = append(window, wire.NewChannelMessage("main", pub.Ref(), "flood", wire.TextPart(payload)))
 		}
 		if _, err := pub.PublishBatch(ctx, window); err != nil {
 			t.Fatalf("flood: %v", err)
@@ -142,9 +143,9 @@ func stallRaw(t *testing.T, link string, cred minted) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := endpoint.ParseLink(link)
+	l, _ := wire.ParseLink(link)
 	conn, _ := rawConnect(t, net.JoinHostPort(l.Host, strconv.Itoa(l.Port)), userJWT, kp)
-	fmt.Fprintf(conn, "SUB %s 1\r\nPING\r\n", endpoint.NewNames("main").ChatFilter("flood"))
+	fmt.Fprintf(conn, "SUB %s 1\r\nPING\r\n", wire.NewNames("main").ChatFilter("flood"))
 	return conn
 }
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // maxMemberBacklog bounds one member's INBOX entries written but not yet taken by the trusted
@@ -89,7 +89,7 @@ func (s *Service) reserveInbox(ctx context.Context, targets []recipient) error {
 // resyncBacklog clears the counts when the server says the reader has taken every entry; the
 // counts drift when a publish fails after being counted, or across a reader restart.
 func (s *Service) resyncBacklog(ctx context.Context) {
-	c, err := s.js.Consumer(ctx, s.names.InboxStream(), endpoint.ReaderConsumer)
+	c, err := s.js.Consumer(ctx, s.names.InboxStream(), wire.ReaderConsumer)
 	if err != nil {
 		s.log.Warn("could not read the reader's backlog", "err", err)
 		return

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // sameIDs fails unless got holds exactly want, each once, in any order.
@@ -27,7 +27,7 @@ func TestOfflineDurableMemberGetsEveryMessageOnce(t *testing.T) {
 			t.Fatalf("join = %+v, want durable generation 1", r)
 		}
 	}
-	var sent []*endpoint.CotalMessage
+	var sent []*wire.CotalMessage
 	for range 20 {
 		m, _ := alice.publish("team")
 		sent = append(sent, m)
@@ -46,8 +46,8 @@ func TestOfflineDurableMemberGetsEveryMessageOnce(t *testing.T) {
 func TestLiveChannelGivesNoDurableCopies(t *testing.T) {
 	h := newHarness(t)
 	alice, bob := h.newAgent("alice", ">"), h.newAgent("bob", ">")
-	h.setChannel("lobby", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryLive})
-	checkFor(t, func() error { return h.classIs("lobby", endpoint.DeliveryLive) })
+	h.setChannel("lobby", wire.ChannelConfig{DeliveryClass: wire.DeliveryLive})
+	checkFor(t, func() error { return h.classIs("lobby", wire.DeliveryLive) })
 	if r := bob.join("lobby"); r.Durable || r.Reason != ReasonChannelLive {
 		t.Fatalf("join of a live channel = %+v, want durable false with reason %q", r, ReasonChannelLive)
 	}
@@ -64,7 +64,7 @@ func TestLeaveIsAHardReadBoundary(t *testing.T) {
 	gen := bob.join("team").Generation
 	// Hold the reader so the pre-leave entries are still in INBOX when bob leaves.
 	release := h.svc.StopLoop(t, LoopReader)
-	var before []*endpoint.CotalMessage
+	var before []*wire.CotalMessage
 	for range 3 {
 		m, _ := alice.publish("team")
 		before = append(before, m)
@@ -143,8 +143,8 @@ func TestUnknownMemberIsRetriedThenGivenUpLoudly(t *testing.T) {
 
 func TestMentionOnLiveChannel(t *testing.T) {
 	h := newHarness(t)
-	h.setChannel("lobby", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryLive})
-	checkFor(t, func() error { return h.classIs("lobby", endpoint.DeliveryLive) })
+	h.setChannel("lobby", wire.ChannelConfig{DeliveryClass: wire.DeliveryLive})
+	checkFor(t, func() error { return h.classIs("lobby", wire.DeliveryLive) })
 	alice := h.newAgent("alice", ">")
 	now := time.Now()
 	bob := h.newAgent("bob", "lobby")      // authorized, present, not reading
@@ -157,7 +157,7 @@ func TestMentionOnLiveChannel(t *testing.T) {
 		a.announce(now)
 	}
 	dave.announce(now.Add(-time.Minute))
-	frank.announceStatus(now, endpoint.StatusOffline)
+	frank.announceStatus(now, wire.StatusOffline)
 	h.waitPresence(bob, eve, carol1, carol2, dave, frank)
 
 	m, _ := alice.publish("lobby", "Bob", "eve", "carol", "dave", "frank", "nobody")

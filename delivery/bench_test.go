@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // BenchmarkDurableFanout measures the backstop end to end (LAYOUT.md trap "Backstop
@@ -26,9 +26,9 @@ func BenchmarkDurableFanout(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	payloads := make([]*endpoint.CotalMessage, b.N)
+	payloads := make([]*wire.CotalMessage, b.N)
 	for i := range payloads {
-		payloads[i] = endpoint.NewChannelMessage(testSpace, alice.ref(), "team", endpoint.Part{Kind: "text", Text: "x"})
+		payloads[i] = wire.NewChannelMessage(testSpace, alice.ref(), "team", wire.Part{Kind: "text", Text: "x"})
 	}
 	subject := testNames.ChatSubject(alice.id, "team")
 	want := int64(b.N * members)

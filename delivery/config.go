@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // ACLSource answers the authoritative current read ACL of an instance (SPEC §9 item 6): the
@@ -19,7 +19,7 @@ import (
 type ACLSource interface {
 	// ReadACL returns the instance's current read ACL, and false when the instance is unknown
 	// (never minted, or not yet visible), which is not the same as an ACL that reads nothing.
-	ReadACL(id string) (endpoint.ACLRecord, bool)
+	ReadACL(id string) (wire.ACLRecord, bool)
 }
 
 // Defaults of the tunable Config fields.
@@ -38,7 +38,7 @@ const (
 // defaults of DefaultConfig.
 type Config struct {
 	// Names are the space's stream, bucket, consumer and subject names.
-	Names endpoint.Names
+	Names wire.Names
 	// Conn is the service's own scoped connection, holding exactly Grants (see Grants). The
 	// Service never closes it; the caller does, after Close.
 	Conn *nats.Conn
@@ -96,7 +96,7 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Names.Space() == "":
-		return fmt.Errorf("%w: Names is the zero value; build it with endpoint.NewNames", ErrInvalidConfig)
+		return fmt.Errorf("%w: Names is the zero value; build it with wire.NewNames", ErrInvalidConfig)
 	case c.Conn == nil:
 		return fmt.Errorf("%w: Conn is nil; pass the service's scoped in-process connection", ErrInvalidConfig)
 	case c.ACL == nil:

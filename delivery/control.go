@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // The ops of the delivery control service (LAYOUT.md "Control service delivery").
@@ -23,8 +23,8 @@ const controlTimeout = 10 * time.Second
 
 // controlSubject is cotal.<s>.ctl.delivery.*: requests from every sender. Replies live deeper
 // (<request subject>.reply.<token>), so the subscription never sees them.
-func controlSubject(n endpoint.Names) string {
-	return n.Prefix() + ".ctl." + endpoint.DeliveryService + ".*"
+func controlSubject(n wire.Names) string {
+	return n.Prefix() + ".ctl." + wire.DeliveryService + ".*"
 }
 
 // runControl serves the delivery control service once the membership view is loaded.
@@ -54,7 +54,7 @@ func (s *Service) runControl(ctx context.Context, up func()) error {
 // subtree gets no answer at all: the answer would be published wherever the requester
 // pointed it (LAYOUT.md "Reply-subject injection").
 func (s *Service) serveControl(ctx context.Context, m *nats.Msg) {
-	if err := endpoint.CheckControlReplySubject(m.Subject, m.Reply); err != nil {
+	if err := wire.CheckControlReplySubject(m.Subject, m.Reply); err != nil {
 		s.stats.refusedReply.Add(1)
 		s.log.Warn("dropping a control request whose reply subject is outside its own subtree",
 			"subject", m.Subject, "reply", m.Reply)
@@ -71,14 +71,14 @@ func (s *Service) serveControl(ctx context.Context, m *nats.Msg) {
 }
 
 // handleControl checks the request (SPEC §5: from.id must be the subject sender) and runs it.
-func (s *Service) handleControl(ctx context.Context, m *nats.Msg) endpoint.ControlReply {
-	sub, req, err := endpoint.CheckControlRequest(m.Subject, m.Data)
+func (s *Service) handleControl(ctx context.Context, m *nats.Msg) wire.ControlReply {
+	sub, req, err := wire.CheckControlRequest(m.Subject, m.Data)
 	if err != nil {
-		reason, ok := endpoint.ReasonOf(err)
+		reason, ok := wire.ReasonOf(err)
 		if !ok {
 			reason = err.Error()
 		}
-		return endpoint.ReplyError(reason)
+		return wire.ReplyError(reason)
 	}
 	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()
@@ -91,14 +91,14 @@ func (s *Service) handleControl(ctx context.Context, m *nats.Msg) endpoint.Contr
 	case OpListMemberships:
 		data = s.listMemberships(sub.Sender)
 	default:
-		return endpoint.ReplyError(fmt.Sprintf("op %q not supported on the delivery control service", req.Op))
+		return wire.ReplyError(fmt.Sprintf("op %q not supported on the delivery control service", req.Op))
 	}
 	if err != nil {
-		return endpoint.ReplyError(err.Error())
+		return wire.ReplyError(err.Error())
 	}
-	reply, err := endpoint.ReplyOK(data)
+	reply, err := wire.ReplyOK(data)
 	if err != nil {
-		return endpoint.ReplyError(err.Error())
+		return wire.ReplyError(err.Error())
 	}
 	return reply
 }
@@ -106,10 +106,10 @@ func (s *Service) handleControl(ctx context.Context, m *nats.Msg) endpoint.Contr
 // decodeArgs decodes a request's args object into v.
 func decodeArgs(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
-		return fmt.Errorf("%s: args are missing", endpoint.ReasonMalformedJSON)
+		return fmt.Errorf("%s: args are missing", wire.ReasonMalformedJSON)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%s: args: %v", endpoint.ReasonMalformedJSON, err)
+		return fmt.Errorf("%s: args: %v", wire.ReasonMalformedJSON, err)
 	}
 	return nil
 }

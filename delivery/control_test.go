@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestControlService(t *testing.T) {
@@ -13,10 +13,10 @@ func TestControlService(t *testing.T) {
 	alice, bob := h.newAgent("alice", "team", "team.>"), h.newAgent("bob", "team")
 
 	t.Run("a request whose from.id is not the subject sender is refused with sender-mismatch", func(t *testing.T) {
-		req, _ := endpoint.NewControlRequest(OpListMemberships, nil, bob.ref())
-		r := h.request(testNames.CtlSubject(endpoint.DeliveryService, alice.id), "", mustJSON(t, req))
-		if r.OK || r.Error != endpoint.ReasonSenderMismatch {
-			t.Fatalf("reply = %+v, want error %q", r, endpoint.ReasonSenderMismatch)
+		req, _ := wire.NewControlRequest(OpListMemberships, nil, bob.ref())
+		r := h.request(testNames.CtlSubject(wire.DeliveryService, alice.id), "", mustJSON(t, req))
+		if r.OK || r.Error != wire.ReasonSenderMismatch {
+			t.Fatalf("reply = %+v, want error %q", r, wire.ReasonSenderMismatch)
 		}
 	})
 	t.Run("an unknown op is refused by name", func(t *testing.T) {
@@ -26,8 +26,8 @@ func TestControlService(t *testing.T) {
 		}
 	})
 	t.Run("a reply subject outside the request's subtree gets no answer", func(t *testing.T) {
-		subject := testNames.CtlSubject(endpoint.DeliveryService, alice.id)
-		req, _ := endpoint.NewControlRequest(OpListMemberships, nil, alice.ref())
+		subject := testNames.CtlSubject(wire.DeliveryService, alice.id)
+		req, _ := wire.NewControlRequest(OpListMemberships, nil, alice.ref())
 		// Pointing the reply at a presence key is the injection LAYOUT.md warns about.
 		if err := h.nc.PublishRequest(subject, testNames.PresenceKVSubject(bob.id), mustJSON(t, req)); err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestControlService(t *testing.T) {
 	})
 	t.Run("malformed args are refused as malformed-json", func(t *testing.T) {
 		r := alice.control(OpDurableJoin, map[string]any{"channel": 7})
-		if r.OK || !strings.HasPrefix(r.Error, endpoint.ReasonMalformedJSON) {
+		if r.OK || !strings.HasPrefix(r.Error, wire.ReasonMalformedJSON) {
 			t.Fatalf("reply = %+v, want a malformed-json refusal", r)
 		}
 	})

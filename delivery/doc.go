@@ -29,7 +29,7 @@
 // crash anywhere redelivers and loses nothing stored; redelivered writes carry the same
 // Nats-Msg-Id and are deduplicated. A copy whose channel the member's current read ACL no
 // longer covers is dropped, never delivered. The class of a channel is resolved fresh for
-// every message through endpoint.EffectiveClass, the one resolution every path uses. Nothing is
+// every message through wire.EffectiveClass, the one resolution every path uses. Nothing is
 // dropped silently: every drop has a Stats counter and a log line.
 //
 // # The join fence

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Reasons a backstop entry was written (LAYOUT.md "The durable backstop").
@@ -45,7 +45,7 @@ func dlvMsgID(msgID, member string) string { return msgID + ":" + member }
 
 // decodeEntry decodes an INBOX value strictly: every field present and valid, the message a
 // valid CotalMessage (SPEC §5). It returns the decoded message too, whose id the handoff uses.
-func decodeEntry(data []byte) (*entry, *endpoint.CotalMessage, error) {
+func decodeEntry(data []byte) (*entry, *wire.CotalMessage, error) {
 	var e entry
 	if err := json.Unmarshal(data, &e); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errInvalidEntry, err)
@@ -53,7 +53,7 @@ func decodeEntry(data []byte) (*entry, *endpoint.CotalMessage, error) {
 	switch {
 	case len(e.Msg) == 0:
 		return nil, nil, fmt.Errorf("%w: msg is missing", errInvalidEntry)
-	case endpoint.ValidatePolicyChannel(e.Channel) != nil || endpoint.ValidatePublishChannel(e.Channel) != nil:
+	case wire.ValidatePolicyChannel(e.Channel) != nil || wire.ValidatePublishChannel(e.Channel) != nil:
 		return nil, nil, fmt.Errorf("%w: channel %q is not a sanitized concrete channel", errInvalidEntry, e.Channel)
 	case e.Seq == 0:
 		return nil, nil, fmt.Errorf("%w: seq is missing", errInvalidEntry)
@@ -61,7 +61,7 @@ func decodeEntry(data []byte) (*entry, *endpoint.CotalMessage, error) {
 		return nil, nil, fmt.Errorf("%w: reason %q is not %s or %s", errInvalidEntry, e.Reason,
 			ReasonDurableChannel, ReasonLiveMention)
 	}
-	m, err := endpoint.DecodeMessage(e.Msg)
+	m, err := wire.DecodeMessage(e.Msg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: msg: %w", errInvalidEntry, err)
 	}

@@ -9,16 +9,16 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // ackWait is the ack wait of the service's consumers (LAYOUT.md "Consumers").
 const ackWait = 60 * time.Second
 
 // fanoutConsumerConfig is the fanout durable on CHAT_<s> (LAYOUT.md "Consumers").
-func fanoutConsumerConfig(n endpoint.Names) jetstream.ConsumerConfig {
+func fanoutConsumerConfig(n wire.Names) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       endpoint.FanoutConsumer,
+		Durable:       wire.FanoutConsumer,
 		FilterSubject: n.Prefix() + ".chat.>",
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -35,19 +35,19 @@ func (s *Service) runFanout(ctx context.Context, up func()) error {
 	}
 	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.ChatStream(), fanoutConsumerConfig(s.names))
 	if err != nil {
-		return fmt.Errorf("create consumer %s on %s: %w", endpoint.FanoutConsumer, s.names.ChatStream(), err)
+		return fmt.Errorf("create consumer %s on %s: %w", wire.FanoutConsumer, s.names.ChatStream(), err)
 	}
 	s.gaps.resume(cons.CachedInfo().Delivered.Stream)
 	it, err := cons.Messages(jetstream.PullMaxMessages(pullBatch))
 	if err != nil {
-		return fmt.Errorf("pull from %s: %w", endpoint.FanoutConsumer, err)
+		return fmt.Errorf("pull from %s: %w", wire.FanoutConsumer, err)
 	}
 	defer releaseBuffered(it)
 	up()
 	for {
 		batch, err := nextBatch(ctx, it, pullBatch)
 		if err != nil {
-			return fmt.Errorf("pull from %s: %w", endpoint.FanoutConsumer, err)
+			return fmt.Errorf("pull from %s: %w", wire.FanoutConsumer, err)
 		}
 		if err := s.fanoutBatch(ctx, batch); err != nil {
 			return err
@@ -110,8 +110,8 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 		}
 	}
 	seq := meta.Sequence.Stream
-	sub, msg, err := endpoint.CheckDelivery(m.Subject(), m.Data())
-	if err == nil && sub.Kind != endpoint.KindChat {
+	sub, msg, err := wire.CheckDelivery(m.Subject(), m.Data())
+	if err == nil && sub.Kind != wire.KindChat {
 		err = fmt.Errorf("subject kind %s is not chat", sub.Kind)
 	}
 	if err != nil {
@@ -140,12 +140,12 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 }
 
 // route decides who gets an entry. The class is resolved fresh from the channel registry
-// through endpoint.EffectiveClass (SPEC §7). Durable: every eligible member but the sender,
+// through wire.EffectiveClass (SPEC §7). Durable: every eligible member but the sender,
 // decided under the join fence (doc.go). Live: each @mention resolving to one present instance
 // whose current read ACL covers the channel (SPEC §4).
-func (s *Service) route(sub endpoint.Subject, msg *endpoint.CotalMessage, seq uint64, at time.Time) ([]recipient, string) {
+func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, seq uint64, at time.Time) ([]recipient, string) {
 	channel := sub.Rest
-	if classOf(s.channels, channel) == endpoint.DeliveryDurable {
+	if classOf(s.channels, channel) == wire.DeliveryDurable {
 		s.members.view.mu.Lock()
 		defer s.members.view.mu.Unlock()
 		return s.members.view.eligibleLocked(nil, channel, sub.Sender, seq), ReasonDurableChannel
@@ -180,7 +180,7 @@ func (s *Service) publishEntry(raw []byte, msgID, channel string, seq uint64, re
 // entries, because no retry can repair it (SPEC §4 permanent anomalies).
 func (s *Service) skip(m jetstream.Msg, seq uint64, err error) {
 	s.stats.fanoutSkipped.Add(1)
-	reason, _ := endpoint.ReasonOf(err)
+	reason, _ := wire.ReasonOf(err)
 	s.log.Warn("fan-out skips a CHAT message that is not a valid chat delivery",
 		"subject", m.Subject(), "seq", seq, "reason", reason, "err", err)
 }

@@ -3,7 +3,7 @@ package delivery
 import (
 	"sync"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // maxGapRanges bounds the gap ranges kept for listMemberships; the counters keep the totals.
@@ -55,7 +55,7 @@ func (g *gapLog) observe(seq uint64) (SeqRange, bool) {
 }
 
 // affecting returns the recorded gaps that overlap rec's membership interval.
-func (g *gapLog) affecting(rec endpoint.Membership) []SeqRange {
+func (g *gapLog) affecting(rec wire.Membership) []SeqRange {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []SeqRange

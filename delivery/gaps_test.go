@@ -7,7 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestGapLog(t *testing.T) {
@@ -35,13 +35,13 @@ func TestGapLog(t *testing.T) {
 	}
 	affect := []struct {
 		name string
-		rec  endpoint.Membership
+		rec  wire.Membership
 		want int
 	}{
-		{"a membership open across both gaps sees both", endpoint.Membership{JoinCursor: 5}, 2},
-		{"a membership joined after the first gap sees the second", endpoint.Membership{JoinCursor: 14}, 1},
-		{"a membership left before the second gap sees the first", endpoint.Membership{JoinCursor: 1, LeaveCursor: u(15)}, 1},
-		{"a membership joined after both sees none", endpoint.Membership{JoinCursor: 16}, 0},
+		{"a membership open across both gaps sees both", wire.Membership{JoinCursor: 5}, 2},
+		{"a membership joined after the first gap sees the second", wire.Membership{JoinCursor: 14}, 1},
+		{"a membership left before the second gap sees the first", wire.Membership{JoinCursor: 1, LeaveCursor: u(15)}, 1},
+		{"a membership joined after both sees none", wire.Membership{JoinCursor: 16}, 0},
 	}
 	for _, a := range affect {
 		t.Run(a.name, func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestEvictionBeforeFanoutIsReportedAsAGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range sent {
-		m := endpoint.NewChannelMessage(testSpace, alice.ref(), "team", endpoint.Part{Kind: "text", Text: "x"})
+		m := wire.NewChannelMessage(testSpace, alice.ref(), "team", wire.Part{Kind: "text", Text: "x"})
 		if _, err := js.PublishMsgAsync(&nats.Msg{Subject: testNames.ChatSubject(alice.id, "team"), Data: mustJSON(t, m)},
 			jetstream.WithMsgID(m.ID)); err != nil {
 			t.Fatal(err)

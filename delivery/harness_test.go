@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // The harness runs a bare embedded JetStream server with two users: "delivery", holding
@@ -28,12 +28,12 @@ const (
 	deliveryUser      = "delivery"
 	agentUser         = "agent"
 	testUserPassword  = "pw"
-	testPresenceTTL   = endpoint.DefaultLivenessWindow
+	testPresenceTTL   = wire.DefaultLivenessWindow
 	testChatPerSubj   = 1000
 	testBackstopDedup = 2 * time.Hour
 )
 
-var testNames = endpoint.NewNames(testSpace)
+var testNames = wire.NewNames(testSpace)
 
 // harness is one space on its own server, with a running Service.
 type harness struct {
@@ -196,12 +196,12 @@ func (a *asyncErrors) list() []string {
 // aclMap is a test ACLSource.
 type aclMap struct {
 	mu sync.Mutex
-	m  map[string]endpoint.ACLRecord
+	m  map[string]wire.ACLRecord
 }
 
-func newACLMap() *aclMap { return &aclMap{m: map[string]endpoint.ACLRecord{}} }
+func newACLMap() *aclMap { return &aclMap{m: map[string]wire.ACLRecord{}} }
 
-func (a *aclMap) ReadACL(id string) (endpoint.ACLRecord, bool) {
+func (a *aclMap) ReadACL(id string) (wire.ACLRecord, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r, ok := a.m[id]
@@ -212,7 +212,7 @@ func (a *aclMap) set(id string, allow ...string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	prev := a.m[id]
-	a.m[id] = endpoint.ACLRecord{AllowSubscribe: allow, Revision: prev.Revision + 1, UpdatedAt: time.Now().UnixMilli()}
+	a.m[id] = wire.ACLRecord{AllowSubscribe: allow, Revision: prev.Revision + 1, UpdatedAt: time.Now().UnixMilli()}
 }
 
 func (a *aclMap) forget(id string) {
@@ -240,7 +240,7 @@ func provisionTestSpace(t testing.TB, js jetstream.JetStream) {
 		if ttl > 0 {
 			dup = ttl
 		}
-		return jetstream.StreamConfig{Name: endpoint.KVStream(bucket), Subjects: []string{"$KV." + bucket + ".>"},
+		return jetstream.StreamConfig{Name: wire.KVStream(bucket), Subjects: []string{"$KV." + bucket + ".>"},
 			Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, MaxMsgs: -1, MaxBytes: -1, MaxMsgSize: -1,
 			MaxConsumers: -1, MaxAge: ttl, Discard: jetstream.DiscardNew, DenyDelete: true, Duplicates: dup}
 	}
@@ -260,7 +260,7 @@ func provisionTestSpace(t testing.TB, js jetstream.JetStream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.Put(ctx, endpoint.DefaultsKey, mustJSON(t, endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryDurable})); err != nil {
+	if _, err := reg.Put(ctx, wire.DefaultsKey, mustJSON(t, wire.ChannelDefaults{DeliveryClass: wire.DeliveryDurable})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -306,13 +306,13 @@ func (h *harness) newAgent(name string, allow ...string) *agent {
 	return &agent{h: h, id: id, name: name}
 }
 
-func (a *agent) ref() endpoint.EndpointRef { return endpoint.EndpointRef{ID: a.id, Name: a.name} }
+func (a *agent) ref() wire.EndpointRef { return wire.EndpointRef{ID: a.id, Name: a.name} }
 
 // publish sends a channel message through JetStream with Nats-Msg-Id = id (SPEC §8) and
 // returns it with its CHAT sequence.
-func (a *agent) publish(channel string, mentions ...string) (*endpoint.CotalMessage, uint64) {
+func (a *agent) publish(channel string, mentions ...string) (*wire.CotalMessage, uint64) {
 	a.h.t.Helper()
-	m := endpoint.NewChannelMessage(testSpace, a.ref(), channel, endpoint.Part{Kind: "text", Text: "hi"})
+	m := wire.NewChannelMessage(testSpace, a.ref(), channel, wire.Part{Kind: "text", Text: "hi"})
 	m.Mentions = mentions
 	ack, err := a.h.js.PublishMsg(context.Background(), &nats.Msg{Subject: testNames.ChatSubject(a.id, channel),
 		Data: mustJSON(a.h.t, m)}, jetstream.WithMsgID(m.ID))
@@ -323,25 +323,25 @@ func (a *agent) publish(channel string, mentions ...string) (*endpoint.CotalMess
 }
 
 // announce writes the agent's presence row, idle, with heartbeat time ts.
-func (a *agent) announce(ts time.Time) { a.announceStatus(ts, endpoint.StatusIdle) }
+func (a *agent) announce(ts time.Time) { a.announceStatus(ts, wire.StatusIdle) }
 
 // control sends a request on the delivery control service with a reply subject inside the
 // request's own subtree and returns the reply.
-func (a *agent) control(op string, args any) endpoint.ControlReply {
+func (a *agent) control(op string, args any) wire.ControlReply {
 	a.h.t.Helper()
-	req, err := endpoint.NewControlRequest(op, args, a.ref())
+	req, err := wire.NewControlRequest(op, args, a.ref())
 	if err != nil {
 		a.h.t.Fatal(err)
 	}
-	return a.h.request(testNames.CtlSubject(endpoint.DeliveryService, a.id), "", mustJSON(a.h.t, req))
+	return a.h.request(testNames.CtlSubject(wire.DeliveryService, a.id), "", mustJSON(a.h.t, req))
 }
 
 // request publishes data on subject with a reply subject (default: inside the subject's
 // .reply. subtree) and waits for the answer.
-func (h *harness) request(subject, reply string, data []byte) endpoint.ControlReply {
+func (h *harness) request(subject, reply string, data []byte) wire.ControlReply {
 	h.t.Helper()
 	if reply == "" {
-		reply = endpoint.ControlReplySubject(subject)
+		reply = wire.ControlReplySubject(subject)
 	}
 	sub, err := h.nc.SubscribeSync(reply)
 	if err != nil {
@@ -355,7 +355,7 @@ func (h *harness) request(subject, reply string, data []byte) endpoint.ControlRe
 	if err != nil {
 		h.t.Fatalf("no reply to %s: %v", subject, err)
 	}
-	r, err := endpoint.DecodeControlReply(m.Data)
+	r, err := wire.DecodeControlReply(m.Data)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func (a *agent) leave(channel string, generation uint64) LeaveReply {
 	return out
 }
 
-func (h *harness) decodeOK(r endpoint.ControlReply, v any) {
+func (h *harness) decodeOK(r wire.ControlReply, v any) {
 	h.t.Helper()
 	if !r.OK {
 		h.t.Fatalf("control request refused: %s", r.Error)
@@ -388,18 +388,18 @@ func (h *harness) decodeOK(r endpoint.ControlReply, v any) {
 }
 
 // membership reads the agent's persisted membership record of channel.
-func (a *agent) membership(channel string) endpoint.Membership {
+func (a *agent) membership(channel string) wire.Membership {
 	a.h.t.Helper()
 	kv, err := a.h.js.KeyValue(context.Background(), testNames.MembersBucket())
 	if err != nil {
 		a.h.t.Fatal(err)
 	}
-	key := endpoint.MemberKey(channel, a.id)
+	key := wire.MemberKey(channel, a.id)
 	e, err := kv.Get(context.Background(), key)
 	if err != nil {
 		a.h.t.Fatalf("read membership %s: %v", key, err)
 	}
-	rec, err := endpoint.DecodeMembership(key, e.Value())
+	rec, err := wire.DecodeMembership(key, e.Value())
 	if err != nil {
 		a.h.t.Fatal(err)
 	}
@@ -411,8 +411,8 @@ func (h *harness) settle() {
 	h.t.Helper()
 	checkFor(h.t, func() error {
 		for _, c := range []struct{ stream, name string }{
-			{testNames.ChatStream(), endpoint.FanoutConsumer},
-			{testNames.InboxStream(), endpoint.ReaderConsumer},
+			{testNames.ChatStream(), wire.FanoutConsumer},
+			{testNames.InboxStream(), wire.ReaderConsumer},
 		} {
 			info, err := h.consumerInfo(c.stream, c.name)
 			if err != nil {
@@ -461,7 +461,7 @@ func (a *agent) received() []string {
 			a.h.t.Fatal(err)
 		}
 		for m := range batch.Messages() {
-			got, err := endpoint.DecodeMessage(m.Data())
+			got, err := wire.DecodeMessage(m.Data())
 			if err != nil {
 				a.h.t.Fatalf("DLV copy is not a CotalMessage: %v", err)
 			}
@@ -492,7 +492,7 @@ func checkFor(t testing.TB, fn func() error) {
 }
 
 // ids returns the ids of msgs.
-func ids(msgs ...*endpoint.CotalMessage) []string {
+func ids(msgs ...*wire.CotalMessage) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.ID
@@ -501,7 +501,7 @@ func ids(msgs ...*endpoint.CotalMessage) []string {
 }
 
 // setChannel writes a channel's registry entry, as a privileged operator would.
-func (h *harness) setChannel(channel string, cfg endpoint.ChannelConfig) {
+func (h *harness) setChannel(channel string, cfg wire.ChannelConfig) {
 	h.t.Helper()
 	kv, err := h.js.KeyValue(context.Background(), testNames.ChannelsBucket())
 	if err != nil {
@@ -513,7 +513,7 @@ func (h *harness) setChannel(channel string, cfg endpoint.ChannelConfig) {
 }
 
 // classIs reports whether the Service already resolves channel to want.
-func (h *harness) classIs(channel string, want endpoint.DeliveryClass) error {
+func (h *harness) classIs(channel string, want wire.DeliveryClass) error {
 	if got := classOf(h.svc.channels, channel); got != want {
 		return fmt.Errorf("class of %s is %s, want %s", channel, got, want)
 	}
@@ -544,13 +544,13 @@ func (h *harness) waitPresence(agents ...*agent) {
 }
 
 // announceStatus writes a presence row with an explicit status.
-func (a *agent) announceStatus(ts time.Time, status endpoint.PresenceStatus) {
+func (a *agent) announceStatus(ts time.Time, status wire.PresenceStatus) {
 	a.h.t.Helper()
 	kv, err := a.h.js.KeyValue(context.Background(), testNames.PresenceBucket())
 	if err != nil {
 		a.h.t.Fatal(err)
 	}
-	p := endpoint.Presence{Card: endpoint.AgentCard{ID: a.id, Name: a.name, Kind: endpoint.CardKindAgent},
+	p := wire.Presence{Card: wire.AgentCard{ID: a.id, Name: a.name, Kind: wire.CardKindAgent},
 		Status: status, TS: ts.UnixMilli()}
 	if _, err := kv.Put(context.Background(), a.id, mustJSON(a.h.t, p)); err != nil {
 		a.h.t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // maxPastIntervals bounds the closed intervals a member record keeps for the fan-out.
@@ -26,21 +26,21 @@ func (p pastInterval) eligible(seq uint64) bool { return p.JoinCursor < seq && s
 // member is one member's state on one channel: its current record and the closed intervals
 // of earlier generations the fan-out has not yet passed.
 type member struct {
-	rec  endpoint.Membership
+	rec  wire.Membership
 	past []pastInterval
 }
 
 // storedMember is the persisted form: the LAYOUT.md record plus the closed intervals. Readers
 // of the record ignore the extra field (SPEC §11).
 type storedMember struct {
-	endpoint.Membership
+	wire.Membership
 	Previous []pastInterval `json:"previous,omitempty"`
 }
 
-// decodeMember decodes a stored record strictly (endpoint.DecodeMembership) with its past
+// decodeMember decodes a stored record strictly (wire.DecodeMembership) with its past
 // intervals.
 func decodeMember(key string, data []byte) (member, error) {
-	rec, err := endpoint.DecodeMembership(key, data)
+	rec, err := wire.DecodeMembership(key, data)
 	if err != nil {
 		return member{}, err
 	}
@@ -48,7 +48,7 @@ func decodeMember(key string, data []byte) (member, error) {
 		Previous []pastInterval `json:"previous"`
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
-		return member{}, fmt.Errorf("%w: previous: %w", endpoint.ErrInvalidRecord, err)
+		return member{}, fmt.Errorf("%w: previous: %w", wire.ErrInvalidRecord, err)
 	}
 	return member{rec: *rec, past: s.Previous}, nil
 }
@@ -140,10 +140,10 @@ func (v *memberView) authorizes(channel, owner string, generation, seq uint64) b
 }
 
 // active returns owner's memberships that have not been left, by channel.
-func (v *memberView) active(owner string) []endpoint.Membership {
+func (v *memberView) active(owner string) []wire.Membership {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var out []endpoint.Membership
+	var out []wire.Membership
 	for _, owners := range v.byChannel {
 		if m, ok := owners[owner]; ok && m.rec.LeaveCursor == nil {
 			out = append(out, m.rec)

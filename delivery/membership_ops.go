@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // JoinReply is the data of a durableJoin reply (LAYOUT.md): Durable true with the membership's
@@ -59,10 +59,10 @@ func (s *Service) durableJoin(ctx context.Context, sender string, raw json.RawMe
 	refuse := func(format string, args ...any) (JoinReply, error) {
 		return JoinReply{Reason: fmt.Sprintf(format, args...)}, nil
 	}
-	if err := endpoint.ValidatePublishChannel(a.Channel); err != nil {
+	if err := wire.ValidatePublishChannel(a.Channel); err != nil {
 		return refuse("%v", err)
 	}
-	channel := endpoint.SanitizeChannel(a.Channel)
+	channel := wire.SanitizeChannel(a.Channel)
 	for _, name := range []string{LoopFanout, LoopReader, LoopChannels} {
 		if s.sup.isDown(name) {
 			return refuse("%s%s is down", reasonUnavailable, name)
@@ -74,7 +74,7 @@ func (s *Service) durableJoin(ctx context.Context, sender string, raw json.RawMe
 		return refuse("instance %s is unknown to the ACL registry", sender)
 	case !acl.Covers(channel):
 		return refuse("channel %q is outside the caller's read ACL (allowSubscribe)", channel)
-	case classOf(s.channels, channel) == endpoint.DeliveryLive:
+	case classOf(s.channels, channel) == wire.DeliveryLive:
 		return refuse(ReasonChannelLive)
 	}
 	rec, err := s.members.join(ctx, channel, sender)
@@ -94,10 +94,10 @@ func (s *Service) durableLeave(ctx context.Context, sender string, raw json.RawM
 	if err := decodeArgs(raw, &a); err != nil {
 		return LeaveReply{}, err
 	}
-	if err := endpoint.ValidatePublishChannel(a.Channel); err != nil {
+	if err := wire.ValidatePublishChannel(a.Channel); err != nil {
 		return LeaveReply{}, err
 	}
-	left, err := s.members.leave(ctx, endpoint.SanitizeChannel(a.Channel), sender, a.Generation)
+	left, err := s.members.leave(ctx, wire.SanitizeChannel(a.Channel), sender, a.Generation)
 	if err != nil {
 		s.log.Error("durable leave failed", "member", sender, "channel", a.Channel, "err", err)
 		return LeaveReply{}, fmt.Errorf("the membership registry write failed; try again")

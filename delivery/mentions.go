@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // resolveMention returns the instance a lowercased @mention names (SPEC §4) at publish time
@@ -15,18 +15,18 @@ import (
 // fan-out checks authorization against the resolved id's current ACL. Two or more last-seen
 // holders, or none, resolve to nothing. "Last seen" is the fan-out's memory of presence rows
 // since the mesh started; a bucket delete or purge forgets a row.
-func resolveMention(presence *kvCache[endpoint.Presence], name string, at time.Time) (string, bool) {
+func resolveMention(presence *kvCache[wire.Presence], name string, at time.Time) (string, bool) {
 	name = strings.ToLower(strings.TrimSpace(name))
 	if name == "" {
 		return "", false
 	}
 	var live, seen []string
-	presence.each(func(id string, p endpoint.Presence) {
+	presence.each(func(id string, p wire.Presence) {
 		if strings.ToLower(p.Card.Name) != name {
 			return
 		}
 		seen = append(seen, id)
-		if p.Status != endpoint.StatusOffline && !p.Stale(at, endpoint.DefaultLivenessWindow) {
+		if p.Status != wire.StatusOffline && !p.Stale(at, wire.DefaultLivenessWindow) {
 			live = append(live, id)
 		}
 	})
@@ -39,11 +39,11 @@ func resolveMention(presence *kvCache[endpoint.Presence], name string, at time.T
 	return "", false
 }
 
-// decodePresenceRow adapts endpoint.DecodePresence to the cache.
-func decodePresenceRow(key string, data []byte) (endpoint.Presence, error) {
-	p, err := endpoint.DecodePresence(key, data)
+// decodePresenceRow adapts wire.DecodePresence to the cache.
+func decodePresenceRow(key string, data []byte) (wire.Presence, error) {
+	p, err := wire.DecodePresence(key, data)
 	if err != nil {
-		return endpoint.Presence{}, err
+		return wire.Presence{}, err
 	}
 	return *p, nil
 }

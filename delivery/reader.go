@@ -8,16 +8,16 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // readerMaxAckPending is the reader consumer's max ack pending (LAYOUT.md "Consumers").
 const readerMaxAckPending = 1000
 
 // readerConsumerConfig is the reader durable on INBOX_<s> (LAYOUT.md "Consumers").
-func readerConsumerConfig(n endpoint.Names) jetstream.ConsumerConfig {
+func readerConsumerConfig(n wire.Names) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       endpoint.ReaderConsumer,
+		Durable:       wire.ReaderConsumer,
 		FilterSubject: n.Prefix() + ".dinbox.>",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -35,20 +35,20 @@ func (s *Service) runReader(ctx context.Context, up func()) error {
 	}
 	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.InboxStream(), readerConsumerConfig(s.names))
 	if err != nil {
-		return fmt.Errorf("create consumer %s on %s: %w", endpoint.ReaderConsumer, s.names.InboxStream(), err)
+		return fmt.Errorf("create consumer %s on %s: %w", wire.ReaderConsumer, s.names.InboxStream(), err)
 	}
 	info := cons.CachedInfo()
 	s.inGaps.resume(info.Delivered.Stream)
 	it, err := cons.Messages(jetstream.PullMaxMessages(pullBatch))
 	if err != nil {
-		return fmt.Errorf("pull from %s: %w", endpoint.ReaderConsumer, err)
+		return fmt.Errorf("pull from %s: %w", wire.ReaderConsumer, err)
 	}
 	defer releaseBuffered(it)
 	up()
 	for {
 		batch, err := nextBatch(ctx, it, pullBatch)
 		if err != nil {
-			return fmt.Errorf("pull from %s: %w", endpoint.ReaderConsumer, err)
+			return fmt.Errorf("pull from %s: %w", wire.ReaderConsumer, err)
 		}
 		if err := s.readBatch(ctx, batch); err != nil {
 			return err
@@ -99,7 +99,7 @@ func (s *Service) readOne(m jetstream.Msg) (pendingMsg, bool) {
 	if ok && meta.NumDelivered == 1 {
 		s.backlog.taken(member)
 	}
-	if !ok || member == "" || endpoint.Sanitize(member) != member {
+	if !ok || member == "" || wire.Sanitize(member) != member {
 		s.malformed(m, fmt.Errorf("subject %q is not %s.dinbox.<member>", m.Subject(), s.names.Prefix()))
 		return pendingMsg{}, false
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // WriterIdentity is the writerIdentity of every membership record the Service writes
@@ -48,7 +48,7 @@ type registry struct {
 // at or before it is fanned out under the new generation (doc.go). The interval the join
 // replaces is kept, closed, for messages the fan-out has not routed yet. A failed write
 // restores the previous state.
-func (r *registry) join(ctx context.Context, channel, owner string) (endpoint.Membership, error) {
+func (r *registry) join(ctx context.Context, channel, owner string) (wire.Membership, error) {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	floor := r.fanoutAckFloor(ctx)
@@ -57,12 +57,12 @@ func (r *registry) join(ctx context.Context, channel, owner string) (endpoint.Me
 	cursor, err := r.chatLastSeq(ctx)
 	if err != nil {
 		r.view.mu.Unlock()
-		return endpoint.Membership{}, err
+		return wire.Membership{}, err
 	}
 	prev, had := r.view.lookupLocked(channel, owner)
 	next := member{
-		rec: endpoint.Membership{
-			Channel: channel, Owner: owner, State: endpoint.MemberDurableActive,
+		rec: wire.Membership{
+			Channel: channel, Owner: owner, State: wire.MemberDurableActive,
 			JoinCursor: cursor, Activated: true, Generation: prev.rec.Generation + 1,
 			WriterIdentity: WriterIdentity, UpdatedAt: time.Now().UnixMilli(),
 		},
@@ -73,7 +73,7 @@ func (r *registry) join(ctx context.Context, channel, owner string) (endpoint.Me
 
 	if err := r.persistLocked(ctx, next); err != nil {
 		r.restore(channel, owner, prev, had)
-		return endpoint.Membership{}, err
+		return wire.Membership{}, err
 	}
 	return next.rec, nil
 }
@@ -152,7 +152,7 @@ func (r *registry) restore(channel, owner string, prev member, had bool) {
 // fanoutAckFloor is the CHAT sequence through which the fan-out has routed and acknowledged
 // every message, or 0 when it cannot be read (then nothing is pruned).
 func (r *registry) fanoutAckFloor(ctx context.Context) uint64 {
-	c, err := r.js.Consumer(ctx, r.chatStream, endpoint.FanoutConsumer)
+	c, err := r.js.Consumer(ctx, r.chatStream, wire.FanoutConsumer)
 	if err != nil {
 		r.log.Warn("could not read the fan-out ack floor; keeping every closed interval", "err", err)
 		return 0
@@ -175,7 +175,7 @@ func (r *registry) chatLastSeq(ctx context.Context) (uint64, error) {
 // view is authoritative, so the record is written over the current revision. The caller holds
 // writeMu.
 func (r *registry) persistLocked(ctx context.Context, m member) error {
-	key := endpoint.MemberKey(m.rec.Channel, m.rec.Owner)
+	key := wire.MemberKey(m.rec.Channel, m.rec.Owner)
 	data, err := json.Marshal(storedMember{Membership: m.rec, Previous: m.past})
 	if err != nil {
 		return fmt.Errorf("encode membership %s: %w", key, err)
@@ -276,7 +276,7 @@ func (r *registry) load(key string, e jetstream.KeyValueEntry) {
 
 // repair writes the view's record back over a foreign write to key. The caller holds writeMu.
 func (r *registry) repair(ctx context.Context, key string, rev uint64) {
-	channel, owner, err := endpoint.ParseMemberKey(key)
+	channel, owner, err := wire.ParseMemberKey(key)
 	var m member
 	ok := false
 	if err == nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // closeStartTimeout bounds how long a failed Start waits for the loops it started to stop.
@@ -20,11 +20,11 @@ const closeStartTimeout = 10 * time.Second
 type Service struct {
 	cfg      Config
 	log      *slog.Logger
-	names    endpoint.Names
+	names    wire.Names
 	js       jetstream.JetStream
 	members  *registry
 	channels *kvCache[channelRow]
-	presence *kvCache[endpoint.Presence]
+	presence *kvCache[wire.Presence]
 	gaps     gapLog
 	inGaps   gapLog // INBOX sequences the reader never saw
 	backlog  *backlog

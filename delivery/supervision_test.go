@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestHealthTurnsRedWhenALoopDiesAndGreenAfterRestart(t *testing.T) {
@@ -52,7 +52,7 @@ func TestMeshRestartLosesNothingStored(t *testing.T) {
 	h := newHarness(t)
 	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
 	bob.join("team")
-	var sent []*endpoint.CotalMessage
+	var sent []*wire.CotalMessage
 	// Entries wait in INBOX, unread, when the mesh stops.
 	h.svc.StopLoop(t, LoopReader)
 	for range 5 {
@@ -122,7 +122,7 @@ func TestMembershipRecordOverwrittenBehindOurBackIsRestored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := endpoint.MemberKey("team", bob.id)
+	key := wire.MemberKey("team", bob.id)
 	// What an injected reply subject makes JetStream write onto the key.
 	if _, err := kv.Put(context.Background(), key, []byte(`{"stream":"CHAT_main","seq":7}`)); err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestMembershipRecordOverwrittenBehindOurBackIsRestored(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = endpoint.DecodeMembership(key, e.Value())
+		_, err = wire.DecodeMembership(key, e.Value())
 		return err
 	})
 	if st := h.svc.Stats(); st.RegistryRepairs < 1 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 const (
@@ -21,8 +21,8 @@ const (
 
 func sampleMessage(t *testing.T) []byte {
 	t.Helper()
-	m := endpoint.NewChannelMessage("main", endpoint.EndpointRef{ID: aliceID, Name: "alice"}, "team.backend",
-		endpoint.Part{Kind: "text", Text: "Can you review this?"})
+	m := wire.NewChannelMessage("main", wire.EndpointRef{ID: aliceID, Name: "alice"}, "team.backend",
+		wire.Part{Kind: "text", Text: "Can you review this?"})
 	return mustJSON(t, m)
 }
 
@@ -76,8 +76,8 @@ func TestEntryEncoding(t *testing.T) {
 
 func TestMembershipEligibility(t *testing.T) {
 	u := func(v uint64) *uint64 { return &v }
-	rec := func(owner string, join uint64, leave *uint64, gen uint64) endpoint.Membership {
-		return endpoint.Membership{Channel: "team", Owner: owner, State: endpoint.MemberDurableActive,
+	rec := func(owner string, join uint64, leave *uint64, gen uint64) wire.Membership {
+		return wire.Membership{Channel: "team", Owner: owner, State: wire.MemberDurableActive,
 			JoinCursor: join, LeaveCursor: leave, Generation: gen, WriterIdentity: WriterIdentity}
 	}
 	v := newMemberView()
@@ -146,9 +146,9 @@ func compareStrings(a, b string) int {
 
 func TestClosePast(t *testing.T) {
 	u := func(v uint64) *uint64 { return &v }
-	open := member{rec: endpoint.Membership{JoinCursor: 10, Generation: 2},
+	open := member{rec: wire.Membership{JoinCursor: 10, Generation: 2},
 		past: []pastInterval{{Generation: 1, JoinCursor: 1, LeaveCursor: 5}}}
-	left := member{rec: endpoint.Membership{JoinCursor: 10, LeaveCursor: u(20), Generation: 2}}
+	left := member{rec: wire.Membership{JoinCursor: 10, LeaveCursor: u(20), Generation: 2}}
 	tests := []struct {
 		name   string
 		prev   member
@@ -162,7 +162,7 @@ func TestClosePast(t *testing.T) {
 			[]pastInterval{{1, 1, 5}, {2, 10, 30}}},
 		{"a left membership is closed at its leave cursor", left, true, 30, 0, []pastInterval{{2, 10, 20}}},
 		{"intervals the fan-out has acknowledged past are dropped", open, true, 30, 5, []pastInterval{{2, 10, 30}}},
-		{"an empty interval is dropped", member{rec: endpoint.Membership{JoinCursor: 30, Generation: 1}}, true, 30, 0, nil},
+		{"an empty interval is dropped", member{rec: wire.Membership{JoinCursor: 30, Generation: 1}}, true, 30, 0, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,19 +176,19 @@ func TestClosePast(t *testing.T) {
 func TestResolveMention(t *testing.T) {
 	now := time.Now()
 	cache := newKVCache("presence", decodePresenceRow, &atomic.Int64{}, slog.New(slog.DiscardHandler))
-	row := func(id, name string, status endpoint.PresenceStatus, ts time.Time) {
-		cache.rows[id] = endpoint.Presence{Card: endpoint.AgentCard{ID: id, Name: name, Kind: endpoint.CardKindAgent},
+	row := func(id, name string, status wire.PresenceStatus, ts time.Time) {
+		cache.rows[id] = wire.Presence{Card: wire.AgentCard{ID: id, Name: name, Kind: wire.CardKindAgent},
 			Status: status, TS: ts.UnixMilli()}
 	}
-	row("B", "Bob", endpoint.StatusIdle, now)
-	row("C1", "carol", endpoint.StatusWorking, now)
-	row("C2", "Carol", endpoint.StatusIdle, now)
-	row("D", "dave", endpoint.StatusIdle, now.Add(-time.Minute))
-	row("D2", "dave", endpoint.StatusIdle, now) // the only present dave
-	row("F", "frank", endpoint.StatusOffline, now)
-	row("G", "gina", endpoint.StatusIdle, now.Add(-time.Hour))
-	row("H1", "hal", endpoint.StatusOffline, now)
-	row("H2", "hal", endpoint.StatusIdle, now.Add(-time.Hour))
+	row("B", "Bob", wire.StatusIdle, now)
+	row("C1", "carol", wire.StatusWorking, now)
+	row("C2", "Carol", wire.StatusIdle, now)
+	row("D", "dave", wire.StatusIdle, now.Add(-time.Minute))
+	row("D2", "dave", wire.StatusIdle, now) // the only present dave
+	row("F", "frank", wire.StatusOffline, now)
+	row("G", "gina", wire.StatusIdle, now.Add(-time.Hour))
+	row("H1", "hal", wire.StatusOffline, now)
+	row("H2", "hal", wire.StatusIdle, now.Add(-time.Hour))
 	tests := []struct {
 		name, mention string
 		want          string
@@ -216,14 +216,14 @@ func TestResolveMention(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	good := DefaultConfig()
-	good.Names, good.Conn, good.ACL = endpoint.NewNames("main"), &nats.Conn{}, newACLMap()
+	good.Names, good.Conn, good.ACL = wire.NewNames("main"), &nats.Conn{}, newACLMap()
 	tests := []struct {
 		name string
 		edit func(*Config)
 		ok   bool
 	}{
 		{"a complete config is valid", func(*Config) {}, true},
-		{"zero names are refused", func(c *Config) { c.Names = endpoint.Names{} }, false},
+		{"zero names are refused", func(c *Config) { c.Names = wire.Names{} }, false},
 		{"a missing connection is refused", func(c *Config) { c.Conn = nil }, false},
 		{"a missing ACL source is refused", func(c *Config) { c.ACL = nil }, false},
 		{"zero retries are refused", func(c *Config) { c.UnknownMemberRetries = 0 }, false},

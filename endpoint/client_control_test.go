@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestControlRequestReachesServeAndReturnsItsReply(t *testing.T) {
@@ -18,7 +19,7 @@ func TestControlRequestReachesServeAndReturnsItsReply(t *testing.T) {
 	alice := h.connect("alice")
 	svc := h.connect("svc")
 	var from atomic.Value
-	stop, err := svc.Serve("echo", func(_ context.Context, req *endpoint.ControlRequest) (any, error) {
+	stop, err := svc.Serve("echo", func(_ context.Context, req *wire.ControlRequest) (any, error) {
 		from.Store(req.From.ID)
 		if req.Op == "fail" {
 			return nil, errors.New("op \"fail\" failed on purpose")
@@ -41,7 +42,7 @@ func TestControlRequestReachesServeAndReturnsItsReply(t *testing.T) {
 	if err := json.Unmarshal(r.Data, &data); err != nil || data.Op != "ping" || data.Args["n"] != 1 || from.Load() != alice.ID() {
 		t.Fatalf("reply %s (from %v), want the echo of ping from alice", r.Data, from.Load())
 	}
-	if r, err := alice.Request(ctxT(t), "echo", "fail", nil); !errors.Is(err, endpoint.ErrControlRefused) || r == nil || r.OK {
+	if r, err := alice.Request(ctxT(t), "echo", "fail", nil); !errors.Is(err, wire.ErrControlRefused) || r == nil || r.OK {
 		t.Fatalf("failing op: reply %+v, err %v; want ok false wrapped in ErrControlRefused", r, err)
 	}
 	if _, err := alice.Request(ctxT(t), "nobody", "ping", nil); !errors.Is(err, endpoint.ErrNoResponders) {
@@ -53,7 +54,7 @@ func TestControlServeRefusesSpoofedSendersAndForeignReplySubjects(t *testing.T) 
 	h := newHarness(t)
 	svc := h.connect("svc")
 	var calls atomic.Int32
-	stop, err := svc.Serve("echo", func(context.Context, *endpoint.ControlRequest) (any, error) {
+	stop, err := svc.Serve("echo", func(context.Context, *wire.ControlRequest) (any, error) {
 		calls.Add(1)
 		return "pong", nil
 	})
@@ -62,7 +63,7 @@ func TestControlServeRefusesSpoofedSendersAndForeignReplySubjects(t *testing.T) 
 	}
 	defer stop()
 	mallory, alice := newID(t), newID(t)
-	req, err := endpoint.NewControlRequest("ping", nil, endpoint.EndpointRef{ID: alice, Name: "alice"})
+	req, err := wire.NewControlRequest("ping", nil, wire.EndpointRef{ID: alice, Name: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +72,9 @@ func TestControlServeRefusesSpoofedSendersAndForeignReplySubjects(t *testing.T) 
 		t.Fatal(err)
 	}
 	// ask publishes a request on subject with reply subject reply and returns the reply.
-	ask := func(t *testing.T, subject string) *endpoint.ControlReply {
+	ask := func(t *testing.T, subject string) *wire.ControlReply {
 		t.Helper()
-		reply := endpoint.ControlReplySubject(subject)
+		reply := wire.ControlReplySubject(subject)
 		sub, err := h.nc.SubscribeSync(reply)
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +87,7 @@ func TestControlServeRefusesSpoofedSendersAndForeignReplySubjects(t *testing.T) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := endpoint.DecodeControlReply(m.Data)
+		r, err := wire.DecodeControlReply(m.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +95,7 @@ func TestControlServeRefusesSpoofedSendersAndForeignReplySubjects(t *testing.T) 
 	}
 
 	t.Run("a request signed as another sender gets sender-mismatch", func(t *testing.T) {
-		if r := ask(t, h.names.CtlSubject("echo", mallory)); r.OK || r.Error != endpoint.ReasonSenderMismatch {
+		if r := ask(t, h.names.CtlSubject("echo", mallory)); r.OK || r.Error != wire.ReasonSenderMismatch {
 			t.Fatalf("reply %+v, want ok false with sender-mismatch", r)
 		}
 		if calls.Load() != 0 {

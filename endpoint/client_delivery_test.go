@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestSendMulticastArrivesAsChannelDelivery(t *testing.T) {
@@ -95,21 +96,21 @@ func TestSendRefusesWhatItMustNotPublish(t *testing.T) {
 		{"a wildcard channel is not a publish target", func() error {
 			_, err := alice.Send(ctxT(t), "team.>", text("x"))
 			return err
-		}, endpoint.ErrInvalidChannel},
+		}, wire.ErrInvalidChannel},
 		{"a message signed as another instance is refused", func() error {
-			m := endpoint.NewChannelMessage(h.space, endpoint.EndpointRef{ID: newID(t), Name: "mallory"}, "team", endpoint.TextPart("x"))
+			m := wire.NewChannelMessage(h.space, wire.EndpointRef{ID: newID(t), Name: "mallory"}, "team", wire.TextPart("x"))
 			_, err := alice.Publish(ctxT(t), m)
 			return err
 		}, endpoint.ErrNotOwnSender},
 		{"a unicast target that is not a routing token is refused", func() error {
 			_, err := alice.SendDM(ctxT(t), "bob.smith", text("x"))
 			return err
-		}, endpoint.ErrInvalidMessage},
+		}, wire.ErrInvalidMessage},
 		{"a message for another space is refused", func() error {
-			m := endpoint.NewChannelMessage("other", alice.Ref(), "team", endpoint.TextPart("x"))
+			m := wire.NewChannelMessage("other", alice.Ref(), "team", wire.TextPart("x"))
 			_, err := alice.Publish(ctxT(t), m)
 			return err
-		}, endpoint.ErrInvalidMessage},
+		}, wire.ErrInvalidMessage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,9 +141,9 @@ func TestSendBatchReturnsReceiptsInOrder(t *testing.T) {
 	h := newHarness(t)
 	alice := h.connect("alice")
 	bob := h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"bulk"} })
-	msgs := make([]*endpoint.CotalMessage, 50)
+	msgs := make([]*wire.CotalMessage, 50)
 	for i := range msgs {
-		msgs[i] = endpoint.NewChannelMessage(h.space, alice.Ref(), "bulk", endpoint.TextPart(fmt.Sprint(i)))
+		msgs[i] = wire.NewChannelMessage(h.space, alice.Ref(), "bulk", wire.TextPart(fmt.Sprint(i)))
 	}
 	receipts, err := alice.PublishBatch(ctxT(t), msgs)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // userCreds mints .creds content for a user named name with tags, signed by a throwaway
@@ -257,7 +258,7 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 	waitFor(t, "the DM and the channel message", func() bool {
 		return len(bob.rec.withID(dm.ID)) == 1 && len(bob.rec.withID(live.ID)) == 1
 	})
-	if err := alice.SetStatus(ctxT(t), endpoint.StatusWorking, "post-reconnect"); err != nil {
+	if err := alice.SetStatus(ctxT(t), wire.StatusWorking, "post-reconnect"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the roster to follow", func() bool {

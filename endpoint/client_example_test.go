@@ -11,6 +11,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Connecting as a remote agent would: a join link says where the mesh is (SPEC §10) and a
@@ -69,7 +70,7 @@ func ExampleConnect() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := bob.Send(ctx, "general", []endpoint.Part{endpoint.TextPart("welcome, alice")}); err != nil {
+	if _, err := bob.Send(ctx, "general", []wire.Part{wire.TextPart("welcome, alice")}); err != nil {
 		log.Fatal(err)
 	}
 	select {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // harness gives a client test a provisioned space and a privileged connection to it, to do
@@ -30,7 +31,7 @@ type harness struct {
 	nc       *nats.Conn // privileged test connection
 	js       jetstream.JetStream
 	space    string
-	names    endpoint.Names
+	names    wire.Names
 }
 
 const testSpace = "main"
@@ -84,7 +85,7 @@ func (h *harness) attach() {
 	if err != nil {
 		h.t.Fatalf("jetstream: %v", err)
 	}
-	h.nc, h.js, h.space, h.names = nc, js, testSpace, endpoint.NewNames(testSpace)
+	h.nc, h.js, h.space, h.names = nc, js, testSpace, wire.NewNames(testSpace)
 }
 
 // provision creates the space's streams and buckets as LAYOUT.md describes them.
@@ -99,7 +100,7 @@ func (h *harness) provision() {
 	task := stream(n.TaskStream(), n.Prefix()+".svc.>")
 	task.Retention = jetstream.WorkQueuePolicy
 	kv := func(bucket string, ttl time.Duration) jetstream.StreamConfig {
-		c := stream(endpoint.KVStream(bucket), "$KV."+bucket+".>")
+		c := stream(wire.KVStream(bucket), "$KV."+bucket+".>")
 		c.MaxMsgsPerSubject, c.MaxAge, c.DenyDelete = 1, ttl, true
 		if ttl > 0 {
 			c.Duplicates = ttl
@@ -109,13 +110,13 @@ func (h *harness) provision() {
 	for _, cfg := range []jetstream.StreamConfig{
 		chat, stream(n.DMStream(), n.Prefix()+".inst.>"), task,
 		stream(n.InboxStream(), n.Prefix()+".dinbox.>"), stream(n.DLVStream(), n.Prefix()+".dlv.>"),
-		kv(n.PresenceBucket(), endpoint.DefaultLivenessWindow), kv(n.ChannelsBucket(), 0),
+		kv(n.PresenceBucket(), wire.DefaultLivenessWindow), kv(n.ChannelsBucket(), 0),
 	} {
 		if _, err := h.js.CreateStream(context.Background(), cfg); err != nil {
 			h.t.Fatalf("create stream %s: %v", cfg.Name, err)
 		}
 	}
-	h.setDefaults(endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryLive})
+	h.setDefaults(wire.ChannelDefaults{DeliveryClass: wire.DeliveryLive})
 }
 
 func (h *harness) kv(bucket string) jetstream.KeyValue {
@@ -126,11 +127,11 @@ func (h *harness) kv(bucket string) jetstream.KeyValue {
 	return kv
 }
 
-func (h *harness) setDefaults(d endpoint.ChannelDefaults) {
-	h.putJSON(h.names.ChannelsBucket(), endpoint.DefaultsKey, d)
+func (h *harness) setDefaults(d wire.ChannelDefaults) {
+	h.putJSON(h.names.ChannelsBucket(), wire.DefaultsKey, d)
 }
 
-func (h *harness) setChannel(channel string, c endpoint.ChannelConfig) {
+func (h *harness) setChannel(channel string, c wire.ChannelConfig) {
 	h.putJSON(h.names.ChannelsBucket(), channel, c)
 }
 
@@ -294,4 +295,4 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func text(s string) []endpoint.Part { return []endpoint.Part{endpoint.TextPart(s)} }
+func text(s string) []wire.Part { return []wire.Part{wire.TextPart(s)} }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestJoinLateJoinerGetsHistoryOnceAndThenLive(t *testing.T) {
@@ -33,7 +34,7 @@ func TestJoinLateJoinerGetsHistoryOnceAndThenLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != endpoint.JoinedLive || res.Class != endpoint.DeliveryLive || res.Backfilled != 3 || res.BackfillErr != nil {
+	if res.State != endpoint.JoinedLive || res.Class != wire.DeliveryLive || res.Backfilled != 3 || res.BackfillErr != nil {
 		t.Fatalf("join result %+v, want joined live with 3 backfilled", res)
 	}
 	for _, id := range early {
@@ -62,7 +63,7 @@ func TestJoinHonoursTheChannelRegistry(t *testing.T) {
 	h := newHarness(t)
 	alice := h.connect("alice")
 	off := false
-	h.setChannel("quiet", endpoint.ChannelConfig{Replay: &off})
+	h.setChannel("quiet", wire.ChannelConfig{Replay: &off})
 	if _, err := alice.Send(ctxT(t), "quiet", text("old")); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestJoinHonoursTheChannelRegistry(t *testing.T) {
 	if got := bob.Joined(); len(got) != 1 || got[0] != "quiet" {
 		t.Fatalf("joined %v, want [quiet]", got)
 	}
-	h.setChannel("recent", endpoint.ChannelConfig{ReplayWindow: "1h"})
+	h.setChannel("recent", wire.ChannelConfig{ReplayWindow: "1h"})
 	if _, err := alice.Send(ctxT(t), "recent", text("within the window")); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ type fakeDelivery struct {
 	leaves []map[string]any
 }
 
-func (f *fakeDelivery) serve(_ context.Context, req *endpoint.ControlRequest) (any, error) {
+func (f *fakeDelivery) serve(_ context.Context, req *wire.ControlRequest) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ops = append(f.ops, req.Op)
@@ -135,7 +136,7 @@ func (f *fakeDelivery) setAccept(v bool) {
 
 func TestJoinDurableChannelWithoutBackstopReportsItAndRetries(t *testing.T) {
 	h := newBareHarness(t)
-	h.setDefaults(endpoint.ChannelDefaults{DeliveryClass: endpoint.DeliveryDurable})
+	h.setDefaults(wire.ChannelDefaults{DeliveryClass: wire.DeliveryDurable})
 	var mu sync.Mutex
 	var events []endpoint.Event
 	bob := h.connect("bob", func(o *endpoint.Options) {
@@ -150,13 +151,13 @@ func TestJoinDurableChannelWithoutBackstopReportsItAndRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != endpoint.JoinedLiveBackstopUnavailable || res.Class != endpoint.DeliveryDurable || res.Reason == "" {
+	if res.State != endpoint.JoinedLiveBackstopUnavailable || res.Class != wire.DeliveryDurable || res.Reason == "" {
 		t.Fatalf("join result %+v, want joined live with the backstop unavailable and a reason", res)
 	}
 
 	fake := &fakeDelivery{}
 	server := h.connect("delivery")
-	stop, err := server.Serve(endpoint.DeliveryService, fake.serve)
+	stop, err := server.Serve(wire.DeliveryService, fake.serve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,10 +189,10 @@ func TestJoinDurableChannelWithoutBackstopReportsItAndRetries(t *testing.T) {
 
 func TestJoinLateRefusalDropsTheChannelAndEndsItsMembership(t *testing.T) {
 	h := newBareHarness(t)
-	h.setChannel("ops", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryDurable})
+	h.setChannel("ops", wire.ChannelConfig{DeliveryClass: wire.DeliveryDurable})
 	fake := &fakeDelivery{accept: true}
 	server := h.connect("delivery")
-	stop, err := server.Serve(endpoint.DeliveryService, fake.serve)
+	stop, err := server.Serve(wire.DeliveryService, fake.serve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,10 +230,10 @@ func TestJoinLateRefusalDropsTheChannelAndEndsItsMembership(t *testing.T) {
 
 func TestJoinDurableChannelWithBackstopIsJoinedDurable(t *testing.T) {
 	h := newBareHarness(t)
-	h.setChannel("ops", endpoint.ChannelConfig{DeliveryClass: endpoint.DeliveryDurable})
+	h.setChannel("ops", wire.ChannelConfig{DeliveryClass: wire.DeliveryDurable})
 	fake := &fakeDelivery{accept: true}
 	server := h.connect("delivery")
-	stop, err := server.Serve(endpoint.DeliveryService, fake.serve)
+	stop, err := server.Serve(wire.DeliveryService, fake.serve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestJoinDurableChannelWithBackstopIsJoinedDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != endpoint.JoinedDurable || res.Class != endpoint.DeliveryDurable {
+	if res.State != endpoint.JoinedDurable || res.Class != wire.DeliveryDurable {
 		t.Fatalf("join result %+v, want joined durable", res)
 	}
 	again, err := bob.Join(ctxT(t), "ops")

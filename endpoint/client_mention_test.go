@@ -5,6 +5,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // An @mention on a live channel writes a durable copy for an authorized target even while it
@@ -12,7 +13,7 @@ import (
 // live instances (SPEC §4).
 func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 	m := space.NewTest(t)
-	live := endpoint.DeliveryLive
+	live := wire.DeliveryLive
 	if _, err := m.SetChannel(ctxT(t), "main", space.ChannelUpdate{Channel: "lobby", DeliveryClass: &live, Create: true}); err != nil {
 		t.Fatal(err)
 	}

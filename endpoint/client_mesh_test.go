@@ -9,6 +9,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // meshAgent mints an agent credential in the authenticated test mesh (with its bind-only
@@ -68,7 +69,7 @@ func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s join: %v", p.Name(), err)
 		}
-		if res.Class != endpoint.DeliveryDurable {
+		if res.Class != wire.DeliveryDurable {
 			t.Errorf("%s: class %s, want the authenticated mesh's default durable", p.Name(), res.Class)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // An observer or admin credential holds no presence key and no consumer (SPEC Appendix B), so
@@ -24,7 +25,7 @@ func TestObserverAndAdminEndpointsArePassiveReaders(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			rec := &recorder{}
 			watcher, err := m.Endpoint(ctxT(t), space.AgentSpec{Name: "watch-" + string(p), Profile: p,
-				Endpoint: endpoint.Options{Kind: endpoint.CardKindEndpoint, Handler: rec.handle}})
+				Endpoint: endpoint.Options{Kind: wire.CardKindEndpoint, Handler: rec.handle}})
 			if err != nil {
 				t.Fatalf("connect a passive %s endpoint: %v", p, err)
 			}
@@ -51,7 +52,7 @@ func TestObserverAndAdminEndpointsArePassiveReaders(t *testing.T) {
 			if _, ok := alice.Roster().Peer(watcher.ID()); ok {
 				t.Fatalf("the passive %s appears in alice's roster", p)
 			}
-			if err := watcher.SetStatus(ctxT(t), endpoint.StatusWorking, "x"); !errors.Is(err, endpoint.ErrPassive) {
+			if err := watcher.SetStatus(ctxT(t), wire.StatusWorking, "x"); !errors.Is(err, endpoint.ErrPassive) {
 				t.Fatalf("SetStatus on a passive endpoint: %v, want ErrPassive", err)
 			}
 			if err := watcher.Close(ctxT(t)); err != nil {

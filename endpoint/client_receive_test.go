@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestReceiveTerminatesPermanentAnomaliesOnce(t *testing.T) {
@@ -12,12 +13,12 @@ func TestReceiveTerminatesPermanentAnomaliesOnce(t *testing.T) {
 	bob := h.connect("bob")
 	mallory := newID(t)
 	alice := newID(t)
-	spoofed, err := json.Marshal(endpoint.NewDirectMessage(h.space, endpoint.EndpointRef{ID: alice, Name: "alice"}, bob.ID(), endpoint.TextPart("trust me")))
+	spoofed, err := json.Marshal(wire.NewDirectMessage(h.space, wire.EndpointRef{ID: alice, Name: "alice"}, bob.ID(), wire.TextPart("trust me")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	valid := func(sender string) []byte {
-		b, err := json.Marshal(endpoint.NewDirectMessage(h.space, endpoint.EndpointRef{ID: sender, Name: "x"}, bob.ID(), endpoint.TextPart("x")))
+		b, err := json.Marshal(wire.NewDirectMessage(h.space, wire.EndpointRef{ID: sender, Name: "x"}, bob.ID(), wire.TextPart("x")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,10 +31,10 @@ func TestReceiveTerminatesPermanentAnomaliesOnce(t *testing.T) {
 		data    []byte
 		reason  string
 	}{
-		{"a payload signed as another sender is terminated as sender-mismatch", dm + mallory, spoofed, endpoint.ReasonSenderMismatch},
-		{"a payload that is not JSON is terminated as malformed-json", dm + mallory, []byte("{not json"), endpoint.ReasonMalformedJSON},
-		{"a JetStream ack written onto the inbox has no from and is terminated as sender-mismatch", dm + mallory, []byte(`{"stream":"DM_main","seq":1}`), endpoint.ReasonSenderMismatch},
-		{"a subject with an unsanitized sender token is terminated as malformed-subject", dm + "bad$sender", valid("bad$sender"), endpoint.ReasonMalformedSubject},
+		{"a payload signed as another sender is terminated as sender-mismatch", dm + mallory, spoofed, wire.ReasonSenderMismatch},
+		{"a payload that is not JSON is terminated as malformed-json", dm + mallory, []byte("{not json"), wire.ReasonMalformedJSON},
+		{"a JetStream ack written onto the inbox has no from and is terminated as sender-mismatch", dm + mallory, []byte(`{"stream":"DM_main","seq":1}`), wire.ReasonSenderMismatch},
+		{"a subject with an unsanitized sender token is terminated as malformed-subject", dm + "bad$sender", valid("bad$sender"), wire.ReasonMalformedSubject},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,14 +59,14 @@ func TestReceiveSpoofedLiveChannelCopyIsDroppedAndCounted(t *testing.T) {
 	h := newHarness(t)
 	bob := h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"team"} })
 	mallory, alice := newID(t), newID(t)
-	m := endpoint.NewChannelMessage(h.space, endpoint.EndpointRef{ID: alice, Name: "alice"}, "team", endpoint.TextPart("x"))
+	m := wire.NewChannelMessage(h.space, wire.EndpointRef{ID: alice, Name: "alice"}, "team", wire.TextPart("x"))
 	data, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.publishRaw(h.names.ChatSubject(mallory, "team"), data)
 	waitFor(t, "the sender mismatch counted", func() bool {
-		return bob.Stats().Terminated[endpoint.ReasonSenderMismatch] == 1
+		return bob.Stats().Terminated[wire.ReasonSenderMismatch] == 1
 	})
 	if len(bob.rec.all()) != 0 {
 		t.Fatal("bob surfaced a spoofed channel message")
@@ -107,7 +108,7 @@ func TestReceiveDurableCopyAndLiveCopySurfaceOnce(t *testing.T) {
 	}
 
 	// A durable copy of a message bob never saw live surfaces as durable, kind channel.
-	missed := endpoint.NewChannelMessage(h.space, alice.Ref(), "team", endpoint.TextPart("missed live"))
+	missed := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("missed live"))
 	data, err := json.Marshal(missed)
 	if err != nil {
 		t.Fatal(err)
@@ -123,31 +124,31 @@ func TestReceiveDurableCopyThatIsNotAChannelMessageIsTerminated(t *testing.T) {
 	h := newHarness(t)
 	bob := h.connect("bob")
 	alice := newID(t)
-	dm, err := json.Marshal(endpoint.NewDirectMessage(h.space, endpoint.EndpointRef{ID: alice, Name: "alice"}, bob.ID(), endpoint.TextPart("x")))
+	dm, err := json.Marshal(wire.NewDirectMessage(h.space, wire.EndpointRef{ID: alice, Name: "alice"}, bob.ID(), wire.TextPart("x")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.publishRaw(h.names.DLVSubject(bob.ID()), dm)
-	waitFor(t, "the termination", func() bool { return bob.Stats().Terminated[endpoint.ReasonMalformedJSON] == 1 })
+	waitFor(t, "the termination", func() bool { return bob.Stats().Terminated[wire.ReasonMalformedJSON] == 1 })
 	if len(bob.rec.all()) != 0 {
 		t.Fatal("a unicast message surfaced from the durable path")
 	}
 }
 
 // chatMessages reads every message on channel from CHAT.
-func (h *harness) chatMessages(t *testing.T, channel string) []*endpoint.CotalMessage {
+func (h *harness) chatMessages(t *testing.T, channel string) []*wire.CotalMessage {
 	t.Helper()
 	s, err := h.js.Stream(ctxT(t), h.names.ChatStream())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*endpoint.CotalMessage
+	var out []*wire.CotalMessage
 	for seq := uint64(1); seq <= s.CachedInfo().State.LastSeq; seq++ {
 		raw, err := s.GetMsg(ctxT(t), seq)
 		if err != nil {
 			continue
 		}
-		if m, err := endpoint.DecodeMessage(raw.Data); err == nil && m.Channel == channel {
+		if m, err := wire.DecodeMessage(raw.Data); err == nil && m.Channel == channel {
 			out = append(out, m)
 		}
 	}

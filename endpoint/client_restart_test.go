@@ -11,6 +11,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // surfacedIDs records the ids a Handler surfaced, by id.
@@ -51,7 +52,7 @@ func TestEndpointsRecoverFromAMeshRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := endpoint.ParseLink(link)
+	l, _ := wire.ParseLink(link)
 	listen := net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
 	connect := func(name string, h endpoint.Handler) *endpoint.Endpoint {
 		cred, err := m.Mint(ctxT(t), provisioner.MintRequest{Space: "main", Name: name, Profile: provisioner.ProfileAgent,

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func peerOf(r *endpoint.Roster, id string) (endpoint.Peer, bool) { return r.Peer(id) }
@@ -20,24 +21,24 @@ func TestRosterShowsPeersWithTheirPresence(t *testing.T) {
 		p, ok := peerOf(bob.Roster(), alice.ID())
 		return ok && p.Online
 	})
-	if err := alice.SetStatus(ctxT(t), endpoint.StatusWorking, "reviewing"); err != nil {
+	if err := alice.SetStatus(ctxT(t), wire.StatusWorking, "reviewing"); err != nil {
 		t.Fatal(err)
 	}
-	if err := alice.SetAttention(ctxT(t), endpoint.AttentionFocus, map[string]endpoint.ChannelMode{"noise": endpoint.ChannelModeMuted}); err != nil {
+	if err := alice.SetAttention(ctxT(t), wire.AttentionFocus, map[string]wire.ChannelMode{"noise": wire.ChannelModeMuted}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "alice's status and attention", func() bool {
 		p, _ := peerOf(bob.Roster(), alice.ID())
-		return p.Presence.Status == endpoint.StatusWorking && p.Presence.Activity == "reviewing" &&
-			p.Presence.Attention == endpoint.AttentionFocus && p.Presence.ChannelModes["noise"] == endpoint.ChannelModeMuted
+		return p.Presence.Status == wire.StatusWorking && p.Presence.Activity == "reviewing" &&
+			p.Presence.Attention == wire.AttentionFocus && p.Presence.ChannelModes["noise"] == wire.ChannelModeMuted
 	})
 	p, _ := peerOf(bob.Roster(), alice.ID())
 	card := p.Presence.Card
-	if card.Name != "alice" || card.Role != "planner" || card.Kind != endpoint.CardKindAgent ||
-		card.ProtocolVersion != endpoint.ProtocolVersion || card.Description != "plans" {
+	if card.Name != "alice" || card.Role != "planner" || card.Kind != wire.CardKindAgent ||
+		card.ProtocolVersion != wire.ProtocolVersion || card.Description != "plans" {
 		t.Errorf("card %+v does not carry alice's identity", card)
 	}
-	if err := alice.SetStatus(ctxT(t), endpoint.StatusOffline, ""); err == nil {
+	if err := alice.SetStatus(ctxT(t), wire.StatusOffline, ""); err == nil {
 		t.Error("a live instance announced offline")
 	}
 	waitFor(t, "a fresh roster", bob.Roster().Fresh)
@@ -45,7 +46,7 @@ func TestRosterShowsPeersWithTheirPresence(t *testing.T) {
 
 func TestRosterMarksAPeerOfflineAtOnceWhenItsKeyIsDeleted(t *testing.T) {
 	h := newHarness(t)
-	alice := h.connect("alice", func(o *endpoint.Options) { o.Heartbeat = endpoint.DefaultHeartbeat })
+	alice := h.connect("alice", func(o *endpoint.Options) { o.Heartbeat = wire.DefaultHeartbeat })
 	bob := h.connect("bob")
 	events, cancel := bob.Roster().Subscribe()
 	defer cancel()
@@ -77,7 +78,7 @@ func TestRosterShowsAClosedPeerOffline(t *testing.T) {
 	}
 	waitFor(t, "alice's final offline record", func() bool {
 		p, ok := peerOf(bob.Roster(), alice.ID())
-		return ok && !p.Online && p.Presence.Status == endpoint.StatusOffline
+		return ok && !p.Online && p.Presence.Status == wire.StatusOffline
 	})
 }
 
@@ -112,7 +113,7 @@ func TestRosterRecoversAfterItsWatchConsumerIsDeleted(t *testing.T) {
 	bob := h.connect("bob")
 	waitFor(t, "alice online", func() bool { p, ok := peerOf(bob.Roster(), alice.ID()); return ok && p.Online })
 
-	stream, err := h.js.Stream(ctxT(t), endpoint.KVStream(h.names.PresenceBucket()))
+	stream, err := h.js.Stream(ctxT(t), wire.KVStream(h.names.PresenceBucket()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestRosterRecoversAfterItsWatchConsumerIsDeleted(t *testing.T) {
 	if deleted == 0 {
 		t.Fatal("found no watch consumer to delete")
 	}
-	if err := alice.SetStatus(ctxT(t), endpoint.StatusWaiting, "after the loss"); err != nil {
+	if err := alice.SetStatus(ctxT(t), wire.StatusWaiting, "after the loss"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "bob's roster to see alice's new status", func() bool {

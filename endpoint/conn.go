@@ -3,6 +3,7 @@ package endpoint
 import (
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 	"io"
 	"regexp"
 	"strconv"
@@ -76,7 +77,7 @@ func (c *connWatch) err() error {
 func (e *Endpoint) dial(url string, extra []nats.Option) error {
 	o := e.opts
 	opts := append([]nats.Option{
-		nats.CustomInboxPrefix(InboxPrefix(e.id)),
+		nats.CustomInboxPrefix(wire.InboxPrefix(e.id)),
 		nats.Name("cotal:" + e.card.Name),
 		nats.MaxReconnects(o.MaxReconnects),
 		nats.ReconnectWait(o.ReconnectWait),

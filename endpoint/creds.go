@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 	"strings"
 
 	"github.com/nats-io/nkeys"
@@ -125,7 +126,7 @@ const (
 // readACL returns the channel patterns the credential may read in the space n describes,
 // taken from its subscribe grants (SPEC §9: allowSubscribe is minted as sub.allow on
 // P.chat.*.<channel>; the observer's P.chat.> and the admin's P.> read every channel).
-func (c *credential) readACL(n Names) []string {
+func (c *credential) readACL(n wire.Names) []string {
 	acl := []string{}
 	chat := n.Prefix() + ".chat.*."
 	for _, s := range c.subAllow {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 
 	"github.com/nats-io/nats.go"
 )
@@ -17,8 +18,8 @@ var ErrNoResponders = errors.New("no instance serves this control service")
 // <request subject>.reply.<uuid>, subscribed before publishing (LAYOUT.md "Control service").
 // Without a deadline on ctx, Options.ControlTimeout applies. A reply with ok false is returned
 // together with an error wrapping ErrControlRefused.
-func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*ControlReply, error) {
-	req, err := NewControlRequest(op, args, e.Ref())
+func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*wire.ControlReply, error) {
+	req, err := wire.NewControlRequest(op, args, e.Ref())
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +33,7 @@ func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*
 		defer cancel()
 	}
 	subject := e.names.CtlSubject(service, e.id)
-	reply := ControlReplySubject(subject)
+	reply := wire.ControlReplySubject(subject)
 	// A refused reply subscription or request publish is reported asynchronously; either
 	// ends the wait at once.
 	ctx, stopReply := e.violations.watch(ctx, opSubscribe, reply, ErrReplyRefused)
@@ -57,7 +58,7 @@ func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*
 	if err != nil {
 		return nil, fmt.Errorf("control %s %s: %w", service, op, refusal(ctx, err))
 	}
-	r, err := DecodeControlReply(msg.Data)
+	r, err := wire.DecodeControlReply(msg.Data)
 	if err != nil {
 		return nil, fmt.Errorf("control %s %s: %w", service, op, err)
 	}
@@ -67,7 +68,7 @@ func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*
 // ControlHandler serves one verified control request; From has already been checked against
 // the subject sender (SPEC §5). The returned data becomes ControlReply.Data; an error becomes
 // ok false with the error's text.
-type ControlHandler func(ctx context.Context, req *ControlRequest) (data any, err error)
+type ControlHandler func(ctx context.Context, req *wire.ControlRequest) (data any, err error)
 
 // Serve answers control requests for service on cotal.<s>.ctl.<service>.* until stop is
 // called or the Endpoint closes. Before acting it verifies that from.id is the subject sender
@@ -75,8 +76,8 @@ type ControlHandler func(ctx context.Context, req *ControlRequest) (data any, er
 // the request subject's own .reply. subtree (LAYOUT.md "Reply-subject injection"); a request
 // with any other reply subject is dropped unanswered.
 func (e *Endpoint) Serve(service string, h ControlHandler) (stop func() error, err error) {
-	if !isToken(service) {
-		return nil, fmt.Errorf("%w: service %q has characters outside [A-Za-z0-9_-]", ErrInvalidControl, service)
+	if !wire.IsToken(service) {
+		return nil, fmt.Errorf("%w: service %q has characters outside [A-Za-z0-9_-]", wire.ErrInvalidControl, service)
 	}
 	sub, err := e.nc.Subscribe(e.names.Prefix()+".ctl."+service+".*", func(m *nats.Msg) {
 		e.serveOne(m, h)
@@ -92,16 +93,16 @@ func (e *Endpoint) Serve(service string, h ControlHandler) (stop func() error, e
 }
 
 func (e *Endpoint) serveOne(m *nats.Msg, h ControlHandler) {
-	if err := CheckControlReplySubject(m.Subject, m.Reply); err != nil {
+	if err := wire.CheckControlReplySubject(m.Subject, m.Reply); err != nil {
 		e.log.Warn("dropped a control request with a foreign reply subject", "subject", m.Subject, "err", err)
 		return
 	}
-	var reply ControlReply
-	_, req, err := CheckControlRequest(m.Subject, m.Data)
+	var reply wire.ControlReply
+	_, req, err := wire.CheckControlRequest(m.Subject, m.Data)
 	if err != nil {
-		reason, _ := ReasonOf(err)
+		reason, _ := wire.ReasonOf(err)
 		e.log.Warn("refused a control request", "subject", m.Subject, "reason", reason, "err", err)
-		reply = ReplyError(reason)
+		reply = wire.ReplyError(reason)
 	} else {
 		reply = e.callControl(req, h)
 	}
@@ -116,20 +117,20 @@ func (e *Endpoint) serveOne(m *nats.Msg, h ControlHandler) {
 }
 
 // callControl runs h and turns its outcome into a reply; a panic is a refusal, not a crash.
-func (e *Endpoint) callControl(req *ControlRequest, h ControlHandler) (reply ControlReply) {
+func (e *Endpoint) callControl(req *wire.ControlRequest, h ControlHandler) (reply wire.ControlReply) {
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Error("control handler panicked", "op", req.Op, "panic", r)
-			reply = ReplyError(fmt.Sprintf("op %q failed", req.Op))
+			reply = wire.ReplyError(fmt.Sprintf("op %q failed", req.Op))
 		}
 	}()
 	data, err := h(e.ctx, req)
 	if err != nil {
-		return ReplyError(err.Error())
+		return wire.ReplyError(err.Error())
 	}
-	r, err := ReplyOK(data)
+	r, err := wire.ReplyOK(data)
 	if err != nil {
-		return ReplyError(err.Error())
+		return wire.ReplyError(err.Error())
 	}
 	return r
 }

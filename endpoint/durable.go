@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 	"time"
 )
 
@@ -27,7 +28,7 @@ type durableJoinReply struct {
 func (e *Endpoint) requestDurable(ctx context.Context, name string) (gen uint64, ok bool, reason string) {
 	ctx, cancel := context.WithTimeout(ctx, min(durableJoinTimeout, e.opts.ControlTimeout))
 	defer cancel()
-	r, err := e.Request(ctx, DeliveryService, "durableJoin", map[string]string{"channel": name})
+	r, err := e.Request(ctx, wire.DeliveryService, "durableJoin", map[string]string{"channel": name})
 	if err != nil {
 		return 0, false, err.Error()
 	}
@@ -46,7 +47,7 @@ func (e *Endpoint) requestDurable(ctx context.Context, name string) (gen uint64,
 
 // durableLeave ends the durable membership of generation gen (LAYOUT.md "Control service").
 func (e *Endpoint) durableLeave(ctx context.Context, name string, gen uint64) error {
-	_, err := e.Request(ctx, DeliveryService, "durableLeave", map[string]any{"channel": name, "generation": gen})
+	_, err := e.Request(ctx, wire.DeliveryService, "durableLeave", map[string]any{"channel": name, "generation": gen})
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 	"log/slog"
 	"os"
 	"sync"
@@ -69,7 +70,7 @@ type Options struct {
 	// Name is the display name; it defaults to the credential's name, then to the id.
 	Name string
 	// Kind is the AgentCard kind (SPEC §6); default agent.
-	Kind CardKind
+	Kind wire.CardKind
 	// Role is the service role; it defaults to the credential's cotal-role tag. With a role
 	// the Endpoint binds svc_<role> and receives anycasts (SPEC §8).
 	Role string
@@ -118,7 +119,7 @@ func (o *Options) Validate() error {
 		return bad("Space is required with InProcess")
 	case o.CredsFile != "" && o.Creds != nil:
 		return bad("set at most one of CredsFile and Creds")
-	case o.Kind != "" && o.Kind != CardKindAgent && o.Kind != CardKindEndpoint:
+	case o.Kind != "" && o.Kind != wire.CardKindAgent && o.Kind != wire.CardKindEndpoint:
 		return bad("Kind %q is not agent or endpoint", o.Kind)
 	case o.Heartbeat < 0, o.LivenessWindow < 0, o.ControlTimeout < 0, o.ReconnectWait < 0:
 		return bad("durations must not be negative")
@@ -126,11 +127,11 @@ func (o *Options) Validate() error {
 		return bad("MaxReconnects must not be negative: reconnects are bounded")
 	case o.DedupWindow < 0:
 		return bad("DedupWindow must not be negative")
-	case o.ID != "" && Sanitize(o.ID) != o.ID:
+	case o.ID != "" && wire.Sanitize(o.ID) != o.ID:
 		return bad("ID %q has characters outside [A-Za-z0-9_-]", o.ID)
 	}
 	for _, ch := range o.Channels {
-		if err := ValidatePublishChannel(ch); err != nil {
+		if err := wire.ValidatePublishChannel(ch); err != nil {
 			return bad("Channels: %v", err)
 		}
 	}
@@ -139,13 +140,13 @@ func (o *Options) Validate() error {
 
 func (o *Options) setDefaults() {
 	if o.Kind == "" {
-		o.Kind = CardKindAgent
+		o.Kind = wire.CardKindAgent
 	}
 	if o.Heartbeat == 0 {
-		o.Heartbeat = DefaultHeartbeat
+		o.Heartbeat = wire.DefaultHeartbeat
 	}
 	if o.LivenessWindow == 0 {
-		o.LivenessWindow = DefaultLivenessWindow
+		o.LivenessWindow = wire.DefaultLivenessWindow
 	}
 	if o.ControlTimeout == 0 {
 		o.ControlTimeout = DefaultControlTimeout
@@ -164,11 +165,11 @@ func (o *Options) setDefaults() {
 type Endpoint struct {
 	opts  Options
 	log   *slog.Logger
-	names Names
+	names wire.Names
 	space string
 	id    string
 	role  string
-	card  AgentCard
+	card  wire.AgentCard
 	// readACL is the credential's read ACL; nil in open mode, where there is none.
 	readACL []string
 	// passive is set for observer and admin credentials: readers that hold no presence key,
@@ -239,7 +240,7 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 	var channels []string
 	linkAuthSet := false
 	if o.Link != "" {
-		l, err := ParseLink(o.Link)
+		l, err := wire.ParseLink(o.Link)
 		if err != nil {
 			return "", nil, nil, err
 		}
@@ -248,7 +249,7 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 				ErrInvalidOptions, space, l.Space)
 		}
 		url, space, channels = l.ServerURL(), l.Space, l.Channels
-		natsOpts = append(natsOpts, l.NATSOptions()...)
+		natsOpts = append(natsOpts, LinkOptions(l)...)
 		linkAuthSet = l.Token != "" || l.User != ""
 	} else {
 		natsOpts = append(natsOpts, nats.InProcessServer(o.InProcess))
@@ -267,19 +268,19 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 	if cred != nil {
 		natsOpts = append(natsOpts, nats.UserJWT(cred.userJWT, cred.sign))
 	}
-	e.space, e.names = space, NewNames(space)
+	e.space, e.names = space, wire.NewNames(space)
 	if cred != nil {
 		e.readACL = cred.readACL(e.names)
 		e.passive = cred.profile == profileObserver || cred.profile == profileAdmin
 	}
-	e.card = AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
-		Description: o.Description, Tags: o.Tags, ProtocolVersion: ProtocolVersion}
+	e.card = wire.AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
+		Description: o.Description, Tags: o.Tags, ProtocolVersion: wire.ProtocolVersion}
 	return url, natsOpts, channels, nil
 }
 
-// NATSOptions are the connect options a join link carries besides its address (SPEC §10):
+// LinkOptions are the connect options a join link carries besides its address (SPEC §10):
 // its token or user:pass, taken out of the URL, and TLS for cotals://.
-func (l Link) NATSOptions() []nats.Option {
+func LinkOptions(l wire.Link) []nats.Option {
 	opts := []nats.Option{}
 	switch {
 	case l.Token != "":
@@ -361,7 +362,7 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 		// reads the roster, channels and history only. Its final offline is never written.
 		e.pres.final = true
 	} else {
-		e.pres.status = StatusIdle
+		e.pres.status = wire.StatusIdle
 		if err := e.writePresence(ctx); err != nil {
 			return fmt.Errorf("announce presence: %w", err)
 		}
@@ -417,14 +418,16 @@ func (e *Endpoint) Space() string { return e.space }
 func (e *Endpoint) Role() string { return e.role }
 
 // Card returns a copy of the AgentCard announced in presence (SPEC §6).
-func (e *Endpoint) Card() AgentCard {
+func (e *Endpoint) Card() wire.AgentCard {
 	c := e.card
 	c.Tags = append([]string(nil), e.card.Tags...)
 	return c
 }
 
 // Ref is the EndpointRef this instance signs its messages with (SPEC §5).
-func (e *Endpoint) Ref() EndpointRef { return EndpointRef{ID: e.id, Name: e.card.Name, Role: e.role} }
+func (e *Endpoint) Ref() wire.EndpointRef {
+	return wire.EndpointRef{ID: e.id, Name: e.card.Name, Role: e.role}
+}
 
 // Roster is the live presence directory of the space (SPEC §6).
 func (e *Endpoint) Roster() *Roster { return e.roster }

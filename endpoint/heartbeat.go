@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 	"maps"
 	"sync"
 	"time"
@@ -18,10 +19,10 @@ var ErrOfflineStatus = errors.New("a live instance never announces offline; Clos
 // offline record is never followed by a heartbeat.
 type presenceState struct {
 	mu           sync.Mutex
-	status       PresenceStatus
+	status       wire.PresenceStatus
 	activity     string
-	attention    AttentionMode
-	channelModes map[string]ChannelMode
+	attention    wire.AttentionMode
+	channelModes map[string]wire.ChannelMode
 	final        bool // the final offline record is written or being written
 }
 
@@ -87,12 +88,12 @@ func (e *Endpoint) writeFinalPresence(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, finalPresenceTimeout)
 	defer cancel()
-	return e.putPresence(ctx, StatusOffline)
+	return e.putPresence(ctx, wire.StatusOffline)
 }
 
 // putPresence writes one record; e.pres.mu is held.
-func (e *Endpoint) putPresence(ctx context.Context, status PresenceStatus) error {
-	p := Presence{
+func (e *Endpoint) putPresence(ctx context.Context, status wire.PresenceStatus) error {
+	p := wire.Presence{
 		Card:         e.card,
 		Status:       status,
 		Activity:     e.pres.activity,
@@ -115,13 +116,13 @@ func (e *Endpoint) putPresence(ctx context.Context, status PresenceStatus) error
 
 // SetStatus announces status and activity now and in every later heartbeat (SPEC §6).
 // StatusOffline is refused with ErrOfflineStatus.
-func (e *Endpoint) SetStatus(ctx context.Context, status PresenceStatus, activity string) error {
+func (e *Endpoint) SetStatus(ctx context.Context, status wire.PresenceStatus, activity string) error {
 	switch status {
-	case StatusIdle, StatusWaiting, StatusWorking:
-	case StatusOffline:
+	case wire.StatusIdle, wire.StatusWaiting, wire.StatusWorking:
+	case wire.StatusOffline:
 		return ErrOfflineStatus
 	default:
-		return fmt.Errorf("%w: status %q is not idle, waiting or working", ErrInvalidPresence, status)
+		return fmt.Errorf("%w: status %q is not idle, waiting or working", wire.ErrInvalidPresence, status)
 	}
 	if e.passive {
 		return ErrPassive
@@ -135,8 +136,8 @@ func (e *Endpoint) SetStatus(ctx context.Context, status PresenceStatus, activit
 // SetAttention announces the global attention mode and per-channel overrides now and in every
 // later heartbeat (SPEC §6). They are advisory: delivery is unchanged. nil modes clears the
 // overrides.
-func (e *Endpoint) SetAttention(ctx context.Context, mode AttentionMode, modes map[string]ChannelMode) error {
-	p := Presence{Card: e.card, Status: StatusIdle, Attention: mode, ChannelModes: modes}
+func (e *Endpoint) SetAttention(ctx context.Context, mode wire.AttentionMode, modes map[string]wire.ChannelMode) error {
+	p := wire.Presence{Card: e.card, Status: wire.StatusIdle, Attention: mode, ChannelModes: modes}
 	if err := p.Validate(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 	"slices"
 	"sync"
 
@@ -40,7 +41,7 @@ type JoinResult struct {
 	// State is the delivery state reached.
 	State JoinState
 	// Class is the channel's effective delivery class (SPEC §7).
-	Class DeliveryClass
+	Class wire.DeliveryClass
 	// Watermark is the CHAT frontier taken before the subscription became active.
 	Watermark uint64
 	// Backfilled counts history copies surfaced with Historical set.
@@ -76,10 +77,10 @@ type joinState struct {
 // membership. A refused subscription fails with ErrJoinRefused. Joining a joined channel
 // returns its current state.
 func (e *Endpoint) Join(ctx context.Context, channel string) (JoinResult, error) {
-	if err := ValidatePublishChannel(channel); err != nil {
+	if err := wire.ValidatePublishChannel(channel); err != nil {
 		return JoinResult{}, fmt.Errorf("join: %w", err)
 	}
-	name := SanitizeChannel(channel)
+	name := wire.SanitizeChannel(channel)
 	j, existing, err := e.joins.begin(name)
 	if err != nil || existing {
 		return j.result, err
@@ -129,7 +130,7 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 	if err != nil {
 		return JoinResult{}, err
 	}
-	res := JoinResult{Channel: name, Class: EffectiveClass(cfg, defaults)}
+	res := JoinResult{Channel: name, Class: wire.EffectiveClass(cfg, defaults)}
 	// SPEC §7 step 1: the watermark is taken before the subscription is active.
 	if res.Watermark, err = e.chatFrontier(ctx); err != nil {
 		return JoinResult{}, err
@@ -137,15 +138,15 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 	if err := e.subscribeLive(ctx, name, j); err != nil {
 		return JoinResult{}, err
 	}
-	if EffectiveReplay(cfg, defaults) && res.Watermark > 0 {
-		res.Backfilled, res.BackfillErr = e.backfill(ctx, name, res.Watermark, EffectiveReplayWindow(cfg, defaults))
+	if wire.EffectiveReplay(cfg, defaults) && res.Watermark > 0 {
+		res.Backfilled, res.BackfillErr = e.backfill(ctx, name, res.Watermark, wire.EffectiveReplayWindow(cfg, defaults))
 		if res.BackfillErr != nil {
 			e.log.Warn("join: history unavailable; joined live without backfill", "channel", name, "err", res.BackfillErr)
 		}
 	}
 	res.State = JoinedLive
 	var gen uint64
-	if res.Class == DeliveryDurable && !e.passive {
+	if res.Class == wire.DeliveryDurable && !e.passive {
 		res.State, gen, res.Reason = e.establishDurable(ctx, name)
 	}
 	e.joins.mu.Lock()
@@ -172,7 +173,7 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 // KV Get, which uses STREAM.MSG.GET, the only read agents hold on the registry (Appendix B).
 // A missing key is no config. A value that does not decode is ignored and logged: it may be a
 // JetStream reply written through an injected reply subject (LAYOUT.md).
-func (e *Endpoint) channelConfig(ctx context.Context, name string) (*ChannelConfig, *ChannelDefaults, error) {
+func (e *Endpoint) channelConfig(ctx context.Context, name string) (*wire.ChannelConfig, *wire.ChannelDefaults, error) {
 	raw := func(key string) ([]byte, error) {
 		entry, err := e.channelsKV.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
@@ -183,22 +184,22 @@ func (e *Endpoint) channelConfig(ctx context.Context, name string) (*ChannelConf
 		}
 		return entry.Value(), nil
 	}
-	var cfg *ChannelConfig
-	var defaults *ChannelDefaults
+	var cfg *wire.ChannelConfig
+	var defaults *wire.ChannelDefaults
 	data, err := raw(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	if data != nil {
-		if cfg, err = DecodeChannelConfig(data); err != nil {
+		if cfg, err = wire.DecodeChannelConfig(data); err != nil {
 			e.log.Warn("ignoring an invalid channel registry entry", "channel", name, "err", err)
 		}
 	}
-	if data, err = raw(DefaultsKey); err != nil {
+	if data, err = raw(wire.DefaultsKey); err != nil {
 		return nil, nil, err
 	}
 	if data != nil {
-		if defaults, err = DecodeChannelDefaults(data); err != nil {
+		if defaults, err = wire.DecodeChannelDefaults(data); err != nil {
 			e.log.Warn("ignoring invalid channel defaults", "err", err)
 		}
 	}
@@ -288,7 +289,7 @@ func (e *Endpoint) refuseLate(subject string, err error) {
 // backstop), then unsubscribes. The live subscription ends even when durableLeave fails; the
 // error then says the backstop may still deliver.
 func (e *Endpoint) Leave(ctx context.Context, channel string) error {
-	name := SanitizeChannel(channel)
+	name := wire.SanitizeChannel(channel)
 	e.joins.mu.Lock()
 	j, ok := e.joins.channels[name]
 	if !ok || j.joining {
@@ -325,8 +326,8 @@ func (e *Endpoint) part(ctx context.Context, name string, j *joined) error {
 // a durableJoin whose reply timed out, or a retry this leave cancelled, may have established a
 // membership the Endpoint never learned of. Only when no delivery service answers at all can
 // there be none; any other failure means a membership may remain and is returned.
-func (e *Endpoint) endMembership(ctx context.Context, name string, class DeliveryClass, confirmed bool, gen uint64) error {
-	if e.passive || (!confirmed && class != DeliveryDurable) {
+func (e *Endpoint) endMembership(ctx context.Context, name string, class wire.DeliveryClass, confirmed bool, gen uint64) error {
+	if e.passive || (!confirmed && class != wire.DeliveryDurable) {
 		return nil
 	}
 	if !confirmed {
@@ -358,7 +359,7 @@ func (e *Endpoint) Joined() []string {
 func (e *Endpoint) JoinStatus(channel string) (JoinResult, bool) {
 	e.joins.mu.Lock()
 	defer e.joins.mu.Unlock()
-	j, ok := e.joins.channels[SanitizeChannel(channel)]
+	j, ok := e.joins.channels[wire.SanitizeChannel(channel)]
 	if !ok || j.joining {
 		return JoinResult{}, false
 	}

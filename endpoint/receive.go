@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 	"log/slog"
 	"sync"
 	"time"
@@ -42,7 +43,7 @@ type Meta struct {
 
 // Delivery is one message surfaced to the Handler.
 type Delivery struct {
-	Message *CotalMessage
+	Message *wire.CotalMessage
 	Meta    Meta
 }
 
@@ -72,14 +73,14 @@ func (s source) String() string {
 
 // kind is the subject kind a copy on this path must carry; durable copies carry none (their
 // subject is cotal.<s>.dlv.<id>, see checkDurable).
-func (s source) kind() Kind {
+func (s source) kind() wire.Kind {
 	switch s {
 	case srcLive, srcHistory:
-		return KindChat
+		return wire.KindChat
 	case srcDM:
-		return KindInst
+		return wire.KindInst
 	case srcAnycast:
-		return KindSvc
+		return wire.KindSvc
 	}
 	return ""
 }
@@ -120,12 +121,12 @@ func (e *Endpoint) receive(in inbound) outcome {
 		e.reject(in, err)
 		return outRejected
 	}
-	if meta.Kind == MetaChannel && Sanitize(m.From.ID) == Sanitize(e.id) && !e.opts.EchoOwn {
+	if meta.Kind == MetaChannel && wire.Sanitize(m.From.ID) == wire.Sanitize(e.id) && !e.opts.EchoOwn {
 		e.stats.ownEchoes.Add(1)
 		e.ack(in)
 		return outDropped
 	}
-	key := dedupKey{sender: Sanitize(m.From.ID), id: m.ID}
+	key := dedupKey{sender: wire.Sanitize(m.From.ID), id: m.ID}
 	switch e.dedup.claim(key) {
 	case claimDone:
 		e.stats.duplicates.Add(1)
@@ -154,32 +155,32 @@ func (e *Endpoint) receive(in inbound) outcome {
 }
 
 // check runs the SPEC §3–§5 checks for the copy's path and derives Meta from the subject.
-func (e *Endpoint) check(in inbound) (*CotalMessage, Meta, error) {
+func (e *Endpoint) check(in inbound) (*wire.CotalMessage, Meta, error) {
 	if in.src == srcDurable {
 		return e.checkDurable(in)
 	}
-	sub, m, err := CheckDelivery(in.subject, in.data)
+	sub, m, err := wire.CheckDelivery(in.subject, in.data)
 	if err != nil {
 		return nil, Meta{}, err
 	}
 	meta := Meta{Subject: in.subject, Historical: in.src == srcHistory, Redelivered: redelivered(in.msg)}
 	switch {
 	case sub.Kind != in.src.kind(), sub.Space != e.names.Space():
-		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
+		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
 			Err: fmt.Errorf("%s subject %q arrived on the %s path", sub.Kind, in.subject, in.src)}
-	case sub.Kind == KindInst && sub.Rest != Sanitize(e.id):
-		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
+	case sub.Kind == wire.KindInst && sub.Rest != wire.Sanitize(e.id):
+		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
 			Err: fmt.Errorf("unicast subject %q targets another instance", in.subject)}
-	case sub.Kind == KindSvc && sub.Rest != Sanitize(e.role):
-		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
+	case sub.Kind == wire.KindSvc && sub.Rest != wire.Sanitize(e.role):
+		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
 			Err: fmt.Errorf("anycast subject %q targets another role", in.subject)}
 	}
 	switch sub.Kind {
-	case KindChat:
+	case wire.KindChat:
 		meta.Kind, meta.Channel = MetaChannel, sub.Rest
-	case KindInst:
+	case wire.KindInst:
 		meta.Kind = MetaDM
-	case KindSvc:
+	case wire.KindSvc:
 		meta.Kind = MetaAnycast
 	}
 	return m, meta, nil
@@ -189,24 +190,24 @@ func (e *Endpoint) check(in inbound) (*CotalMessage, Meta, error) {
 // cotal.<s>.dlv.<id> (LAYOUT.md), which only it may write; the copy must still be a valid
 // channel message, and its sender and channel must form a valid chat subject, the subject it
 // was first published on. The kind is channel (LAYOUT.md: durable copies are kind=channel).
-func (e *Endpoint) checkDurable(in inbound) (*CotalMessage, Meta, error) {
+func (e *Endpoint) checkDurable(in inbound) (*wire.CotalMessage, Meta, error) {
 	if in.subject != e.names.DLVSubject(e.id) {
-		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedSubject,
+		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
 			Err: fmt.Errorf("durable copy on %q, want %q", in.subject, e.names.DLVSubject(e.id))}
 	}
-	m, err := DecodeMessage(in.data)
+	m, err := wire.DecodeMessage(in.data)
 	if err != nil {
 		return nil, Meta{}, err
 	}
 	if m.Channel == "" {
-		return nil, Meta{}, &Anomaly{Reason: ReasonMalformedJSON,
-			Err: fmt.Errorf("%w: a durable copy must be a channel message", ErrInvalidMessage)}
+		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedJSON,
+			Err: fmt.Errorf("%w: a durable copy must be a channel message", wire.ErrInvalidMessage)}
 	}
 	// The copy's own subject is dlv.<member>; the chat subject it was published on is rebuilt
 	// from the message and must parse, so the copy is judged like its live twin. The payload
 	// was decoded once above.
 	origin := e.names.ChatSubject(m.From.ID, m.Channel)
-	sub, err := ParseSubject(origin)
+	sub, err := wire.ParseSubject(origin)
 	if err != nil {
 		return nil, Meta{}, err
 	}
@@ -229,7 +230,7 @@ func (e *Endpoint) mayRead(channel string) bool {
 		return true
 	}
 	for _, p := range e.readACL {
-		if MatchChannel(p, channel) {
+		if wire.MatchChannel(p, channel) {
 			return true
 		}
 	}
@@ -240,13 +241,13 @@ func (e *Endpoint) mayRead(channel string) bool {
 // read ACL: counted, logged, never surfaced, and on JetStream paths terminated so it is never
 // redelivered.
 func (e *Endpoint) reject(in inbound, err error) {
-	reason, ok := ReasonOf(err)
+	reason, ok := wire.ReasonOf(err)
 	switch {
 	case errors.Is(err, errOutsideReadACL):
 		reason = "outside-read-acl"
 		e.stats.outsideACL.Add(1)
 	case !ok:
-		reason = ReasonMalformedJSON
+		reason = wire.ReasonMalformedJSON
 		e.stats.terminate(reason)
 	default:
 		e.stats.terminate(reason)

@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"github.com/cotal-go/cotal/wire"
 	"maps"
 	"slices"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // Peer is one instance in the roster.
 type Peer struct {
 	// Presence is the last valid presence row; after a delete it keeps the last row seen.
-	Presence Presence
+	Presence wire.Presence
 	// Online is false when the peer announced offline, its ts is older than the liveness
 	// window, or its key was deleted or purged (SPEC §6).
 	Online bool
@@ -229,14 +230,14 @@ func (r *Roster) apply(entry jetstream.KeyValueEntry) {
 		}
 		return
 	}
-	p, err := DecodePresence(key, entry.Value())
+	p, err := wire.DecodePresence(key, entry.Value())
 	if err != nil {
 		r.e.stats.presenceDropped.Add(1)
 		r.e.log.Debug("dropped an invalid presence row", "key", key, "err", err)
 		return
 	}
 	next := Peer{Presence: *p, LastSeen: time.UnixMilli(p.TS),
-		Online: p.EffectiveStatus(now, r.e.opts.LivenessWindow) != StatusOffline}
+		Online: p.EffectiveStatus(now, r.e.opts.LivenessWindow) != wire.StatusOffline}
 	prev, known := r.peers[key]
 	r.peers[key] = &next
 	switch {
@@ -271,7 +272,7 @@ func (r *Roster) publishLocked(ev RosterEvent) {
 }
 
 // changed reports whether anything but the heartbeat time differs between two rows.
-func changed(a, b Presence) bool {
+func changed(a, b wire.Presence) bool {
 	a.TS, b.TS = 0, 0
 	if a.Status != b.Status || a.Activity != b.Activity || a.Attention != b.Attention ||
 		!maps.Equal(a.ChannelModes, b.ChannelModes) {
@@ -280,7 +281,7 @@ func changed(a, b Presence) bool {
 	return !cardsEqual(a.Card, b.Card)
 }
 
-func cardsEqual(a, b AgentCard) bool {
+func cardsEqual(a, b wire.AgentCard) bool {
 	return a.ID == b.ID && a.Name == b.Name && a.Kind == b.Kind && a.Role == b.Role &&
 		a.Description == b.Description && slices.Equal(a.Tags, b.Tags) &&
 		a.ProtocolVersion == b.ProtocolVersion

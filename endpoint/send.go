@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cotal-go/cotal/wire"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,41 +32,41 @@ type Receipt struct {
 }
 
 // SendOption sets an optional field of a message built by Send, SendDM or SendAnycast.
-type SendOption func(*CotalMessage)
+type SendOption func(*wire.CotalMessage)
 
 // WithMentions names peers to wake, lowercased (SPEC §5); on a live channel each mentioned
 // peer allowed to read the channel also gets a durable copy (SPEC §4).
 func WithMentions(names ...string) SendOption {
-	return func(m *CotalMessage) { m.Mentions = append(m.Mentions, names...) }
+	return func(m *wire.CotalMessage) { m.Mentions = append(m.Mentions, names...) }
 }
 
 // WithReplyTo marks the message as a reply to the message with id.
-func WithReplyTo(id string) SendOption { return func(m *CotalMessage) { m.ReplyTo = id } }
+func WithReplyTo(id string) SendOption { return func(m *wire.CotalMessage) { m.ReplyTo = id } }
 
 // WithContextID sets the thread or conversation id.
-func WithContextID(id string) SendOption { return func(m *CotalMessage) { m.ContextID = id } }
+func WithContextID(id string) SendOption { return func(m *wire.CotalMessage) { m.ContextID = id } }
 
 // WithMessageID sets the message id instead of a fresh one. Resending with the same id within
 // the stream's duplicate window stores nothing new (Receipt.Duplicate), which makes a retry
 // after an unknown outcome safe.
-func WithMessageID(id string) SendOption { return func(m *CotalMessage) { m.ID = id } }
+func WithMessageID(id string) SendOption { return func(m *wire.CotalMessage) { m.ID = id } }
 
 // Send multicasts parts on a concrete channel (SPEC §4) and returns where JetStream stored it.
-func (e *Endpoint) Send(ctx context.Context, channel string, parts []Part, opts ...SendOption) (Receipt, error) {
-	return e.Publish(ctx, e.build(NewChannelMessage(e.space, e.Ref(), channel, parts...), opts))
+func (e *Endpoint) Send(ctx context.Context, channel string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
+	return e.Publish(ctx, e.build(wire.NewChannelMessage(e.space, e.Ref(), channel, parts...), opts))
 }
 
 // SendDM unicasts parts to the instance id to (SPEC §4).
-func (e *Endpoint) SendDM(ctx context.Context, to string, parts []Part, opts ...SendOption) (Receipt, error) {
-	return e.Publish(ctx, e.build(NewDirectMessage(e.space, e.Ref(), to, parts...), opts))
+func (e *Endpoint) SendDM(ctx context.Context, to string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
+	return e.Publish(ctx, e.build(wire.NewDirectMessage(e.space, e.Ref(), to, parts...), opts))
 }
 
 // SendAnycast sends parts to exactly one holder of role (SPEC §4).
-func (e *Endpoint) SendAnycast(ctx context.Context, role string, parts []Part, opts ...SendOption) (Receipt, error) {
-	return e.Publish(ctx, e.build(NewServiceMessage(e.space, e.Ref(), role, parts...), opts))
+func (e *Endpoint) SendAnycast(ctx context.Context, role string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
+	return e.Publish(ctx, e.build(wire.NewServiceMessage(e.space, e.Ref(), role, parts...), opts))
 }
 
-func (e *Endpoint) build(m *CotalMessage, opts []SendOption) *CotalMessage {
+func (e *Endpoint) build(m *wire.CotalMessage, opts []SendOption) *wire.CotalMessage {
 	for _, o := range opts {
 		o(m)
 	}
@@ -76,7 +77,7 @@ func (e *Endpoint) build(m *CotalMessage, opts []SendOption) *CotalMessage {
 // subject its routing field selects, with this instance as sender (SPEC §3, §5, §8). Empty
 // From, Space, ID and TS are filled in on m; a From naming another instance is refused with
 // ErrNotOwnSender.
-func (e *Endpoint) Publish(ctx context.Context, m *CotalMessage) (Receipt, error) {
+func (e *Endpoint) Publish(ctx context.Context, m *wire.CotalMessage) (Receipt, error) {
 	msg, err := e.prepare(m)
 	if err != nil {
 		return Receipt{}, err
@@ -123,7 +124,7 @@ func retryablePublish(err error) bool {
 }
 
 // prepare completes and checks m and builds its wire message.
-func (e *Endpoint) prepare(m *CotalMessage) (*nats.Msg, error) {
+func (e *Endpoint) prepare(m *wire.CotalMessage) (*nats.Msg, error) {
 	switch {
 	case m.From.ID == "":
 		m.From = e.Ref()
@@ -133,15 +134,15 @@ func (e *Endpoint) prepare(m *CotalMessage) (*nats.Msg, error) {
 	if m.Space == "" {
 		m.Space = e.space
 	} else if m.Space != e.space {
-		return nil, fmt.Errorf("%w: space %q, this instance is in %q", ErrInvalidMessage, m.Space, e.space)
+		return nil, fmt.Errorf("%w: space %q, this instance is in %q", wire.ErrInvalidMessage, m.Space, e.space)
 	}
 	if m.ID == "" {
-		m.ID = NewMessageID()
+		m.ID = wire.NewMessageID()
 	}
 	if m.TS == 0 {
 		m.TS = time.Now().UnixMilli()
 	}
-	m.Mentions = NormalizeMentions(m.Mentions)
+	m.Mentions = wire.NormalizeMentions(m.Mentions)
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (e *Endpoint) prepare(m *CotalMessage) (*nats.Msg, error) {
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		return nil, fmt.Errorf("%w: %w", wire.ErrInvalidMessage, err)
 	}
 	if max := e.nc.MaxPayload(); max > 0 && int64(len(data)) > max {
 		return nil, fmt.Errorf("%w: %d bytes, the broker accepts %d", ErrTooLarge, len(data), max)
@@ -162,18 +163,18 @@ func (e *Endpoint) prepare(m *CotalMessage) (*nats.Msg, error) {
 // subjectFor builds the delivery subject of m with this instance's id as sender (SPEC §3).
 // A unicast target or anycast role must already be a routing token: sanitizing it here would
 // silently address someone else.
-func (e *Endpoint) subjectFor(m *CotalMessage) (string, error) {
+func (e *Endpoint) subjectFor(m *wire.CotalMessage) (string, error) {
 	switch {
 	case m.Channel != "":
 		return e.names.ChatSubject(e.id, m.Channel), nil
 	case m.To != "":
-		if !isToken(m.To) {
-			return "", fmt.Errorf("%w: to %q is not an instance id", ErrInvalidMessage, m.To)
+		if !wire.IsToken(m.To) {
+			return "", fmt.Errorf("%w: to %q is not an instance id", wire.ErrInvalidMessage, m.To)
 		}
 		return e.names.InstSubject(m.To, e.id), nil
 	default:
-		if !isToken(m.ToService) {
-			return "", fmt.Errorf("%w: toService %q has characters outside [A-Za-z0-9_-]", ErrInvalidMessage, m.ToService)
+		if !wire.IsToken(m.ToService) {
+			return "", fmt.Errorf("%w: toService %q has characters outside [A-Za-z0-9_-]", wire.ErrInvalidMessage, m.ToService)
 		}
 		return e.names.SvcSubject(m.ToService, e.id), nil
 	}
@@ -204,7 +205,7 @@ func (p *PendingReceipt) Wait(ctx context.Context) (Receipt, error) {
 
 // PublishAsync is Publish without waiting for the acknowledgement, for throughput; call Wait
 // on the result to learn whether the message was stored.
-func (e *Endpoint) PublishAsync(m *CotalMessage) (*PendingReceipt, error) {
+func (e *Endpoint) PublishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
 	msg, err := e.prepare(m)
 	if err != nil {
 		return nil, err
@@ -219,7 +220,7 @@ func (e *Endpoint) PublishAsync(m *CotalMessage) (*PendingReceipt, error) {
 // PublishBatch publishes msgs asynchronously and waits for every acknowledgement. Receipts are
 // in the order of msgs; a message that was not stored has a zero Receipt and its error is
 // joined into the returned error with its index.
-func (e *Endpoint) PublishBatch(ctx context.Context, msgs []*CotalMessage) ([]Receipt, error) {
+func (e *Endpoint) PublishBatch(ctx context.Context, msgs []*wire.CotalMessage) ([]Receipt, error) {
 	pending := make([]*PendingReceipt, len(msgs))
 	var errs []error
 	for i, m := range msgs {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // TestObserverOfARunningMesh runs the observer against a mesh it does not own, over TCP with
@@ -35,7 +35,7 @@ func TestObserverOfARunningMesh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dana.SetStatus(ctx, endpoint.StatusWaiting, "reviewing PR 7"); err != nil {
+	if err := dana.SetStatus(ctx, wire.StatusWaiting, "reviewing PR 7"); err != nil {
 		t.Fatal(err)
 	}
 	eve, err := m.Endpoint(ctx, space.AgentSpec{Name: "eve"})

@@ -5,14 +5,14 @@ import (
 	"log"
 	"os"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // An agent's read ACL becomes its native subscribe grants, wildcards preserved (SPEC §9).
 func ExamplePermissions() {
 	id := "UDTK2MEYYY33WROIB3F52XDRY3UOQ2FVWDPANSEP4ZM3VXTTO4XW6LZO"
-	p, err := provisioner.Permissions(provisioner.ProfileAgent, endpoint.NewNames("demo"), id,
+	p, err := provisioner.Permissions(provisioner.ProfileAgent, wire.NewNames("demo"), id,
 		provisioner.Grants{Subscribe: []string{"general"}, AllowSubscribe: []string{"general", "team.>"}})
 	if err != nil {
 		log.Fatal(err)

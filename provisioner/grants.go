@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Grants is an agent's channel scope (SPEC §9): three lists of channel policy strings, each a
@@ -48,7 +48,7 @@ func (g Grants) validate() error {
 		for _, ch := range list.entries {
 			// A segment that sanitizing would rewrite is refused rather than rewritten: a
 			// grant must mean exactly the channel its author typed.
-			if err := endpoint.ValidatePolicyChannel(ch); err != nil {
+			if err := wire.ValidatePolicyChannel(ch); err != nil {
 				return fmt.Errorf("%w: %s entry: %w", ErrInvalidGrant, list.flag, err)
 			}
 		}
@@ -65,7 +65,7 @@ func (g Grants) validate() error {
 }
 
 // isToken reports whether s is a non-empty routing token that Sanitize leaves unchanged.
-func isToken(s string) bool { return s != "" && endpoint.Sanitize(s) == s }
+func isToken(s string) bool { return s != "" && wire.Sanitize(s) == s }
 
 func coveredByAny(patterns []string, ch string) bool {
 	for _, p := range patterns {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 	"go.etcd.io/bbolt"
@@ -54,7 +54,7 @@ type Credential struct {
 	Seed []byte
 	// ACL is the record to write to cotal_acl_<s> under ID (zero for infrastructure
 	// credentials, which have none).
-	ACL endpoint.ACLRecord
+	ACL wire.ACLRecord
 	// AccountUpdate is the space's new account JWT when minting revoked a previous credential
 	// of the same id, else empty. Apply it to the broker before handing the credential out,
 	// or the old credential keeps working.
@@ -88,7 +88,7 @@ func (s *Store) Mint(req MintRequest) (*Credential, error) {
 	if req.Profile == ProfileAgent {
 		g = g.withDefaults()
 	}
-	perms, err := Permissions(req.Profile, endpoint.NewNames(req.Space), pub, g)
+	perms, err := Permissions(req.Profile, wire.NewNames(req.Space), pub, g)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
 	}
 	pub, _ := kp.PublicKey()
 	seed, _ := kp.Seed()
-	perms, err := Permissions(p, endpoint.NewNames(space), pub, Grants{})
+	perms, err := Permissions(p, wire.NewNames(space), pub, Grants{})
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 )
@@ -44,7 +44,7 @@ func TestMintSignsWithTheSpaceSigningKey(t *testing.T) {
 		}
 	})
 	t.Run("the permissions are the agent profile's", func(t *testing.T) {
-		want, err := Permissions(ProfileAgent, endpoint.NewNames("alpha"), c.ID, g.withDefaults())
+		want, err := Permissions(ProfileAgent, wire.NewNames("alpha"), c.ID, g.withDefaults())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestInfraCredential(t *testing.T) {
 			if !reflect.DeepEqual(uc.AllowedConnectionTypes, jwt.StringList{jwt.ConnectionTypeInProcess}) {
 				t.Errorf("allowed connection types %v", uc.AllowedConnectionTypes)
 			}
-			want, _ := Permissions(p, endpoint.NewNames("alpha"), c.ID, Grants{})
+			want, _ := Permissions(p, wire.NewNames("alpha"), c.ID, Grants{})
 			if !reflect.DeepEqual(uc.Permissions, want) {
 				t.Errorf("permissions are not the %s profile's", p)
 			}

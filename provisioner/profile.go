@@ -3,7 +3,7 @@ package provisioner
 import (
 	"fmt"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 )
@@ -49,7 +49,7 @@ func (p Profile) infra() bool { return p == ProfileProvisioner || p == ProfileDe
 // public key) in the space names describes: SPEC Appendix B plus LAYOUT.md's additions.
 // Grants apply to ProfileAgent only; any grant or role given to another profile fails with
 // ErrGrantsNotAllowed. It is a pure function of its arguments.
-func Permissions(profile Profile, names endpoint.Names, id string, g Grants) (jwt.Permissions, error) {
+func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Permissions, error) {
 	if names.Space() == "" {
 		return jwt.Permissions{}, fmt.Errorf("%w: the space name is empty", ErrInvalidRequest)
 	}
@@ -63,7 +63,7 @@ func Permissions(profile Profile, names endpoint.Names, id string, g Grants) (jw
 	// SPEC §9 item 1: replies, pull responses and KV watch deliveries ride the per-identity
 	// inbox. Every profile but delivery may call $JS.API.INFO, which clients use to detect
 	// JetStream; the delivery service never does, so its credential does without.
-	p.Sub.Allow.Add(endpoint.InboxPrefix(id) + ".>")
+	p.Sub.Allow.Add(wire.InboxPrefix(id) + ".>")
 	if profile != ProfileDelivery {
 		p.Pub.Allow.Add("$JS.API.INFO")
 	}
@@ -115,7 +115,7 @@ func createDenies(stream string) []string {
 // kvGetGrants let a client bind a bucket (STREAM.INFO) and get a key by subject or by
 // revision: Direct Get when the bucket allows it, else STREAM.MSG.GET.
 func kvGetGrants(bucket string) []string {
-	s := endpoint.KVStream(bucket)
+	s := wire.KVStream(bucket)
 	return []string{
 		streamAPI("INFO", s),
 		"$JS.API.DIRECT.GET." + s,
@@ -128,7 +128,7 @@ func kvGetGrants(bucket string) []string {
 // and deletes (deleting stops leaked watch consumers, LAYOUT.md), and their flow-control
 // replies, scoped to the bucket's stream.
 func kvReadGrants(bucket string) []string {
-	s := endpoint.KVStream(bucket)
+	s := wire.KVStream(bucket)
 	return append(kvGetGrants(bucket),
 		consumerAPI("CREATE", s, ">"),
 		consumerAPI("INFO", s, ">"),

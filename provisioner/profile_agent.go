@@ -1,7 +1,7 @@
 package provisioner
 
 import (
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 	"github.com/nats-io/jwt/v2"
 )
 
@@ -11,10 +11,10 @@ import (
 // Presence hardening (LAYOUT.md Trap "Presence wipe") is not a permission: the agent must
 // publish to its own presence key, and a `Nats-Rollup: all` header on that publish is
 // refused only by a bucket created without rollups, which the space package does.
-func agentPermissions(p *jwt.Permissions, n endpoint.Names, id string, g Grants) {
+func agentPermissions(p *jwt.Permissions, n wire.Names, id string, g Grants) {
 	chat, dm, task := n.ChatStream(), n.DMStream(), n.TaskStream()
-	kv := endpoint.KVStream(n.PresenceBucket())
-	chkv := endpoint.KVStream(n.ChannelsBucket())
+	kv := wire.KVStream(n.PresenceBucket())
+	chkv := wire.KVStream(n.ChannelsBucket())
 	hist, dmD := n.HistoryConsumer(id), n.DMConsumer(id)
 
 	// SPEC §9 item 2: the live read boundary, one native subscribe grant per ACL entry with
@@ -28,10 +28,10 @@ func agentPermissions(p *jwt.Permissions, n endpoint.Names, id string, g Grants)
 		p.Pub.Allow.Add(n.ChatSubject(id, ch))
 	}
 	p.Pub.Allow.Add(
-		n.Prefix()+".inst.*."+endpoint.Sanitize(id),
-		n.Prefix()+".svc.*."+endpoint.Sanitize(id),
+		n.Prefix()+".inst.*."+wire.Sanitize(id),
+		n.Prefix()+".svc.*."+wire.Sanitize(id),
 		// P.ctl.<manager>.<id>: the manager service of this binding is `delivery` (LAYOUT.md).
-		n.CtlSubject(endpoint.DeliveryService, id),
+		n.CtlSubject(wire.DeliveryService, id),
 	)
 	for _, s := range []string{chat, dm, task, kv, chkv} {
 		p.Pub.Allow.Add(streamAPI("INFO", s))
@@ -72,8 +72,8 @@ func agentPermissions(p *jwt.Permissions, n endpoint.Names, id string, g Grants)
 }
 
 // agentLayoutAdditions are LAYOUT.md's "Agent credential additions beyond SPEC Appendix B".
-func agentLayoutAdditions(p *jwt.Permissions, n endpoint.Names, id string) {
-	ctl := n.CtlSubject(endpoint.DeliveryService, id)
+func agentLayoutAdditions(p *jwt.Permissions, n wire.Names, id string) {
+	ctl := n.CtlSubject(wire.DeliveryService, id)
 	dlv, dlvD := n.DLVStream(), n.DLVConsumer(id)
 	// Control replies: the client names cotal.<s>.ctl.delivery.<id>.reply.<uuid>; the
 	// request subject itself is Appendix B's P.ctl.<manager>.<id>, granted above.
@@ -86,8 +86,8 @@ func agentLayoutAdditions(p *jwt.Permissions, n endpoint.Names, id string) {
 	)
 	// Without delete, every presence and registry watch leaks an ordered consumer.
 	p.Pub.Allow.Add(
-		consumerAPI("DELETE", endpoint.KVStream(n.PresenceBucket()), ">"),
-		consumerAPI("DELETE", endpoint.KVStream(n.ChannelsBucket()), ">"),
+		consumerAPI("DELETE", wire.KVStream(n.PresenceBucket()), ">"),
+		consumerAPI("DELETE", wire.KVStream(n.ChannelsBucket()), ">"),
 	)
 	p.Pub.Deny.Add(createDenies(dlv)...)
 }

@@ -1,20 +1,20 @@
 package provisioner
 
 import (
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 	"github.com/nats-io/jwt/v2"
 )
 
 // provisionerPermissions scope cotal's provisioner connection to one space's setup work
 // (SPEC §8, §9 item 3, LAYOUT.md). It holds no chat, DM or backstop content grant.
-func provisionerPermissions(p *jwt.Permissions, n endpoint.Names) {
+func provisionerPermissions(p *jwt.Permissions, n wire.Names) {
 	// Create, or reconcile the settings of, every stream and KV bucket of the space, and
 	// inspect it. No delete, purge or message-level verb.
 	for _, s := range []string{
 		n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream(),
-		endpoint.KVStream(n.PresenceBucket()), endpoint.KVStream(n.ChannelsBucket()),
-		endpoint.KVStream(n.MembersBucket()), endpoint.KVStream(n.ACLBucket()),
-		endpoint.KVStream(n.MembershipBucket()),
+		wire.KVStream(n.PresenceBucket()), wire.KVStream(n.ChannelsBucket()),
+		wire.KVStream(n.MembersBucket()), wire.KVStream(n.ACLBucket()),
+		wire.KVStream(n.MembershipBucket()),
 	} {
 		p.Pub.Allow.Add(streamAPI("CREATE", s), streamAPI("UPDATE", s), streamAPI("INFO", s))
 	}
@@ -38,9 +38,9 @@ func provisionerPermissions(p *jwt.Permissions, n endpoint.Names) {
 // lists (space's tests hold the two equal). It reads chat content through its own fanout
 // consumer only and writes nothing an agent reads except DLV handoffs and control replies.
 // The read ACL comes from the registry in process, never from the cotal_acl_<s> bucket.
-func deliveryPermissions(p *jwt.Permissions, n endpoint.Names) {
+func deliveryPermissions(p *jwt.Permissions, n wire.Names) {
 	chat, inbox := n.ChatStream(), n.InboxStream()
-	ctl := n.Prefix() + ".ctl." + endpoint.DeliveryService
+	ctl := n.Prefix() + ".ctl." + wire.DeliveryService
 	// The control service: requests from any sender, replies only inside a request's own
 	// .reply. subtree, the subjects the client names (LAYOUT.md's reply-injection guard).
 	p.Sub.Allow.Add(ctl + ".*")
@@ -48,8 +48,8 @@ func deliveryPermissions(p *jwt.Permissions, n endpoint.Names) {
 	// Its two durables, fanout on CHAT and reader on INBOX: create with the filter pinned in
 	// the subject, inspect, pull and ack. No delete: losing either one stops durable delivery.
 	for _, c := range [][3]string{
-		{chat, endpoint.FanoutConsumer, n.Prefix() + ".chat.>"},
-		{inbox, endpoint.ReaderConsumer, n.Prefix() + ".dinbox.>"},
+		{chat, wire.FanoutConsumer, n.Prefix() + ".chat.>"},
+		{inbox, wire.ReaderConsumer, n.Prefix() + ".dinbox.>"},
 	} {
 		s, name, filter := c[0], c[1], c[2]
 		p.Pub.Allow.Add(
@@ -65,11 +65,11 @@ func deliveryPermissions(p *jwt.Permissions, n endpoint.Names) {
 	p.Pub.Allow.Add(n.Prefix()+".dinbox.>", n.Prefix()+".dlv.>")
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a
 	// compare-and-set conflict.
-	p.Pub.Allow.Add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", endpoint.KVStream(n.MembersBucket())))
+	p.Pub.Allow.Add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", wire.KVStream(n.MembersBucket())))
 	// One long-lived watch each on members, channel registry and presence (LAYOUT.md trap
 	// "One consumer per message"): bind, an ordered consumer with flow control, its delete.
 	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.PresenceBucket()} {
-		s := endpoint.KVStream(b)
+		s := wire.KVStream(b)
 		p.Pub.Allow.Add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
 			consumerAPI("DELETE", s, ">"), "$JS.FC."+s+".>")
 	}

@@ -1,19 +1,19 @@
 package provisioner
 
 import (
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 	"github.com/nats-io/jwt/v2"
 )
 
 // observerPermissions adds SPEC Appendix B's observer grants: all chat, live and history.
-func observerPermissions(p *jwt.Permissions, n endpoint.Names) {
+func observerPermissions(p *jwt.Permissions, n wire.Names) {
 	p.Sub.Allow.Add(n.Prefix() + ".chat.>")
 	readerPermissions(p, n)
 }
 
 // adminPermissions adds SPEC Appendix B's admin grants: the observer's read verbs, the whole
 // space's live tap and DM history. Admin still has no application publish.
-func adminPermissions(p *jwt.Permissions, n endpoint.Names) {
+func adminPermissions(p *jwt.Permissions, n wire.Names) {
 	p.Sub.Allow.Add(n.Prefix() + ".>")
 	readerPermissions(p, n)
 	dm := n.DMStream()
@@ -31,10 +31,10 @@ func adminPermissions(p *jwt.Permissions, n endpoint.Names) {
 // readerPermissions are the observer's pub grants of SPEC Appendix B, shared with admin, with
 // two changes that keep the delivery package's `fanout` consumer on CHAT out of reach
 // (LAYOUT.md Trap "Observer against delivery") and two read grants LAYOUT.md implies.
-func readerPermissions(p *jwt.Permissions, n endpoint.Names) {
+func readerPermissions(p *jwt.Permissions, n wire.Names) {
 	chat := n.ChatStream()
-	kv := endpoint.KVStream(n.PresenceBucket())
-	chkv := endpoint.KVStream(n.ChannelsBucket())
+	kv := wire.KVStream(n.PresenceBucket())
+	chkv := wire.KVStream(n.ChannelsBucket())
 	p.Pub.Allow.Add(
 		streamAPI("INFO", chat),
 		streamAPI("INFO", kv),
@@ -62,7 +62,7 @@ func readerPermissions(p *jwt.Permissions, n endpoint.Names) {
 	p.Pub.Allow.Add(consumerAPI("DELETE", kv, ">"))
 	// SPEC §8: the display-only membership feed is read by the observer and admin profiles,
 	// by get and by watch (flow control is covered by $JS.FC.> above).
-	mkv := endpoint.KVStream(n.MembershipBucket())
+	mkv := wire.KVStream(n.MembershipBucket())
 	p.Pub.Allow.Add(kvGetGrants(n.MembershipBucket())...)
 	p.Pub.Allow.Add(consumerAPI("CREATE", mkv, ">"), consumerAPI("INFO", mkv, ">"), consumerAPI("DELETE", mkv, ">"))
 
@@ -73,8 +73,8 @@ func readerPermissions(p *jwt.Permissions, n endpoint.Names) {
 // would otherwise cover (LAYOUT.md Trap "Observer against delivery": cotal's own consumers are
 // out of every non-infrastructure credential's reach, its info included), plus the bare
 // create withheld above.
-func fanoutDenies(p *jwt.Permissions, n endpoint.Names) {
-	chat, f := n.ChatStream(), endpoint.FanoutConsumer
+func fanoutDenies(p *jwt.Permissions, n wire.Names) {
+	chat, f := n.ChatStream(), wire.FanoutConsumer
 	p.Pub.Deny.Add(
 		"$JS.API.CONSUMER.CREATE."+chat,
 		consumerAPI("CREATE", chat, f),

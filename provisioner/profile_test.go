@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 	"github.com/nats-io/jwt/v2"
 )
 
@@ -38,7 +38,7 @@ var goldenCases = []struct {
 func TestPermissionsMatchGoldenFiles(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(fmt.Sprintf("the %s permissions match testdata/%s.golden", tc.file, tc.file), func(t *testing.T) {
-			p, err := Permissions(tc.profile, endpoint.NewNames("alpha"), testID, tc.grants)
+			p, err := Permissions(tc.profile, wire.NewNames("alpha"), testID, tc.grants)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func subjectMatches(pattern, subject string) bool {
 }
 
 func TestDeliveryConsumersAreOutOfReachOfUserProfiles(t *testing.T) {
-	n := endpoint.NewNames("alpha")
+	n := wire.NewNames("alpha")
 	chat, inbox := n.ChatStream(), n.InboxStream()
 	verbs := []string{
 		"$JS.API.CONSUMER.CREATE." + chat, // the bare form names the consumer in the body
@@ -137,7 +137,7 @@ func TestDeliveryConsumersAreOutOfReachOfUserProfiles(t *testing.T) {
 }
 
 func TestAgentReadsOnlyWithinItsACL(t *testing.T) {
-	n := endpoint.NewNames("alpha")
+	n := wire.NewNames("alpha")
 	p, err := Permissions(ProfileAgent, n, testID, goldenCases[0].grants)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestAgentReadsOnlyWithinItsACL(t *testing.T) {
 func TestReadOnlyProfilesHaveNoApplicationPublish(t *testing.T) {
 	for _, tc := range goldenCases[2:4] {
 		t.Run(fmt.Sprintf("%s publishes no cotal subject", tc.file), func(t *testing.T) {
-			p, err := Permissions(tc.profile, endpoint.NewNames("alpha"), testID, Grants{})
+			p, err := Permissions(tc.profile, wire.NewNames("alpha"), testID, Grants{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,11 +198,11 @@ func TestReadOnlyProfilesHaveNoApplicationPublish(t *testing.T) {
 }
 
 func TestPermissionsRefusesBadInput(t *testing.T) {
-	n := endpoint.NewNames("alpha")
+	n := wire.NewNames("alpha")
 	tests := []struct {
 		name    string
 		profile Profile
-		names   endpoint.Names
+		names   wire.Names
 		id      string
 		grants  Grants
 		want    error
@@ -212,7 +212,7 @@ func TestPermissionsRefusesBadInput(t *testing.T) {
 		{"delivery with a publish grant is refused", ProfileDelivery, n, testID, Grants{AllowPublish: []string{"general"}}, ErrGrantsNotAllowed},
 		{"an id that is not a user key is refused", ProfileAgent, n, "alice", Grants{}, ErrInvalidGrant},
 		{"an unknown profile is refused", Profile("manager"), n, testID, Grants{}, ErrUnknownProfile},
-		{"zero Names are refused", ProfileAgent, endpoint.Names{}, testID, Grants{}, ErrInvalidRequest},
+		{"zero Names are refused", ProfileAgent, wire.Names{}, testID, Grants{}, ErrInvalidRequest},
 		{"a subscribe outside allowSubscribe is refused", ProfileAgent, n, testID,
 			Grants{Subscribe: []string{"general"}, AllowSubscribe: []string{"team.>"}}, ErrInvalidGrant},
 		{"a channel that sanitizing would rewrite is refused", ProfileAgent, n, testID, Grants{AllowPublish: []string{"foo/bar"}}, ErrInvalidGrant},

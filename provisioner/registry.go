@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 	"go.etcd.io/bbolt"
 )
 
@@ -37,8 +37,8 @@ func (r Record) Active(now time.Time) bool {
 // agent's allowSubscribe, [">"] for observer and admin (they read all chat), and [] once
 // revoked. Expiry is not applied: the broker refuses an expired credential, and the record is
 // rewritten only at mint, re-mint and revoke.
-func ACLFor(rec Record) endpoint.ACLRecord {
-	acl := endpoint.ACLRecord{AllowSubscribe: []string{}, Revision: rec.Revision, UpdatedAt: rec.UpdatedAt.UnixMilli()}
+func ACLFor(rec Record) wire.ACLRecord {
+	acl := wire.ACLRecord{AllowSubscribe: []string{}, Revision: rec.Revision, UpdatedAt: rec.UpdatedAt.UnixMilli()}
 	switch {
 	case rec.Revoked:
 	case rec.Profile == ProfileAgent:

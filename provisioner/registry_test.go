@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestListAndRecord(t *testing.T) {
@@ -119,7 +119,7 @@ func TestACLFor(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("ACLFor = %s, want %s", b, tt.want)
 			}
-			if _, err := endpoint.DecodeACLRecord(b); err != nil {
+			if _, err := wire.DecodeACLRecord(b); err != nil {
 				t.Errorf("the trusted reader would refuse the record: %v", err)
 			}
 		})

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // AdminSocketName is the Unix socket in the data directory on which a running mesh serves
@@ -45,8 +45,8 @@ type AdminReply struct {
 	Status      *Status           `json:"status,omitempty"`
 	Pending     *MemberBacklog    `json:"pending,omitempty"`
 
-	ChannelConfig   *endpoint.ChannelConfig   `json:"channelConfig,omitempty"`
-	ChannelDefaults *endpoint.ChannelDefaults `json:"channelDefaults,omitempty"`
+	ChannelConfig   *wire.ChannelConfig   `json:"channelConfig,omitempty"`
+	ChannelDefaults *wire.ChannelDefaults `json:"channelDefaults,omitempty"`
 }
 
 type adminServer struct {

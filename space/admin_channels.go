@@ -8,26 +8,26 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // ChannelUpdate changes fields of a channel's registry entry in cotal_channels_<s> (SPEC §7);
 // a nil field keeps its current value. For the space defaults only Replay, ReplayWindow and
 // DeliveryClass apply.
 type ChannelUpdate struct {
-	Channel       string                  `json:"channel,omitempty"`
-	Replay        *bool                   `json:"replay,omitempty"`
-	ReplayWindow  *string                 `json:"replayWindow,omitempty"`
-	DeliveryClass *endpoint.DeliveryClass `json:"deliveryClass,omitempty"`
-	Description   *string                 `json:"description,omitempty"`
-	Instructions  *string                 `json:"instructions,omitempty"`
+	Channel       string              `json:"channel,omitempty"`
+	Replay        *bool               `json:"replay,omitempty"`
+	ReplayWindow  *string             `json:"replayWindow,omitempty"`
+	DeliveryClass *wire.DeliveryClass `json:"deliveryClass,omitempty"`
+	Description   *string             `json:"description,omitempty"`
+	Instructions  *string             `json:"instructions,omitempty"`
 	// Create allows configuring a channel that has no retained message and no entry yet.
 	// Without it such a channel is refused with ErrUnknownChannel, which catches typos.
 	Create bool `json:"create,omitempty"`
 }
 
 // Apply sets u's non-nil fields on c, as SetChannel does before validating and writing.
-func (u ChannelUpdate) Apply(c *endpoint.ChannelConfig) {
+func (u ChannelUpdate) Apply(c *wire.ChannelConfig) {
 	if u.Replay != nil {
 		c.Replay = u.Replay
 	}
@@ -53,26 +53,26 @@ const casAttempts = 5
 // as written. The result is validated before it is written; a channel with no retained message
 // and no entry is refused unless u.Create is set. Fan-out and joins read the new entry from
 // their next message or join on.
-func (m *Mesh) SetChannel(ctx context.Context, space string, u ChannelUpdate) (*endpoint.ChannelConfig, error) {
+func (m *Mesh) SetChannel(ctx context.Context, space string, u ChannelUpdate) (*wire.ChannelConfig, error) {
 	rt, err := m.space(space)
 	if err != nil {
 		return nil, err
 	}
-	if err := endpoint.ValidatePublishChannel(u.Channel); err != nil {
+	if err := wire.ValidatePublishChannel(u.Channel); err != nil {
 		return nil, err
 	}
-	key := endpoint.SanitizeChannel(u.Channel)
+	key := wire.SanitizeChannel(u.Channel)
 	kv, err := rt.js.KeyValue(ctx, rt.names.ChannelsBucket())
 	if err != nil {
 		return nil, fmt.Errorf("open channel registry: %w", err)
 	}
-	var out endpoint.ChannelConfig
+	var out wire.ChannelConfig
 	err = updateKey(ctx, kv, key, func(data []byte, exists bool) ([]byte, error) {
-		out = endpoint.ChannelConfig{}
+		out = wire.ChannelConfig{}
 		if exists {
 			// An entry that does not decode (a JetStream reply written onto the key through an
 			// injected reply subject, LAYOUT.md) is replaced, never merged.
-			if c, err := endpoint.DecodeChannelConfig(data); err == nil {
+			if c, err := wire.DecodeChannelConfig(data); err == nil {
 				out = *c
 			}
 		} else if !u.Create {
@@ -94,27 +94,27 @@ func (m *Mesh) SetChannel(ctx context.Context, space string, u ChannelUpdate) (*
 
 // SetChannelDefaults changes the space defaults under `=defaults` (SPEC §7) and returns them
 // as written.
-func (m *Mesh) SetChannelDefaults(ctx context.Context, space string, u ChannelUpdate) (*endpoint.ChannelDefaults, error) {
+func (m *Mesh) SetChannelDefaults(ctx context.Context, space string, u ChannelUpdate) (*wire.ChannelDefaults, error) {
 	rt, err := m.space(space)
 	if err != nil {
 		return nil, err
 	}
 	if u.Channel != "" || u.Description != nil || u.Instructions != nil {
-		return nil, fmt.Errorf("%w: the space defaults hold only replay, replayWindow and deliveryClass", endpoint.ErrInvalidChannelConfig)
+		return nil, fmt.Errorf("%w: the space defaults hold only replay, replayWindow and deliveryClass", wire.ErrInvalidChannelConfig)
 	}
 	kv, err := rt.js.KeyValue(ctx, rt.names.ChannelsBucket())
 	if err != nil {
 		return nil, fmt.Errorf("open channel registry: %w", err)
 	}
-	var out endpoint.ChannelDefaults
-	err = updateKey(ctx, kv, endpoint.DefaultsKey, func(data []byte, exists bool) ([]byte, error) {
-		out = endpoint.ChannelDefaults{}
+	var out wire.ChannelDefaults
+	err = updateKey(ctx, kv, wire.DefaultsKey, func(data []byte, exists bool) ([]byte, error) {
+		out = wire.ChannelDefaults{}
 		if exists {
-			if d, err := endpoint.DecodeChannelDefaults(data); err == nil {
+			if d, err := wire.DecodeChannelDefaults(data); err == nil {
 				out = *d
 			}
 		}
-		var c endpoint.ChannelConfig
+		var c wire.ChannelConfig
 		u.Apply(&c)
 		if u.Replay != nil {
 			out.Replay = c.Replay

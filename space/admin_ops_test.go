@@ -8,9 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestPendingReportsWhatWaitsForAnInstance(t *testing.T) {
@@ -24,9 +24,9 @@ func TestPendingReportsWhatWaitsForAnInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := endpoint.NewNames("main")
+	n := wire.NewNames("main")
 	for _, subject := range []string{n.InstSubject(alice.ID, bob.ID), n.InstSubject(alice.ID, bob.ID), n.SvcSubject("reviewer", bob.ID)} {
-		if _, err := js.Publish(ctx, subject, wire(t, bob, "", "hi")); err != nil {
+		if _, err := js.Publish(ctx, subject, envelope(t, bob, "", "hi")); err != nil {
 			t.Fatalf("publish %s: %v", subject, err)
 		}
 	}
@@ -89,11 +89,11 @@ func TestSetChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := endpoint.NewNames("main")
-	if _, err := js.Publish(ctx, n.ChatSubject(alice.ID, "general"), wire(t, alice, "general", "hi")); err != nil {
+	n := wire.NewNames("main")
+	if _, err := js.Publish(ctx, n.ChatSubject(alice.ID, "general"), envelope(t, alice, "general", "hi")); err != nil {
 		t.Fatal(err)
 	}
-	off, live, desc, window, zero := false, endpoint.DeliveryLive, "team chat", "7d", "0h"
+	off, live, desc, window, zero := false, wire.DeliveryLive, "team chat", "7d", "0h"
 
 	t.Run("a set keeps the fields it does not name", func(t *testing.T) {
 		if _, err := m.SetChannel(ctx, "main", space.ChannelUpdate{Channel: "general", Description: &desc}); err != nil {
@@ -111,7 +111,7 @@ func TestSetChannel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := endpoint.DecodeChannelConfig(e.Value())
+		got, err := wire.DecodeChannelConfig(e.Value())
 		if err != nil || got.Description != desc || got.ReplayWindow != window {
 			t.Fatalf("registry holds %s (%v)", e.Value(), err)
 		}
@@ -122,8 +122,8 @@ func TestSetChannel(t *testing.T) {
 		want error
 	}{
 		{"a channel with no message and no entry is unknown", space.ChannelUpdate{Channel: "genral", DeliveryClass: &live}, space.ErrUnknownChannel},
-		{"an invalid window is refused", space.ChannelUpdate{Channel: "general", ReplayWindow: &zero}, endpoint.ErrInvalidChannelConfig},
-		{"a wildcard channel is refused", space.ChannelUpdate{Channel: "team.>", DeliveryClass: &live}, endpoint.ErrInvalidChannel},
+		{"an invalid window is refused", space.ChannelUpdate{Channel: "general", ReplayWindow: &zero}, wire.ErrInvalidChannelConfig},
+		{"a wildcard channel is refused", space.ChannelUpdate{Channel: "team.>", DeliveryClass: &live}, wire.ErrInvalidChannel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := m.SetChannel(ctx, "main", tc.u); !errors.Is(err, tc.want) {
@@ -139,13 +139,13 @@ func TestSetChannel(t *testing.T) {
 	})
 	t.Run("defaults change only the fields named and keep the class", func(t *testing.T) {
 		d, err := m.SetChannelDefaults(ctx, "main", space.ChannelUpdate{ReplayWindow: &window})
-		if err != nil || d.ReplayWindow != window || d.DeliveryClass != endpoint.DeliveryDurable {
+		if err != nil || d.ReplayWindow != window || d.DeliveryClass != wire.DeliveryDurable {
 			t.Fatalf("defaults = %+v, %v; want window 7d and the durable class written at start", d, err)
 		}
 	})
 	t.Run("defaults refuse a description", func(t *testing.T) {
 		_, err := m.SetChannelDefaults(ctx, "main", space.ChannelUpdate{Description: &desc})
-		if !errors.Is(err, endpoint.ErrInvalidChannelConfig) || !strings.Contains(err.Error(), "only replay") {
+		if !errors.Is(err, wire.ErrInvalidChannelConfig) || !strings.Contains(err.Error(), "only replay") {
 			t.Fatalf("SetChannelDefaults with a description = %v", err)
 		}
 	})

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // The confinement suite (issue "Tests that must exist (real server, real JWTs)"): raw nats.go
@@ -28,7 +28,7 @@ import (
 // an admin, plus traffic for them to read.
 type world struct {
 	m       *space.Mesh
-	n       endpoint.Names
+	n       wire.Names
 	alice   *provisioner.Credential // agent: reads general and team.>, posts general, role reviewer
 	bob     *provisioner.Credential // agent: reads and posts general and random, role builder
 	watcher *provisioner.Credential // observer
@@ -39,7 +39,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	m := space.NewTest(t)
-	w := &world{m: m, n: endpoint.NewNames("main")}
+	w := &world{m: m, n: wire.NewNames("main")}
 	w.alice = mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"},
 		AllowSubscribe: []string{"general", "team.>"}, AllowPublish: []string{"general"}, Role: "reviewer"})
 	w.bob = mint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general", "random"},
@@ -74,13 +74,13 @@ func TestAgentLiveReadsStayInsideAllowSubscribe(t *testing.T) {
 		refuseSubscribe("an agent cannot subscribe to all DMs", a, "cotal.main.inst.>"),
 		refuseSubscribe("an agent cannot tap its own DM subject past dm_", a, "cotal.main.inst."+a.ID+".*"),
 		refuseSubscribe("an agent cannot subscribe to the whole space", a, "cotal.main.>"),
-		refuseSubscribe("an agent cannot subscribe to another agent's inbox", a, endpoint.InboxPrefix(w.bob.ID)+".>"),
+		refuseSubscribe("an agent cannot subscribe to another agent's inbox", a, wire.InboxPrefix(w.bob.ID)+".>"),
 		refuseSubscribe("an agent cannot tap anycast traffic", a, "cotal.main.svc.reviewer.*"),
 		refuseSubscribe("an agent cannot tap the durable backstop", a, "cotal.main.dinbox.>"),
 		refuseSubscribe("an agent cannot tap its own durable handoff past dlv_", a, n.DLVSubject(a.ID)),
 		refuseSubscribe("an agent cannot tap raw presence writes", a, "$KV."+n.PresenceBucket()+".>"),
 		refuseSubscribe("an agent cannot tap other agents' control requests", a, "cotal.main.ctl.delivery.*"),
-		refuseSubscribe("an agent cannot tap another agent's control replies", a, n.CtlSubject(endpoint.DeliveryService, w.bob.ID)+".>"),
+		refuseSubscribe("an agent cannot tap another agent's control replies", a, n.CtlSubject(wire.DeliveryService, w.bob.ID)+".>"),
 	})
 }
 
@@ -99,7 +99,7 @@ func TestAgentPublishesOnlyAsItself(t *testing.T) {
 		refusePublish("an agent cannot send itself a DM as another sender", a, n.InstSubject(a.ID, w.bob.ID)),
 		refusePublish("an agent cannot send a third party a DM as another sender", a, n.InstSubject(w.watcher.ID, w.bob.ID)),
 		refusePublish("an agent cannot send anycast as another sender", a, n.SvcSubject("reviewer", w.bob.ID)),
-		refusePublish("an agent cannot call the control service as another sender", a, n.CtlSubject(endpoint.DeliveryService, w.bob.ID)),
+		refusePublish("an agent cannot call the control service as another sender", a, n.CtlSubject(wire.DeliveryService, w.bob.ID)),
 		refusePublish("an agent cannot forge a durable copy into another agent's handoff", a, n.DLVSubject(w.bob.ID)),
 		refusePublish("an agent cannot forge a durable copy into its own handoff", a, n.DLVSubject(a.ID)),
 		refusePublish("an agent cannot write the durable backstop", a, n.DInboxSubject(w.bob.ID)),
@@ -147,8 +147,8 @@ func TestAgentConsumersAreBindOnly(t *testing.T) {
 		refuseAPI("an agent cannot pull from another agent's dlv_", a, "$JS.API.CONSUMER.MSG.NEXT."+n.DLVStream()+"."+n.DLVConsumer(w.bob.ID), next),
 		refuseAPI("an agent cannot inspect svc_ of a role it does not hold", a, "$JS.API.CONSUMER.INFO."+n.TaskStream()+"."+n.SvcConsumer("builder"), nil),
 		refuseAPI("an agent cannot pull from svc_ of a role it does not hold", a, "$JS.API.CONSUMER.MSG.NEXT."+n.TaskStream()+"."+n.SvcConsumer("builder"), next),
-		refuseAPI("an agent cannot pull from the delivery fan-out", a, "$JS.API.CONSUMER.MSG.NEXT."+n.ChatStream()+"."+endpoint.FanoutConsumer, next),
-		refuseAPI("an agent cannot delete the delivery fan-out", a, "$JS.API.CONSUMER.DELETE."+n.ChatStream()+"."+endpoint.FanoutConsumer, nil),
+		refuseAPI("an agent cannot pull from the delivery fan-out", a, "$JS.API.CONSUMER.MSG.NEXT."+n.ChatStream()+"."+wire.FanoutConsumer, next),
+		refuseAPI("an agent cannot delete the delivery fan-out", a, "$JS.API.CONSUMER.DELETE."+n.ChatStream()+"."+wire.FanoutConsumer, nil),
 	)
 	run(t, w.m, cases)
 }
@@ -196,8 +196,8 @@ func TestAgentHasNoDirectGet(t *testing.T) {
 	w := newWorld(t)
 	a, n := w.alice, w.n
 	cases := []confinementCase{{"an agent gets a channel registry key by STREAM.MSG.GET", a,
-		api("$JS.API.STREAM.MSG.GET."+endpoint.KVStream(n.ChannelsBucket()),
-			map[string]string{"last_by_subj": "$KV." + n.ChannelsBucket() + "." + endpoint.DefaultsKey}), permitted}}
+		api("$JS.API.STREAM.MSG.GET."+wire.KVStream(n.ChannelsBucket()),
+			map[string]string{"last_by_subj": "$KV." + n.ChannelsBucket() + "." + wire.DefaultsKey}), permitted}}
 	seq := map[string]int{"seq": 1}
 	for _, s := range []string{n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream()} {
 		cases = append(cases,
@@ -208,8 +208,8 @@ func TestAgentHasNoDirectGet(t *testing.T) {
 		refuseAPI("an agent cannot Direct Get another agent's last DM by subject", a,
 			"$JS.API.DIRECT.GET."+n.DMStream()+"."+n.InstSubject(w.bob.ID, a.ID), nil),
 		refuseAPI("an agent cannot watch the membership registry", a,
-			"$JS.API.CONSUMER.CREATE."+endpoint.KVStream(n.MembersBucket()),
-			createBody(endpoint.KVStream(n.MembersBucket()), jetstream.ConsumerConfig{Name: "x"})))
+			"$JS.API.CONSUMER.CREATE."+wire.KVStream(n.MembersBucket()),
+			createBody(wire.KVStream(n.MembersBucket()), jetstream.ConsumerConfig{Name: "x"})))
 	run(t, w.m, cases)
 }
 
@@ -223,7 +223,7 @@ func TestAgentWritesOnlyItsOwnKeys(t *testing.T) {
 		{"an agent watches the presence bucket", a, watchSees(n, a.ID, nil), permitted},
 		refusePublish("an agent cannot write another instance's presence key", a, n.PresenceKVSubject(w.bob.ID)),
 		refusePublish("an agent cannot write the channel registry", a, "$KV."+n.ChannelsBucket()+".x"),
-		refusePublish("an agent cannot rewrite the channel defaults", a, "$KV."+n.ChannelsBucket()+"."+endpoint.DefaultsKey),
+		refusePublish("an agent cannot rewrite the channel defaults", a, "$KV."+n.ChannelsBucket()+"."+wire.DefaultsKey),
 		refusePublish("an agent cannot write the membership registry", a, "$KV."+n.MembersBucket()+".general/"+a.ID),
 		refusePublish("an agent cannot write its own ACL record", a, "$KV."+n.ACLBucket()+"."+a.ID),
 		refusePublish("an agent cannot write the membership feed", a, "$KV."+n.MembershipBucket()+"."+a.ID),
@@ -283,9 +283,9 @@ func TestNoProfileAdministersStreams(t *testing.T) {
 			refuseAPI(who.name+" cannot delete a CHAT message", as, "$JS.API.STREAM.MSG.DELETE."+chat, map[string]int{"seq": 1}),
 			refuseAPI(who.name+" cannot purge DM", as, "$JS.API.STREAM.PURGE."+n.DMStream(), map[string]any{}),
 			refuseAPI(who.name+" cannot purge the presence bucket", as,
-				"$JS.API.STREAM.PURGE."+endpoint.KVStream(n.PresenceBucket()), map[string]any{}),
+				"$JS.API.STREAM.PURGE."+wire.KVStream(n.PresenceBucket()), map[string]any{}),
 			refuseAPI(who.name+" cannot delete the channel registry", as,
-				"$JS.API.STREAM.DELETE."+endpoint.KVStream(n.ChannelsBucket()), nil),
+				"$JS.API.STREAM.DELETE."+wire.KVStream(n.ChannelsBucket()), nil),
 		)
 	}
 	run(t, w.m, cases)
@@ -306,7 +306,7 @@ func TestObserverReadsChatOnly(t *testing.T) {
 		refusePublish("an observer cannot send a DM", o, n.InstSubject(w.alice.ID, o.ID)),
 		refusePublish("an observer cannot send anycast", o, n.SvcSubject("reviewer", o.ID)),
 		refusePublish("an observer cannot write presence", o, n.PresenceKVSubject(o.ID)),
-		refusePublish("an observer cannot call the control service", o, n.CtlSubject(endpoint.DeliveryService, o.ID)),
+		refusePublish("an observer cannot call the control service", o, n.CtlSubject(wire.DeliveryService, o.ID)),
 		refuseSubscribe("an observer cannot subscribe to DMs", o, "cotal.main.inst.>"),
 		refuseSubscribe("an observer cannot subscribe to the whole space", o, "cotal.main.>"),
 		refuseSubscribe("an observer cannot tap anycast traffic", o, "cotal.main.svc.>"),
@@ -345,7 +345,7 @@ func TestDeliveryConsumersAreOutOfReach(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	n := w.n
-	chat, inbox, fanout, reader := n.ChatStream(), n.InboxStream(), endpoint.FanoutConsumer, endpoint.ReaderConsumer
+	chat, inbox, fanout, reader := n.ChatStream(), n.InboxStream(), wire.FanoutConsumer, wire.ReaderConsumer
 	all := "cotal.main.chat.>"
 	cfg := jetstream.ConsumerConfig{Name: fanout, FilterSubject: all, AckPolicy: jetstream.AckExplicitPolicy}
 	durable := jetstream.ConsumerConfig{Durable: fanout, FilterSubject: all, AckPolicy: jetstream.AckExplicitPolicy}
@@ -469,7 +469,7 @@ func takeOne(ctx context.Context, p *peer, cons jetstream.Consumer, ack bool) er
 
 // watchSees has writer (or p itself, when writer is nil) put its own presence key, then
 // requires p's watch of that key to show it.
-func watchSees(n endpoint.Names, key string, writer *peer) attempt {
+func watchSees(n wire.Names, key string, writer *peer) attempt {
 	return func(ctx context.Context, t *testing.T, p *peer) error {
 		if writer == nil {
 			writer = p
@@ -486,7 +486,7 @@ func watchSees(n endpoint.Names, key string, writer *peer) attempt {
 }
 
 // presenceOf requires key to be present in the presence bucket, as p's watch shows it.
-func presenceOf(ctx context.Context, t *testing.T, p *peer, n endpoint.Names, key string) error {
+func presenceOf(ctx context.Context, t *testing.T, p *peer, n wire.Names, key string) error {
 	kv, err := p.jetStream(t).KeyValue(ctx, n.PresenceBucket())
 	if err != nil {
 		return p.explain(err)
@@ -514,7 +514,7 @@ func presenceOf(ctx context.Context, t *testing.T, p *peer, n endpoint.Names, ke
 // rollupKeepsPresence has bob announce himself, then p publish its own presence key with a
 // Nats-Rollup header (LAYOUT.md trap "Presence wipe"). It returns the publish's error, or an
 // error of its own when bob's presence did not survive.
-func rollupKeepsPresence(n endpoint.Names, bob *peer, kind string) attempt {
+func rollupKeepsPresence(n wire.Names, bob *peer, kind string) attempt {
 	return func(ctx context.Context, t *testing.T, p *peer) error {
 		if err := watchSees(n, bob.cred.ID, bob)(ctx, t, bob); err != nil {
 			t.Fatalf("bob announces himself: %v", err)
@@ -528,32 +528,32 @@ func rollupKeepsPresence(n endpoint.Names, bob *peer, kind string) attempt {
 }
 
 // registryGet reads `=defaults` from the channel registry with the KV client.
-func registryGet(n endpoint.Names) attempt {
+func registryGet(n wire.Names) attempt {
 	return func(ctx context.Context, t *testing.T, p *peer) error {
 		kv, err := p.jetStream(t).KeyValue(ctx, n.ChannelsBucket())
 		if err != nil {
 			return p.explain(err)
 		}
-		_, err = kv.Get(ctx, endpoint.DefaultsKey)
+		_, err = kv.Get(ctx, wire.DefaultsKey)
 		return p.explain(err)
 	}
 }
 
 // controlCall asks the delivery service for p's memberships on p's own control subject, with
 // the reply inside its own .reply. subtree (LAYOUT.md "Control service delivery").
-func controlCall(n endpoint.Names) attempt {
+func controlCall(n wire.Names) attempt {
 	return func(_ context.Context, t *testing.T, p *peer) error {
-		subject := n.CtlSubject(endpoint.DeliveryService, p.cred.ID)
-		body, err := json.Marshal(endpoint.ControlRequest{Op: "listMemberships", Args: json.RawMessage(`{}`),
-			From: endpoint.EndpointRef{ID: p.cred.ID, Name: p.cred.Name}})
+		subject := n.CtlSubject(wire.DeliveryService, p.cred.ID)
+		body, err := json.Marshal(wire.ControlRequest{Op: "listMemberships", Args: json.RawMessage(`{}`),
+			From: wire.EndpointRef{ID: p.cred.ID, Name: p.cred.Name}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg, err := p.request(subject, subject+".reply."+endpoint.NewMessageID(), nil, body)
+		msg, err := p.request(subject, subject+".reply."+wire.NewMessageID(), nil, body)
 		if err != nil {
 			return err
 		}
-		var reply endpoint.ControlReply
+		var reply wire.ControlReply
 		if err := json.Unmarshal(msg.Data, &reply); err != nil {
 			return fmt.Errorf("control reply %q: %w", msg.Data, err)
 		}
@@ -567,7 +567,7 @@ func controlCall(n endpoint.Names) attempt {
 func TestCredentialLifecycleCutsConnectionsOff(t *testing.T) {
 	t.Parallel()
 	m := space.NewTest(t)
-	n := endpoint.NewNames("main")
+	n := wire.NewNames("main")
 	general := provisioner.Grants{Subscribe: []string{"general"}}
 
 	t.Run("an expired credential is disconnected and cannot connect again", func(t *testing.T) {
@@ -624,7 +624,7 @@ func TestCredentialLifecycleCutsConnectionsOff(t *testing.T) {
 func TestSpacesAreSeparateAccounts(t *testing.T) {
 	t.Parallel()
 	m := space.NewTest(t, func(o *space.Options) { o.Spaces = []string{"a", "b"} })
-	na, nb := endpoint.NewNames("a"), endpoint.NewNames("b")
+	na, nb := wire.NewNames("a"), wire.NewNames("b")
 	// One key minted in both spaces: every per-identity name (inbox, consumers) is the same
 	// string in a and in b, so only the account boundary keeps them apart.
 	identity, err := nkeys.CreateUser()
@@ -653,13 +653,13 @@ func TestSpacesAreSeparateAccounts(t *testing.T) {
 
 	t.Run("a JetStream answer on the twin's inbox in b does not reach a", func(t *testing.T) {
 		pa, pb := newPeer(t, m, inA), newPeer(t, m, inB)
-		inbox := endpoint.InboxPrefix(inA.ID) + ".shared"
+		inbox := wire.InboxPrefix(inA.ID) + ".shared"
 		subA, _ := pa.nc.SubscribeSync(inbox)
 		subB, _ := pb.nc.SubscribeSync(inbox)
 		if err := errors.Join(pa.settle(), pb.settle()); err != nil {
 			t.Fatal(err)
 		}
-		msg := &nats.Msg{Subject: nb.ChatSubject(inB.ID, "general"), Reply: inbox, Data: wire(t, inB, "general", "in b")}
+		msg := &nats.Msg{Subject: nb.ChatSubject(inB.ID, "general"), Reply: inbox, Data: envelope(t, inB, "general", "in b")}
 		if err := errors.Join(pb.nc.PublishMsg(msg), pb.settle()); err != nil {
 			t.Fatal(err)
 		}
@@ -690,7 +690,7 @@ func TestSpacesAreSeparateAccounts(t *testing.T) {
 		const size = 64 << 10
 		a0, b0 := usage(pa), usage(pb)
 		big := strings.Repeat("x", size)
-		if _, err := pb.request(nb.ChatSubject(inB.ID, "general"), "", nil, wire(t, inB, "general", big)); err != nil {
+		if _, err := pb.request(nb.ChatSubject(inB.ID, "general"), "", nil, envelope(t, inB, "general", big)); err != nil {
 			t.Fatal(err)
 		}
 		if a1, b1 := usage(pa), usage(pb); b1 < b0+size || a1 >= a0+size {

@@ -6,9 +6,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // An in-process agent's credential must outlive any expiry an embedding program could trip
@@ -46,7 +46,7 @@ func TestInProcessAgentsHoldNonExpiringInProcessOnlyCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := endpoint.ParseLink(link)
+	l, _ := wire.ParseLink(link)
 	if nc, err := nats.Connect(l.ServerURL(), nats.UserJWTAndSeed(cred.JWT, string(cred.Seed)), nats.MaxReconnects(0)); err == nil {
 		nc.Close()
 		t.Fatal("an in-process-only credential connected over TCP")

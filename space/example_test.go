@@ -10,6 +10,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // A mesh in process: a temporary data directory, the space "main", and no TCP listener, so
@@ -58,13 +59,13 @@ func ExampleMesh_Endpoint() {
 		log.Fatal(err)
 	}
 
-	if _, err := alice.Send(ctx, "general", []endpoint.Part{endpoint.TextPart("standup in 5")}); err != nil {
+	if _, err := alice.Send(ctx, "general", []wire.Part{wire.TextPart("standup in 5")}); err != nil {
 		log.Fatal(err)
 	}
 	d := exampleReceive(ctx, bobIn)
 	fmt.Println(d.Meta.Kind, d.Meta.Channel, d.Message.From.Name, d.Message.Parts[0].Text)
 
-	if _, err := bob.SendDM(ctx, d.Message.From.ID, []endpoint.Part{endpoint.TextPart("on my way")}); err != nil {
+	if _, err := bob.SendDM(ctx, d.Message.From.ID, []wire.Part{wire.TextPart("on my way")}); err != nil {
 		log.Fatal(err)
 	}
 	d = exampleReceive(ctx, aliceIn)

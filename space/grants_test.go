@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/delivery"
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // The delivery credential must hold exactly what the delivery service uses: anything more
@@ -14,12 +14,12 @@ import (
 func TestDeliveryProfileIsExactlyTheServiceGrants(t *testing.T) {
 	const id = "UAQGWOEVJKMIO4WXSYOTLARXYOZTCXFK67JASEH6AFFFYK6FOPSKQCAD"
 	for _, space := range []string{"main", "team-2"} {
-		n := endpoint.NewNames(space)
+		n := wire.NewNames(space)
 		perms, err := provisioner.Permissions(provisioner.ProfileDelivery, n, id, provisioner.Grants{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := delivery.ServiceGrants(n, endpoint.InboxPrefix(id))
+		want := delivery.ServiceGrants(n, wire.InboxPrefix(id))
 		for _, c := range []struct {
 			what      string
 			got, want []string

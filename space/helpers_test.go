@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // connect opens a raw in-process connection with a minted credential, the way an agent would.
@@ -35,7 +35,7 @@ func dial(m *space.Mesh, cred *provisioner.Credential, opts ...nats.Option) (*na
 		nats.InProcessServer(m.InProcess()),
 		nats.UserJWTAndSeed(cred.JWT, string(cred.Seed)),
 		// SPEC §9 item 1: replies ride the per-identity inbox, the only one sub.allow permits.
-		nats.CustomInboxPrefix(endpoint.InboxPrefix(cred.ID)),
+		nats.CustomInboxPrefix(wire.InboxPrefix(cred.ID)),
 	}
 	return nats.Connect("", append(base, opts...)...)
 }
@@ -56,13 +56,13 @@ func mintWith(t *testing.T, m *space.Mesh, req provisioner.MintRequest) *provisi
 	return cred
 }
 
-// wire is a valid CotalMessage from cred on channel (empty for a DM or anycast body), so the
+// envelope is a valid CotalMessage from cred on channel (empty for a DM or anycast body), so the
 // mesh's own delivery loops see well-formed traffic.
-func wire(t *testing.T, cred *provisioner.Credential, channel, text string) []byte {
+func envelope(t *testing.T, cred *provisioner.Credential, channel, text string) []byte {
 	t.Helper()
-	msg := endpoint.CotalMessage{ID: endpoint.NewMessageID(), TS: time.Now().UnixMilli(), Space: cred.Space,
-		From: endpoint.EndpointRef{ID: cred.ID, Name: cred.Name}, Channel: channel,
-		Parts: []endpoint.Part{endpoint.TextPart(text)}}
+	msg := wire.CotalMessage{ID: wire.NewMessageID(), TS: time.Now().UnixMilli(), Space: cred.Space,
+		From: wire.EndpointRef{ID: cred.ID, Name: cred.Name}, Channel: channel,
+		Parts: []wire.Part{wire.TextPart(text)}}
 	data, err := json.Marshal(msg)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func publish(subject string) attempt {
 // requires the stream's acknowledgement.
 func store(subject, channel string, hdr nats.Header) attempt {
 	return func(_ context.Context, t *testing.T, p *peer) error {
-		msg, err := p.request(subject, "", hdr, wire(t, p.cred, channel, "probe"))
+		msg, err := p.request(subject, "", hdr, envelope(t, p.cred, channel, "probe"))
 		if err != nil {
 			return err
 		}

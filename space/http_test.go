@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/delivery"
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -98,9 +98,9 @@ func TestMetricsMoveWhenMessagesFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := endpoint.NewNames("main")
+	n := wire.NewNames("main")
 	for range 3 {
-		msg := endpoint.NewChannelMessage("main", endpoint.EndpointRef{ID: alice.ID, Name: "alice"}, "general", endpoint.TextPart("hi"))
+		msg := wire.NewChannelMessage("main", wire.EndpointRef{ID: alice.ID, Name: "alice"}, "general", wire.TextPart("hi"))
 		data, _ := json.Marshal(msg)
 		if _, err := js.Publish(context.Background(), n.ChatSubject(alice.ID, "general"), data, jetstream.WithMsgID(msg.ID)); err != nil {
 			t.Fatal(err)

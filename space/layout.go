@@ -5,7 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Retention and timing fixed by SPEC §8 and LAYOUT.md.
@@ -14,7 +14,7 @@ const (
 	backstopPerSubject = 1000 // INBOX_<s>, DLV_<s>: per member subject
 	backstopDupWindow  = 2 * time.Hour
 	dupWindow          = 2 * time.Minute
-	presenceTTL        = endpoint.DefaultLivenessWindow
+	presenceTTL        = wire.DefaultLivenessWindow
 	membershipMaxBytes = 64 << 20
 	defaultAckWait     = 60 * time.Second // dm_, svc_, dlv_ (SPEC §8, LAYOUT.md)
 )
@@ -22,7 +22,7 @@ const (
 // streamConfigs returns every message stream of a space (LAYOUT.md "Streams"). None of them
 // allows per-message TTLs, message schedules or rollups: an agent can publish into CHAT, DM
 // and TASK, and none of those headers is part of the protocol.
-func streamConfigs(n endpoint.Names, storage jetstream.StorageType) []jetstream.StreamConfig {
+func streamConfigs(n wire.Names, storage jetstream.StorageType) []jetstream.StreamConfig {
 	base := func(name, subject string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
 			Name:       name,
@@ -61,14 +61,14 @@ func streamConfigs(n endpoint.Names, storage jetstream.StorageType) []jetstream.
 // erase every other instance's presence (LAYOUT.md trap "Presence wipe"), and agents read
 // the channel registry through STREAM.MSG.GET only (Appendix B), which the KV client uses
 // when Direct Get is off.
-func kvConfigs(n endpoint.Names, storage jetstream.StorageType) []jetstream.StreamConfig {
+func kvConfigs(n wire.Names, storage jetstream.StorageType) []jetstream.StreamConfig {
 	kv := func(bucket string, ttl time.Duration) jetstream.StreamConfig {
 		dup := dupWindow
 		if ttl > 0 && ttl < dup {
 			dup = ttl
 		}
 		return jetstream.StreamConfig{
-			Name:              endpoint.KVStream(bucket),
+			Name:              wire.KVStream(bucket),
 			Subjects:          []string{"$KV." + bucket + ".>"},
 			Retention:         jetstream.LimitsPolicy,
 			Storage:           storage,
@@ -97,27 +97,27 @@ func kvConfigs(n endpoint.Names, storage jetstream.StorageType) []jetstream.Stre
 
 // dmConsumer, svcConsumer and dlvConsumer are the bind-only durables of SPEC §8 and
 // LAYOUT.md "Consumers": created by the mesh, bound (never created) by the agent.
-func dmConsumer(n endpoint.Names, id string, ackWait time.Duration) jetstream.ConsumerConfig {
+func dmConsumer(n wire.Names, id string, ackWait time.Duration) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       n.DMConsumer(id),
-		FilterSubject: n.Prefix() + ".inst." + endpoint.Sanitize(id) + ".*",
+		FilterSubject: n.Prefix() + ".inst." + wire.Sanitize(id) + ".*",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       ackWait,
 	}
 }
 
-func svcConsumer(n endpoint.Names, role string, ackWait time.Duration) jetstream.ConsumerConfig {
+func svcConsumer(n wire.Names, role string, ackWait time.Duration) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       n.SvcConsumer(role),
-		FilterSubject: n.Prefix() + ".svc." + endpoint.Sanitize(role) + ".*",
+		FilterSubject: n.Prefix() + ".svc." + wire.Sanitize(role) + ".*",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       ackWait,
 	}
 }
 
-func dlvConsumer(n endpoint.Names, id string, ackWait time.Duration) jetstream.ConsumerConfig {
+func dlvConsumer(n wire.Names, id string, ackWait time.Duration) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       n.DLVConsumer(id),
 		FilterSubject: n.DLVSubject(id),

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // ErrNoListener is returned by Link for a mesh started without a TCP listener.
@@ -34,5 +34,5 @@ func (m *Mesh) Link(space string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return endpoint.Link{TLS: u.Scheme == "tls", Host: host, Port: port, Space: space}.String(), nil
+	return wire.Link{TLS: u.Scheme == "tls", Host: host, Port: port, Space: space}.String(), nil
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestStartProvisionsTheLayout(t *testing.T) {
@@ -23,10 +23,10 @@ func TestStartProvisionsTheLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := endpoint.NewNames("main")
-	msg := endpoint.CotalMessage{ID: endpoint.NewMessageID(), TS: time.Now().UnixMilli(), Space: "main",
-		From: endpoint.EndpointRef{ID: alice.ID, Name: "alice"}, Channel: "team.backend",
-		Parts: []endpoint.Part{endpoint.TextPart("hello")}}
+	n := wire.NewNames("main")
+	msg := wire.CotalMessage{ID: wire.NewMessageID(), TS: time.Now().UnixMilli(), Space: "main",
+		From: wire.EndpointRef{ID: alice.ID, Name: "alice"}, Channel: "team.backend",
+		Parts: []wire.Part{wire.TextPart("hello")}}
 	data, _ := json.Marshal(msg)
 	ack, err := js.Publish(ctx, n.ChatSubject(alice.ID, "team.backend"), data, jetstream.WithMsgID(msg.ID))
 	if err != nil {
@@ -45,12 +45,12 @@ func TestStartProvisionsTheLayout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("agent opens channel registry: %v", err)
 	}
-	e, err := kv.Get(ctx, endpoint.DefaultsKey)
+	e, err := kv.Get(ctx, wire.DefaultsKey)
 	if err != nil {
 		t.Fatalf("agent reads =defaults: %v", err)
 	}
-	var d endpoint.ChannelDefaults
-	if err := json.Unmarshal(e.Value(), &d); err != nil || d.DeliveryClass != endpoint.DeliveryDurable {
+	var d wire.ChannelDefaults
+	if err := json.Unmarshal(e.Value(), &d); err != nil || d.DeliveryClass != wire.DeliveryDurable {
 		t.Fatalf("=defaults = %s (%v), want deliveryClass durable", e.Value(), err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // collector exposes the mesh in Prometheus form, read fresh at each scrape: nothing is
@@ -73,7 +74,7 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 	n := rt.names
 	kinds := map[string]string{n.ChatStream(): "channel", n.DMStream(): "dm", n.TaskStream(): "anycast"}
 	for _, name := range []string{n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream(),
-		endpoint.KVStream(n.PresenceBucket())} {
+		wire.KVStream(n.PresenceBucket())} {
 		s, err := rt.js.Stream(ctx, name)
 		if err != nil {
 			continue
@@ -82,7 +83,7 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 		if kind, ok := kinds[name]; ok {
 			ch <- prometheus.MustNewConstMetric(descMessages, prometheus.CounterValue, float64(st.LastSeq), rt.name, kind)
 		}
-		if name == endpoint.KVStream(n.PresenceBucket()) {
+		if name == wire.KVStream(n.PresenceBucket()) {
 			ch <- prometheus.MustNewConstMetric(descPresence, prometheus.GaugeValue, float64(st.Msgs), rt.name)
 			continue
 		}
@@ -122,7 +123,7 @@ func collectEndpoints(ch chan<- prometheus.Metric, eps []*endpoint.Endpoint) {
 	for _, k := range []string{"channel", "dm", "anycast"} {
 		ch <- prometheus.MustNewConstMetric(descSurfaced, prometheus.CounterValue, float64(surfaced[k]), k)
 	}
-	for _, r := range []string{endpoint.ReasonMalformedSubject, endpoint.ReasonSenderMismatch, endpoint.ReasonMalformedJSON} {
+	for _, r := range []string{wire.ReasonMalformedSubject, wire.ReasonSenderMismatch, wire.ReasonMalformedJSON} {
 		ch <- prometheus.MustNewConstMetric(descTerminated, prometheus.CounterValue, float64(terminated[r]), r)
 	}
 	ch <- prometheus.MustNewConstMetric(descRedeliveries, prometheus.CounterValue, float64(redeliveries))

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nkeys"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // MintSpec is a credential request in the form the command line and the admin socket use.
@@ -179,7 +179,7 @@ func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) erro
 	if err != nil {
 		return err
 	}
-	if _, err := rt.acl.Put(ctx, endpoint.Sanitize(rec.ID), data); err != nil {
+	if _, err := rt.acl.Put(ctx, wire.Sanitize(rec.ID), data); err != nil {
 		return fmt.Errorf("write ACL record of %s: %w", rec.ID, err)
 	}
 	return nil

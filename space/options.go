@@ -8,7 +8,7 @@ import (
 
 	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/config"
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Options configures a mesh started by Start. The zero value is a valid per-test mesh: a
@@ -83,7 +83,7 @@ func (o Options) withDefaults() Options {
 func (o Options) validate() error {
 	seen := map[string]bool{}
 	for _, s := range o.Spaces {
-		if s == "" || endpoint.Sanitize(s) != s {
+		if s == "" || wire.Sanitize(s) != s {
 			return fmt.Errorf("space %q: use letters, digits, '_' and '-' only", s)
 		}
 		if seen[s] {

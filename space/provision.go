@@ -9,14 +9,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // provision creates or reconciles every stream and bucket of one space and writes the
 // `=defaults` channel record once (SPEC §7, §8; LAYOUT.md). It is idempotent: a restart
 // puts drifted settings back, and an existing `=defaults` record is left as the operator
 // last set it.
-func provision(ctx context.Context, js jetstream.JetStream, n endpoint.Names, storage jetstream.StorageType, class endpoint.DeliveryClass) error {
+func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, storage jetstream.StorageType, class wire.DeliveryClass) error {
 	cfgs := append(streamConfigs(n, storage), kvConfigs(n, storage)...)
 	for _, cfg := range cfgs {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
@@ -27,21 +27,21 @@ func provision(ctx context.Context, js jetstream.JetStream, n endpoint.Names, st
 	if err != nil {
 		return fmt.Errorf("open channel registry %s: %w", n.ChannelsBucket(), err)
 	}
-	defaults, err := json.Marshal(endpoint.ChannelDefaults{DeliveryClass: class})
+	defaults, err := json.Marshal(wire.ChannelDefaults{DeliveryClass: class})
 	if err != nil {
 		return err
 	}
 	// SPEC §7: defaults.deliveryClass is written at space creation so the effective default
 	// is discoverable on the wire; Create never overwrites an operator's later choice.
-	if _, err := kv.Create(ctx, endpoint.DefaultsKey, defaults); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("write %s/%s: %w", n.ChannelsBucket(), endpoint.DefaultsKey, err)
+	if _, err := kv.Create(ctx, wire.DefaultsKey, defaults); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("write %s/%s: %w", n.ChannelsBucket(), wire.DefaultsKey, err)
 	}
 	return nil
 }
 
 // provisionInstance pre-creates the bind-only consumers of one instance: dm_<id>, dlv_<id>
 // and, with a role, svc_<role> (SPEC §8, §9 item 3). Agents may bind but never create them.
-func provisionInstance(ctx context.Context, js jetstream.JetStream, n endpoint.Names, id, role string, ackWait time.Duration) error {
+func provisionInstance(ctx context.Context, js jetstream.JetStream, n wire.Names, id, role string, ackWait time.Duration) error {
 	type want struct {
 		stream string
 		cfg    jetstream.ConsumerConfig

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // TestRestartKeepsTrustStreamsAndCredentials stops a file-backed mesh and starts it again on
@@ -26,7 +26,7 @@ func TestRestartKeepsTrustStreamsAndCredentials(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dir, n := t.TempDir(), endpoint.NewNames("main")
+	dir, n := t.TempDir(), wire.NewNames("main")
 
 	first := startOn(ctx, t, dir)
 	alice := mint(t, first, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}})
@@ -39,7 +39,7 @@ func TestRestartKeepsTrustStreamsAndCredentials(t *testing.T) {
 	if err := provisioner.WriteCredsFile(credsFile, alice); err != nil {
 		t.Fatal(err)
 	}
-	body := wire(t, alice, "general", "kept across a restart")
+	body := envelope(t, alice, "general", "kept across a restart")
 	js := newPeer(t, first, alice).jetStream(t)
 	ack, err := js.Publish(ctx, n.ChatSubject(alice.ID, "general"), body)
 	if err != nil {
@@ -53,7 +53,7 @@ func TestRestartKeepsTrustStreamsAndCredentials(t *testing.T) {
 			}
 			t.Fatalf("second Start = %v; want %v", err, provisioner.ErrLocked)
 		}
-		if _, err := js.Publish(ctx, n.ChatSubject(alice.ID, "general"), wire(t, alice, "general", "still up")); err != nil {
+		if _, err := js.Publish(ctx, n.ChatSubject(alice.ID, "general"), envelope(t, alice, "general", "still up")); err != nil {
 			t.Fatalf("the running mesh broke when a second one tried its directory: %v", err)
 		}
 	})
@@ -66,7 +66,7 @@ func TestRestartKeepsTrustStreamsAndCredentials(t *testing.T) {
 
 	t.Run("the old .creds file still connects and finds its message at the same sequence", func(t *testing.T) {
 		nc, err := nats.Connect("", nats.InProcessServer(second.InProcess()), nats.UserCredentials(credsFile),
-			nats.CustomInboxPrefix(endpoint.InboxPrefix(alice.ID)))
+			nats.CustomInboxPrefix(wire.InboxPrefix(alice.ID)))
 		if err != nil {
 			t.Fatalf("connect with the .creds of the first run: %v", err)
 		}
@@ -86,7 +86,7 @@ func TestRestartKeepsTrustStreamsAndCredentials(t *testing.T) {
 			{"the admin finds both messages of the first run in CHAT", root, holds(n.ChatStream(), 2), permitted},
 			{"the admin inspects DM", root, api("$JS.API.STREAM.INFO."+n.DMStream(), nil), permitted},
 			{"the agent inspects TASK", alice, api("$JS.API.STREAM.INFO."+n.TaskStream(), nil), permitted},
-			{"the agent inspects the presence bucket", alice, api("$JS.API.STREAM.INFO."+endpoint.KVStream(n.PresenceBucket()), nil), permitted},
+			{"the agent inspects the presence bucket", alice, api("$JS.API.STREAM.INFO."+wire.KVStream(n.PresenceBucket()), nil), permitted},
 			{"the agent reads the channel registry", alice, registryGet(n), permitted},
 			{"the agent binds its dm_", alice, bind(n.DMStream(), n.DMConsumer(alice.ID), false), permitted},
 			{"the agent binds its dlv_", alice, bind(n.DLVStream(), n.DLVConsumer(alice.ID), false), permitted},
@@ -162,7 +162,7 @@ func holds(stream string, msgs uint64) attempt {
 }
 
 // firstInHistory reads the first message of general through p's pinned history consumer.
-func firstInHistory(ctx context.Context, t *testing.T, p *peer, n endpoint.Names) jetstream.Msg {
+func firstInHistory(ctx context.Context, t *testing.T, p *peer, n wire.Names) jetstream.Msg {
 	t.Helper()
 	js := p.jetStream(t)
 	name := n.HistoryConsumer(p.cred.ID)

@@ -10,15 +10,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/delivery"
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // spaceRuntime is one provisioned space inside a running mesh: its names and the mesh's own
 // scoped connections (SPEC §9: each infrastructure identity holds only what it needs).
 type spaceRuntime struct {
 	name  string
-	names endpoint.Names
+	names wire.Names
 	prov  *nats.Conn // provisioner identity: streams, buckets, bind-only consumers, ACL records
 	js    jetstream.JetStream
 	acl   jetstream.KeyValue
@@ -31,7 +31,7 @@ type spaceRuntime struct {
 }
 
 func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, error) {
-	rt := &spaceRuntime{name: name, names: endpoint.NewNames(name), acls: newACLTable()}
+	rt := &spaceRuntime{name: name, names: wire.NewNames(name), acls: newACLTable()}
 	nc, err := m.infraConn(name, provisioner.ProfileProvisioner)
 	if err != nil {
 		return nil, err
@@ -40,9 +40,9 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 	if rt.js, err = jetstream.New(nc); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
-	class := endpoint.DeliveryDurable
+	class := wire.DeliveryDurable
 	if m.opts.Open {
-		class = endpoint.DeliveryLive // LAYOUT.md: live for an open mesh, durable otherwise.
+		class = wire.DeliveryLive // LAYOUT.md: live for an open mesh, durable otherwise.
 	}
 	if err := provision(ctx, rt.js, rt.names, m.storage(), class); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
@@ -72,7 +72,7 @@ func (m *Mesh) infraConn(space string, p provisioner.Profile) (*nats.Conn, error
 			return nil, fmt.Errorf("%s credential: %w", p, err)
 		}
 		opts = append(opts, nats.UserJWTAndSeed(cred.JWT, string(cred.Seed)),
-			nats.CustomInboxPrefix(endpoint.InboxPrefix(cred.ID)))
+			nats.CustomInboxPrefix(wire.InboxPrefix(cred.ID)))
 	}
 	nc, err := nats.Connect("", opts...)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func main() {
@@ -56,7 +57,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 
-	if _, err := alice.Send(ctx, "general", []endpoint.Part{endpoint.TextPart("hello, everyone")}); err != nil {
+	if _, err := alice.Send(ctx, "general", []wire.Part{wire.TextPart("hello, everyone")}); err != nil {
 		return err
 	}
 	got, err := next(ctx, bobIn)
@@ -67,7 +68,7 @@ func run(ctx context.Context) (err error) {
 		got.Message.From.Name, got.Message.Parts[0].Text)
 
 	// A reply goes to the sender's instance id, taken from the message (SPEC §2, §5).
-	if _, err := bob.SendDM(ctx, got.Message.From.ID, []endpoint.Part{endpoint.TextPart("hi alice, bob here")},
+	if _, err := bob.SendDM(ctx, got.Message.From.ID, []wire.Part{wire.TextPart("hi alice, bob here")},
 		endpoint.WithReplyTo(got.Message.ID)); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // setupTimeout bounds starting the demo mesh and connecting; a watch then runs until Ctrl-C.
@@ -19,7 +20,7 @@ func remote(ctx context.Context, link, credsFile string, watch bool) error {
 	setup, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	ep, err := endpoint.Connect(setup, endpoint.Options{Link: link, CredsFile: credsFile,
-		Kind: endpoint.CardKindEndpoint})
+		Kind: wire.CardKindEndpoint})
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func demo(ctx context.Context, watch bool) (err error) {
 		return err
 	}
 	watcher, err := m.Endpoint(setup, space.AgentSpec{Name: "watcher", Profile: provisioner.ProfileObserver,
-		Endpoint: endpoint.Options{Kind: endpoint.CardKindEndpoint}})
+		Endpoint: endpoint.Options{Kind: wire.CardKindEndpoint}})
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func startAgents(ctx context.Context, m *space.Mesh) error {
 	if err != nil {
 		return err
 	}
-	if err := alice.SetStatus(ctx, endpoint.StatusWorking, "planning the release"); err != nil {
+	if err := alice.SetStatus(ctx, wire.StatusWorking, "planning the release"); err != nil {
 		return err
 	}
 	if _, err := m.Endpoint(ctx, space.AgentSpec{Name: "bob"}); err != nil {

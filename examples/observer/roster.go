@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // sweepEvery is how often a watch re-reads the roster, so a peer that stopped without a
@@ -62,9 +63,9 @@ func states(peers []endpoint.Peer) map[string]string {
 	return out
 }
 
-func status(p endpoint.Peer) endpoint.PresenceStatus {
+func status(p endpoint.Peer) wire.PresenceStatus {
 	if !p.Online {
-		return endpoint.StatusOffline
+		return wire.StatusOffline
 	}
 	return p.Presence.Status
 }

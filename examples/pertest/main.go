@@ -23,6 +23,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Role is the anycast role the shouter serves.
@@ -41,16 +42,16 @@ func Shout(ep *endpoint.Endpoint) endpoint.Handler {
 		if !ok {
 			return nil
 		}
-		_, err := ep.SendDM(ctx, d.Message.From.ID, []endpoint.Part{endpoint.TextPart(strings.ToUpper(text))},
+		_, err := ep.SendDM(ctx, d.Message.From.ID, []wire.Part{wire.TextPart(strings.ToUpper(text))},
 			endpoint.WithReplyTo(d.Message.ID))
 		return err
 	}
 }
 
 // firstText is the text of m's first text part.
-func firstText(m *endpoint.CotalMessage) (string, bool) {
+func firstText(m *wire.CotalMessage) (string, bool) {
 	for _, p := range m.Parts {
-		if p.Kind == endpoint.PartText {
+		if p.Kind == wire.PartText {
 			return p.Text, true
 		}
 	}
@@ -79,7 +80,7 @@ func run(ctx context.Context) (err error) {
 	}
 	shouter.Handle(Shout(shouter))
 
-	replies := make(chan *endpoint.CotalMessage, 1)
+	replies := make(chan *wire.CotalMessage, 1)
 	client, err := m.Endpoint(ctx, space.AgentSpec{Name: "client",
 		Endpoint: endpoint.Options{Handler: func(ctx context.Context, d endpoint.Delivery) error {
 			select {
@@ -92,7 +93,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := client.SendAnycast(ctx, Role, []endpoint.Part{endpoint.TextPart("hello, service")}); err != nil {
+	if _, err := client.SendAnycast(ctx, Role, []wire.Part{wire.TextPart("hello, service")}); err != nil {
 		return err
 	}
 	select {

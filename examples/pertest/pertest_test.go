@@ -8,6 +8,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // TestShouterAnswersAnycastRequests gives the test its own mesh with space.NewTest: a
@@ -23,7 +24,7 @@ func TestShouterAnswersAnycastRequests(t *testing.T) {
 	}
 	shouter.Handle(Shout(shouter))
 
-	replies := make(chan *endpoint.CotalMessage, 8)
+	replies := make(chan *wire.CotalMessage, 8)
 	client, err := m.Endpoint(ctx, space.AgentSpec{Name: "client",
 		Endpoint: endpoint.Options{Handler: func(ctx context.Context, d endpoint.Delivery) error {
 			select {
@@ -42,7 +43,7 @@ func TestShouterAnswersAnycastRequests(t *testing.T) {
 		{"a request with accents keeps them, upper-cased", "ça va?", "ÇA VA?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sent, err := client.SendAnycast(ctx, Role, []endpoint.Part{endpoint.TextPart(tc.request)})
+			sent, err := client.SendAnycast(ctx, Role, []wire.Part{wire.TextPart(tc.request)})
 			if err != nil {
 				t.Fatal(err)
 			}

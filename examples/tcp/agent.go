@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // agent connects over TCP with a join link and a .creds file, sends one direct message to the
@@ -24,7 +25,7 @@ func agent(ctx context.Context, args []string) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	dms := make(chan *endpoint.CotalMessage, 8)
+	dms := make(chan *wire.CotalMessage, 8)
 	// The credential fixes the instance id (SPEC §2); the link only says where the mesh is.
 	ep, err := endpoint.Connect(ctx, endpoint.Options{Link: *link, CredsFile: *creds, Name: *name,
 		Handler: func(ctx context.Context, d endpoint.Delivery) error {
@@ -51,8 +52,8 @@ func agent(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	hello := endpoint.TextPart(fmt.Sprintf("hello %s, this is %s", *peer, ep.Name()))
-	if _, err := ep.SendDM(ctx, id, []endpoint.Part{hello}); err != nil {
+	hello := wire.TextPart(fmt.Sprintf("hello %s, this is %s", *peer, ep.Name()))
+	if _, err := ep.SendDM(ctx, id, []wire.Part{hello}); err != nil {
 		return err
 	}
 	for {

@@ -22,6 +22,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 const (
@@ -86,8 +87,8 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	for i := 1; i <= tasks; i++ {
-		task := endpoint.TextPart(fmt.Sprintf("resize photo-%02d.jpg to 640x480", i))
-		if _, err := producer.SendAnycast(ctx, role, []endpoint.Part{task}); err != nil {
+		task := wire.TextPart(fmt.Sprintf("resize photo-%02d.jpg to 640x480", i))
+		if _, err := producer.SendAnycast(ctx, role, []wire.Part{task}); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // exitCrashed is the status of a receiver that crashed itself inside its Handler.
@@ -227,7 +228,7 @@ func publish(ctx context.Context, ep *endpoint.Endpoint, j *chaos.Journal, c con
 func send(ctx context.Context, ep *endpoint.Endpoint, t target, id string, timeout time.Duration) (endpoint.Receipt, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	parts := []endpoint.Part{endpoint.TextPart("chaos " + id)}
+	parts := []wire.Part{wire.TextPart("chaos " + id)}
 	switch t.kind {
 	case chaos.KindDM:
 		return ep.SendDM(ctx, t.to, parts, endpoint.WithMessageID(id))

@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+)
+
+func newAuthCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "auth",
+		Short: "Mint, list and revoke credentials",
+		Long: `auth manages the credentials of a mesh's spaces. While "cotal up" runs on the data
+directory it goes through the running mesh; otherwise it opens the key store directly.`,
+	}
+	cmd.AddCommand(newMintCmd(), newListCmd(), newRevokeCmd())
+	return cmd
+}
+
+func newMintCmd() *cobra.Command {
+	var spec space.MintSpec
+	var out, expiresIn, expiresAt, identity string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "mint --profile agent|observer|admin --name NAME",
+		Short: "Mint a credential and write it as a .creds file (mode 0600)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := mintTimes(&spec, expiresIn, expiresAt); err != nil {
+				return err
+			}
+			if identity != "" {
+				seed, err := readIdentitySeed(identity)
+				if err != nil {
+					return err
+				}
+				spec.IdentitySeed = seed
+			}
+			return runMint(cmd, spec, out, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	addConfigFlags(f)
+	f.StringVar(&spec.Profile, "profile", "agent", "agent, observer or admin")
+	f.StringVar(&spec.Name, "name", "", "display name of the instance (required)")
+	f.StringVar(&spec.Space, "space", "main", "space of the credential")
+	f.StringVar(&spec.Role, "role", "", "anycast role the agent serves (agent only)")
+	f.StringSliceVar(&spec.Subscribe, "subscribe", nil, "channels joined at boot (agent only)")
+	f.StringSliceVar(&spec.AllowSubscribe, "allow-subscribe", nil, "read ACL, default = --subscribe (agent only)")
+	f.StringSliceVar(&spec.AllowPublish, "allow-publish", nil, "channels the agent may post to; default none (agent only)")
+	f.BoolVar(&spec.Provision, "provision", false, "create the agent's DM, durable-copy and role consumers now")
+	f.StringVar(&out, "out", "", "where to write the .creds file (default ./NAME.creds)")
+	f.StringVar(&expiresIn, "expires-in", "", "lifetime, e.g. 1h or 7d (default 24h)")
+	f.StringVar(&expiresAt, "expires-at", "", "absolute expiry, RFC 3339 (e.g. 2027-01-02T15:04:05Z)")
+	f.BoolVar(&spec.NoExpiry, "no-expiry", false, "never expires; only revocation ends it")
+	f.StringVar(&identity, "identity", "", "re-mint for the nkey in this .creds file (revokes its previous credential)")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	_ = cmd.MarkFlagRequired("name")
+	cmd.MarkFlagsMutuallyExclusive("expires-in", "expires-at", "no-expiry")
+	return cmd
+}
+
+// mintTimes parses --expires-in (Go durations plus a "d" day suffix) and --expires-at.
+func mintTimes(spec *space.MintSpec, in, at string) error {
+	if in != "" {
+		d, err := parseDays(in)
+		if err != nil {
+			return fmt.Errorf("--expires-in %q: %w (use e.g. 90m, 12h or 7d)", in, err)
+		}
+		spec.ExpiresIn = d
+	}
+	if at != "" {
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return fmt.Errorf("--expires-at %q: use RFC 3339, e.g. 2027-01-02T15:04:05Z", at)
+		}
+		spec.ExpiresAt = t
+	}
+	return nil
+}
+
+func parseDays(s string) (time.Duration, error) {
+	var days int
+	if n, err := fmt.Sscanf(s, "%dd", &days); err == nil && n == 1 && fmt.Sprintf("%dd", days) == s {
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
+func readIdentitySeed(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--identity: %w", err)
+	}
+	kp, err := provisioner.SeedFromCreds(data)
+	if err != nil {
+		return "", fmt.Errorf("--identity %s: %w", path, err)
+	}
+	return kp, nil
+}
+
+func runMint(cmd *cobra.Command, spec space.MintSpec, out string, asJSON bool) error {
+	dir, err := dataDir(cmd)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	var cred *space.MintedCredential
+	reply, err := space.AdminCall(ctx, dir, space.AdminRequest{Op: "mint", Mint: &spec})
+	switch {
+	case errors.Is(err, space.ErrNoMesh):
+		cred, err = space.MintOffline(dir, spec)
+	case err == nil:
+		cred = reply.Credential
+	}
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Clean(spec.Name + ".creds")
+	}
+	if err := provisioner.WriteCredsBytes(out, cred.Creds); err != nil {
+		return err
+	}
+	return printMinted(cmd, cred, out, asJSON)
+}
+
+func printMinted(cmd *cobra.Command, cred *space.MintedCredential, out string, asJSON bool) error {
+	w := cmd.OutOrStdout()
+	if asJSON {
+		view := *cred
+		view.Creds = nil
+		return json.NewEncoder(w).Encode(struct {
+			space.MintedCredential
+			File string `json:"file"`
+		}{view, out})
+	}
+	fmt.Fprintf(w, "%s\n", cred.ID)
+	expiry := "never"
+	if !cred.ExpiresAt.IsZero() {
+		expiry = cred.ExpiresAt.Format(time.RFC3339)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "minted %s %q in space %s, expires %s; credentials written to %s (mode 0600)\n",
+		cred.Profile, cred.Name, cred.Space, expiry, out)
+	if !cred.Provisioned && cred.Profile == string(provisioner.ProfileAgent) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "its DM and durable-copy consumers are created when the mesh (re)starts; use --provision with a running mesh to create them now")
+	}
+	return nil
+}
+
+func newListCmd() *cobra.Command {
+	var spaceName string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the credentials minted in a space",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := dataDir(cmd)
+			if err != nil {
+				return err
+			}
+			recs, err := listCredentials(cmd.Context(), dir, spaceName)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(recs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tPROFILE\tROLE\tEXPIRES\tSTATE")
+			for _, r := range recs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Profile, r.Grants.Role, expiryText(r.ExpiresAt), stateText(r))
+			}
+			return tw.Flush()
+		},
+	}
+	addConfigFlags(cmd.Flags())
+	cmd.Flags().StringVar(&spaceName, "space", "main", "space to list")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func listCredentials(ctx context.Context, dir, spaceName string) ([]space.CredentialInfo, error) {
+	reply, err := space.AdminCall(ctx, dir, space.AdminRequest{Op: "list", Space: spaceName})
+	if errors.Is(err, space.ErrNoMesh) {
+		return space.ListOffline(dir, spaceName)
+	}
+	return reply.Credentials, err
+}
+
+func expiryText(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Format(time.RFC3339)
+}
+
+func stateText(r space.CredentialInfo) string {
+	switch {
+	case r.Revoked:
+		return "revoked"
+	case !r.Active(time.Now()):
+		return "expired"
+	}
+	return "active"
+}
+
+func newRevokeCmd() *cobra.Command {
+	var spaceName string
+	cmd := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a credential: connected clients are cut off at once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := dataDir(cmd)
+			if err != nil {
+				return err
+			}
+			_, err = space.AdminCall(cmd.Context(), dir, space.AdminRequest{Op: "revoke", Space: spaceName, ID: args[0]})
+			if errors.Is(err, space.ErrNoMesh) {
+				err = space.RevokeOffline(dir, spaceName, args[0])
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
+			return nil
+		},
+	}
+	addConfigFlags(cmd.Flags())
+	cmd.Flags().StringVar(&spaceName, "space", "main", "space of the credential")
+	return cmd
+}
+
+// dataDir resolves the data directory the way `cotal up` does, from --config, --dir and
+// COTAL_DIR only: a command's other flags are not configuration keys.
+func dataDir(cmd *cobra.Command) (string, error) {
+	cfg, err := loadConfig(cmd, dirConfigFlags)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Dir, nil
+}

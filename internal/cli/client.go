@@ -1,0 +1,313 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// Environment variables client commands read when --link and --creds are not given.
+const (
+	envLink  = "COTAL_LINK"
+	envCreds = "COTAL_CREDS"
+)
+
+// Lifetimes of the credentials a client command mints for itself beside `cotal up`: a
+// one-shot command's expires on its own; a streaming command's is revoked when it exits.
+const (
+	oneShotLifetime   = 5 * time.Minute
+	streamingLifetime = 24 * time.Hour
+)
+
+// adminWait bounds one admin-socket exchange a client command makes.
+const adminWait = 30 * time.Second
+
+// Client command errors.
+var (
+	// errNoMesh: nothing answers on the data directory's admin socket.
+	errNoMesh = errors.New("no cotal mesh is running")
+	// errBadCreds: the .creds file cannot be read or is not a user credential.
+	errBadCreds = errors.New("bad creds file")
+	// errUnreachable: nothing answers at the join link's address.
+	errUnreachable = errors.New("cannot reach the mesh")
+	// errRefused: the mesh refused the credential at connect.
+	errRefused = errors.New("the mesh refused the credential")
+)
+
+// clientFlags are the connection flags every client command shares (see connectHelp).
+type clientFlags struct {
+	link, creds, space string
+	asJSON             bool
+}
+
+// connectHelp is the part of every client command's help that says how it reaches a mesh.
+const connectHelp = `
+
+It reaches a mesh in one of two ways:
+  - beside "cotal up" (the default): through the data directory (--dir, COTAL_DIR, or the
+    default data directory), minting a short-lived credential for itself;
+  - anywhere: with --link (or COTAL_LINK), the join link "cotal up" prints, and --creds (or
+    COTAL_CREDS), a .creds file from "cotal auth mint".
+Exit codes: 0 success, 1 the command ran and failed, 2 the command line was wrong
+("cotal help exit-codes").`
+
+func addClientFlags(cmd *cobra.Command, f *clientFlags) {
+	fs := cmd.Flags()
+	addConfigFlags(fs)
+	fs.StringVar(&f.link, "link", "", "join link of the mesh, e.g. cotal://127.0.0.1:4222/main (env "+envLink+")")
+	fs.StringVar(&f.creds, "creds", "", ".creds file to connect with (env "+envCreds+")")
+	fs.StringVar(&f.space, "space", "main", "space to use beside cotal up (a join link names its own)")
+	fs.BoolVar(&f.asJSON, "json", false, "print JSON for scripts")
+	_ = cmd.MarkFlagFilename("creds", "creds")
+	_ = cmd.MarkFlagDirname("dir")
+	cmd.PreRunE = chainPreRun(cmd.PreRunE, func(*cobra.Command, []string) error {
+		if f.link == "" {
+			return nil
+		}
+		if _, err := wire.ParseLink(f.link); err != nil {
+			return fmt.Errorf("--link: %w; pass the join link `cotal up` prints (`cotal link` shows it)", err)
+		}
+		return nil
+	})
+}
+
+// addAdminFlags are the flags of a command that works only beside `cotal up`, through its
+// admin socket.
+func addAdminFlags(cmd *cobra.Command, asJSON *bool) {
+	fs := cmd.Flags()
+	addConfigFlags(fs)
+	fs.BoolVar(asJSON, "json", false, "print JSON for scripts")
+	_ = cmd.MarkFlagDirname("dir")
+}
+
+// chainPreRun runs first, then next, stopping at the first error.
+func chainPreRun(first, next func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	if first == nil {
+		return next
+	}
+	return func(cmd *cobra.Command, args []string) error {
+		if err := first(cmd, args); err != nil {
+			return err
+		}
+		return next(cmd, args)
+	}
+}
+
+// adminCall calls the mesh running on dir, turning "nothing listens" into what to do.
+func adminCall(ctx context.Context, dir string, req space.AdminRequest) (space.AdminReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, adminWait)
+	defer cancel()
+	reply, err := space.AdminCall(ctx, dir, req)
+	if errors.Is(err, space.ErrNoMesh) {
+		return reply, fmt.Errorf("%w on %s: start one with `cotal up`, or pass --dir if it runs on another data directory", errNoMesh, dir)
+	}
+	return reply, err
+}
+
+// credInfo is what a client command reads from a .creds file: the identity it binds and
+// the profile it was minted with (SPEC §2). The key pair stays in the file bytes.
+type credInfo struct {
+	id, name, profile string
+	expires           time.Time
+}
+
+// parseCreds reads a decorated .creds file: a user JWT and the seed it was issued to.
+func parseCreds(data []byte) (credInfo, error) {
+	token, err := jwt.ParseDecoratedJWT(data)
+	if err != nil {
+		return credInfo{}, fmt.Errorf("no user JWT: %w", err)
+	}
+	claims, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return credInfo{}, fmt.Errorf("the JWT is not a user JWT: %w", err)
+	}
+	kp, err := jwt.ParseDecoratedUserNKey(data)
+	if err != nil {
+		return credInfo{}, fmt.Errorf("no user seed: %w", err)
+	}
+	if pub, err := kp.PublicKey(); err != nil || pub != claims.Subject || !nkeys.IsValidPublicUserKey(pub) {
+		return credInfo{}, errors.New("the seed does not belong to the JWT")
+	}
+	c := credInfo{id: claims.Subject, name: claims.Name}
+	if claims.Expires > 0 {
+		c.expires = time.Unix(claims.Expires, 0)
+	}
+	for _, tag := range claims.Tags {
+		if p, ok := strings.CutPrefix(tag, "cotal-profile:"); ok {
+			c.profile = p
+		}
+	}
+	return c, nil
+}
+
+// readCreds reads and checks the .creds file at path.
+func readCreds(path string) ([]byte, credInfo, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, credInfo{}, fmt.Errorf("%w %s: %w; pass the file `cotal auth mint` wrote", errBadCreds, path, err)
+	}
+	c, err := parseCreds(data)
+	if err != nil {
+		return nil, credInfo{}, fmt.Errorf("%w %s: %w; mint a credential with `cotal auth mint`", errBadCreds, path, err)
+	}
+	if !c.expires.IsZero() && time.Now().After(c.expires) {
+		return nil, credInfo{}, fmt.Errorf("%w %s: the credential of %q expired at %s; mint a new one with `cotal auth mint`",
+			errBadCreds, path, c.name, c.expires.Format(time.RFC3339))
+	}
+	return data, c, nil
+}
+
+// session is how one client command reaches a mesh: a join link and the credential it
+// connects with, from the flags, the environment, or minted through the admin socket.
+type session struct {
+	link   wire.Link
+	raw    string // the join link text; it may carry a token, so it is never printed
+	creds  []byte // nil: no credential (an open mesh)
+	cred   credInfo
+	dir    string // the data directory of a local mesh, "" for a remote one
+	minted bool   // creds were minted for this command
+}
+
+// mintFor says which credential a command mints for itself beside `cotal up`.
+type mintFor struct {
+	command  string
+	profile  string   // agent or admin
+	publish  []string // allowPublish of an agent credential
+	lifetime time.Duration
+}
+
+// openSession resolves how the command reaches the mesh. With a link it connects there,
+// with --creds or no credential at all (an open mesh); without one it asks the mesh on the
+// data directory for its link and, unless --creds is given, mints a credential as want says.
+func openSession(cmd *cobra.Command, f *clientFlags, want mintFor) (*session, error) {
+	link, credsPath := f.link, f.creds
+	if link == "" {
+		link = os.Getenv(envLink)
+	}
+	if credsPath == "" {
+		credsPath = os.Getenv(envCreds)
+	}
+	s := &session{raw: link}
+	if credsPath != "" {
+		var err error
+		if s.creds, s.cred, err = readCreds(credsPath); err != nil {
+			return nil, err
+		}
+	}
+	if link != "" {
+		l, err := wire.ParseLink(link)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w; set it to the join link `cotal up` prints", envLink, err)
+		}
+		s.link = l
+		return s, nil
+	}
+	return s, s.openLocal(cmd, f.space, want)
+}
+
+// openLocal takes the link of the mesh on the data directory and mints a credential unless
+// one was given.
+func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) error {
+	dir, err := dataDir(cmd)
+	if err != nil {
+		return err
+	}
+	s.dir = dir
+	reply, err := adminCall(cmd.Context(), dir, space.AdminRequest{Op: "link", Space: spaceName})
+	if err != nil {
+		return err
+	}
+	if s.link, err = wire.ParseLink(reply.Link); err != nil {
+		return fmt.Errorf("the mesh on %s gave the link %q: %w", dir, reply.Link, err)
+	}
+	s.raw = reply.Link
+	if s.creds != nil {
+		return nil
+	}
+	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName(),
+		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime}
+	reply, err = adminCall(cmd.Context(), dir, space.AdminRequest{Op: "mint", Mint: &spec})
+	if err != nil {
+		return fmt.Errorf("mint a credential for this command: %w", err)
+	}
+	s.creds, s.minted = reply.Credential.Creds, true
+	s.cred, err = parseCreds(s.creds)
+	return err
+}
+
+// close revokes a long-lived credential minted for this command, so it ends with the
+// command; one-shot credentials simply expire.
+func (s *session) close(want mintFor) {
+	if !s.minted || want.lifetime <= oneShotLifetime {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = space.AdminCall(ctx, s.dir, space.AdminRequest{Op: "revoke", Space: s.link.Space, ID: s.cred.id})
+}
+
+// describe names the mesh and identity for messages: never the link's token or password.
+func (s *session) describe() string {
+	who := "no credential"
+	if s.creds != nil {
+		who = fmt.Sprintf("%s (%s)", s.cred.name, s.cred.profile)
+	}
+	return fmt.Sprintf("space %s at %s:%d as %s", s.link.Space, s.link.Host, s.link.Port, who)
+}
+
+// connectError says what a failed connection means and what to do about it.
+func (s *session) connectError(err error) error {
+	addr := fmt.Sprintf("%s:%d", s.link.Host, s.link.Port)
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "no servers available"), strings.Contains(msg, "connection refused"),
+		strings.Contains(msg, "i/o timeout"), strings.Contains(msg, "no such host"):
+		return fmt.Errorf("%w at %s (%v): check the join link, and that `cotal up` runs there", errUnreachable, addr, err)
+	case strings.Contains(msg, "authorization violation"), strings.Contains(msg, "authentication"):
+		if s.creds == nil {
+			return fmt.Errorf("%w at %s: the mesh requires a credential; pass --creds with a file from `cotal auth mint`", errRefused, addr)
+		}
+		return fmt.Errorf("%w %s at %s (%v): it may be revoked, expired, or minted by another mesh; mint a new one with `cotal auth mint`",
+			errRefused, s.cred.name, addr, err)
+	}
+	return fmt.Errorf("connect to %s: %w", s.describe(), err)
+}
+
+// userName is the local user, sanitized into a routing token for credential names.
+func userName() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		return "user"
+	}
+	return wire.Sanitize(name)
+}
+
+// newExitCodesTopic is the `cotal help exit-codes` topic.
+func newExitCodesTopic() *cobra.Command {
+	return &cobra.Command{
+		Use:   "exit-codes",
+		Short: "What cotal's exit codes mean",
+		Long: `Every cotal command exits with:
+  0  success (a streaming command such as "tail" or "who --watch" stopped with Ctrl-C
+     also exits 0)
+  1  the command ran and failed: no mesh running, the mesh unreachable or refusing the
+     credential, a channel outside the credential's ACL, an unknown channel or instance,
+     an unhealthy mesh for "status"; the message says what happened and what to do
+  2  the command line was wrong (unknown command or flag, bad argument or flag value);
+     nothing ran`,
+	}
+}

@@ -1,0 +1,330 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/space"
+)
+
+// streamProc is a running streaming command (tail, who --watch) whose stdout lines a test
+// waits on.
+type streamProc struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	done   chan struct{} // closed once the process exited and its output is read
+
+	mu    sync.Mutex
+	lines []string
+	next  int // the first line waitLine has not looked at
+}
+
+// startStream runs bin with args and collects its stdout line by line.
+func startStream(t *testing.T, bin string, args ...string) *streamProc {
+	t.Helper()
+	p := &streamProc{cmd: exec.Command(bin, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd.Stderr = p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+		}
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// poll checks cond every 20 ms until it holds, the process exits, or 30 s pass.
+func (p *streamProc) poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		select {
+		case <-p.done:
+			if cond() {
+				return
+			}
+			t.Fatalf("exited before %s; stdout %q; stderr:\n%s", what, p.seen(), p.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 30s; stdout %q; stderr:\n%s", what, p.seen(), p.stderr)
+		}
+	}
+}
+
+func (p *streamProc) seen() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+// waitStderr waits until stderr contains want.
+func (p *streamProc) waitStderr(t *testing.T, want string) {
+	t.Helper()
+	p.poll(t, "stderr with "+want, func() bool { return strings.Contains(p.stderr.String(), want) })
+}
+
+// waitLine waits for a stdout line, after the last one matched, containing all of want.
+func (p *streamProc) waitLine(t *testing.T, want ...string) string {
+	t.Helper()
+	var found string
+	p.poll(t, fmt.Sprintf("stdout line with %q", want), func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for ; p.next < len(p.lines); p.next++ {
+			if containsAll(p.lines[p.next], want) {
+				found = p.lines[p.next]
+				p.next++
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func containsAll(s string, want []string) bool {
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// interrupt sends SIGINT, as Ctrl-C does, and expects exit 0.
+func (p *streamProc) interrupt(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("did not stop within 30s of SIGINT; stderr:\n%s", p.stderr)
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != exitOK {
+		t.Fatalf("exit %d after SIGINT, want 0; stderr:\n%s", code, p.stderr)
+	}
+}
+
+// mintCreds mints a credential with `cotal auth mint` and returns its file and id.
+func mintCreds(t *testing.T, bin, dir, name string, args ...string) (string, string) {
+	t.Helper()
+	file := filepath.Join(dir, name+".creds")
+	full := append([]string{"auth", "mint", "--dir", dir, "--name", name, "--out", file}, args...)
+	out, stderr, code := runCotal(t, bin, full...)
+	if code != exitOK {
+		t.Fatalf("mint %s: exit %d: %s", name, code, stderr)
+	}
+	return file, strings.TrimSpace(out)
+}
+
+// cliCase is one client command run to completion.
+type cliCase struct {
+	name   string
+	args   []string
+	code   int
+	stdout []string
+	stderr []string
+}
+
+func (c cliCase) run(t *testing.T, bin string) string {
+	t.Helper()
+	stdout, stderr, code := runCotal(t, bin, c.args...)
+	if code != c.code {
+		t.Fatalf("cotal %q: exit %d, want %d\nstdout: %s\nstderr: %s", c.args, code, c.code, stdout, stderr)
+	}
+	for _, w := range c.stdout {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("stdout %q does not contain %q", stdout, w)
+		}
+	}
+	for _, w := range c.stderr {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr %q does not contain %q", stderr, w)
+		}
+	}
+	return stdout
+}
+
+func runCases(t *testing.T, bin string, cases []cliCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, bin) })
+	}
+}
+
+func TestClientCommandsWithoutAMesh(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	noMesh := "no cotal mesh is running on " + dir + ": start one with `cotal up`"
+	var cases []cliCase
+	for _, args := range [][]string{
+		{"send", "general", "hi"}, {"tail"}, {"who"}, {"history", "general"}, {"channels", "list"},
+		{"channels", "set", "general", "--class", "live"}, {"status"}, {"deliver", "pending", "alice"}, {"link"},
+	} {
+		cases = append(cases, cliCase{name: strings.Join(args[:min(2, len(args))], " ") + " says to start a mesh",
+			args: append(args, "--dir", dir), code: exitError, stderr: []string{noMesh}})
+	}
+	cases = append(cases,
+		cliCase{name: "a link nothing listens on says so", args: []string{"who", "--link", "cotal://127.0.0.1:1/main"},
+			code: exitError, stderr: []string{"cannot reach the mesh at 127.0.0.1:1", "check the join link"}},
+		cliCase{name: "a malformed link is a usage error", args: []string{"history", "general", "--link", "http://host/main"},
+			code: exitUsage, stderr: []string{"--link", "cotal://", "`cotal link` shows it"}},
+		cliCase{name: "a missing creds file says what to pass", args: []string{"who", "--link", "cotal://127.0.0.1:1/main", "--creds", filepath.Join(dir, "nope.creds")},
+			code: exitError, stderr: []string{"bad creds file", "`cotal auth mint`"}},
+		cliCase{name: "a target that is no channel is a usage error", args: []string{"send", "a..b", "hi", "--dir", dir},
+			code: exitUsage, stderr: []string{"CHANNEL, @NAME, an instance id or svc:ROLE"}},
+		cliCase{name: "a zero history limit is a usage error", args: []string{"history", "general", "--limit", "0", "--dir", dir},
+			code: exitUsage, stderr: []string{"--limit 0"}},
+		cliCase{name: "a set with nothing to change is a usage error", args: []string{"channels", "set", "general", "--dir", dir},
+			code: exitUsage, stderr: []string{"nothing to change"}},
+		cliCase{name: "an invalid replay window is a usage error", args: []string{"channels", "set", "general", "--replay-window", "0h", "--dir", dir},
+			code: exitUsage, stderr: []string{`replayWindow "0h" is zero`}},
+		cliCase{name: "an unknown class is a usage error", args: []string{"channels", "default", "--class", "sometimes", "--dir", dir},
+			code: exitUsage, stderr: []string{"not live or durable"}},
+		cliCase{name: "help documents the exit codes", args: []string{"help", "exit-codes"},
+			code: exitOK, stdout: []string{"0  success", "1  the command ran and failed", "2  the command line was wrong"}},
+	)
+	garbage := filepath.Join(dir, "garbage.creds")
+	if err := os.WriteFile(garbage, []byte("not a credential"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases, cliCase{name: "a creds file that is not one says so",
+		args: []string{"who", "--link", "cotal://127.0.0.1:1/main", "--creds", garbage},
+		code: exitError, stderr: []string{"bad creds file " + garbage, "mint a credential with `cotal auth mint`"}})
+	runCases(t, bin, cases)
+}
+
+func TestClientCommandsAgainstAMesh(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	up := startUp(t, bin, dir)
+	local := []string{"--dir", dir}
+	alice, aliceID := mintCreds(t, bin, dir, "alice", "--subscribe", "general", "--allow-publish", "general", "--provision")
+	bob, _ := mintCreds(t, bin, dir, "bob", "--subscribe", "general", "--allow-publish", "general", "--provision")
+	watcher, _ := mintCreds(t, bin, dir, "watcher", "--profile", "observer")
+	asBob := []string{"--link", up.link, "--creds", bob}
+	asAlice := []string{"--link", up.link, "--creds", alice}
+
+	runCases(t, bin, []cliCase{
+		{name: "send as a remote agent reports the stream sequence honestly", args: append([]string{"send", "general", "hello from bob"}, asBob...),
+			code: exitOK, stdout: []string{"stored in CHAT_main at sequence 1 (storage confirmed; delivery is not)"}},
+		{name: "send beside up mints its own credential", args: append([]string{"send", "other", "an aside"}, local...),
+			code: exitOK, stdout: []string{"stored in CHAT_main at sequence 2"}},
+		{name: "link prints the join link", args: append([]string{"link", "--space", "main"}, local...),
+			code: exitOK, stdout: []string{up.link + "\n"}},
+		{name: "history prints the retained messages", args: append([]string{"history", "general"}, local...),
+			code: exitOK, stdout: []string{"#general bob: hello from bob"}},
+		{name: "history of an unknown channel says where to look", args: append([]string{"history", "genral"}, local...),
+			code: exitError, stderr: []string{`unknown channel "genral"`, "`cotal channels list`"}},
+		{name: "history outside the read ACL says what to mint", args: append([]string{"history", "other"}, asAlice...),
+			code: exitError, stderr: []string{`"alice"`, "read ACL", "--allow-subscribe"}},
+		{name: "send outside allowPublish says what to mint", args: append([]string{"send", "random", "hi"}, asAlice...),
+			code: exitError, stderr: []string{`channel "random" is outside the allowPublish of "alice"`, "--allow-publish random"}},
+		{name: "an observer credential cannot send", args: []string{"send", "general", "hi", "--link", up.link, "--creds", watcher},
+			code: exitError, stderr: []string{"cannot send", "observer", "agent credential"}},
+		{name: "a DM to a name nobody online has says how to find one", args: append([]string{"send", "@carol", "hi"}, asBob...),
+			code: exitError, stderr: []string{"@carol", "`cotal who`"}},
+		{name: "an observer reads history too", args: []string{"history", "general", "--link", up.link, "--creds", watcher},
+			code: exitOK, stdout: []string{"hello from bob"}},
+		{name: "channels set refuses an unknown channel and offers --create", args: append([]string{"channels", "set", "genral", "--class", "live"}, local...),
+			code: exitError, stderr: []string{`unknown channel "genral"`, "--create"}},
+		{name: "channels set changes a channel", args: append([]string{"channels", "set", "general", "--description", "team chat", "--replay-window", "24h"}, local...),
+			code: exitOK, stdout: []string{"channel general in space main", "window 24h", "description team chat"}},
+		{name: "channels set --create configures a channel before its first message", args: append([]string{"channels", "set", "alerts", "--class", "live", "--create"}, local...),
+			code: exitOK, stdout: []string{"class live"}},
+		{name: "channels default changes the space defaults", args: append([]string{"channels", "default", "--replay-window", "7d"}, local...),
+			code: exitOK, stdout: []string{"space main defaults: class durable, replay on, window 7d"}},
+		{name: "channels list shows counts and config", args: append([]string{"channels", "list"}, asBob...),
+			code: exitOK, stdout: []string{"space defaults: class durable, replay on, window 7d", "general  1", "24h", "team chat", "alerts", "live", "other"}},
+		{name: "who as a remote agent reads the roster without joining it", args: append([]string{"who", "--json"}, asBob...),
+			code: exitOK, stdout: []string{"["}},
+		{name: "shell completion offers the agents for deliver pending", args: []string{"__complete", "deliver", "pending", "--dir", dir, ""},
+			code: exitOK, stdout: []string{"alice\n", "bob\n", ":4"}},
+		{name: "deliver pending of an unknown name says where to look", args: append([]string{"deliver", "pending", "carol"}, local...),
+			code: exitError, stderr: []string{`named "carol"`, "`cotal auth list`"}},
+	})
+
+	t.Run("send reads the text from stdin", func(t *testing.T) {
+		cmd := exec.Command(bin, append([]string{"send", "general", "--json"}, asBob...)...)
+		cmd.Stdin = strings.NewReader("piped text\n")
+		out, err := cmd.Output()
+		var r receipt
+		if err != nil || json.Unmarshal(out, &r) != nil || r.Stream != "CHAT_main" || r.Seq == 0 || r.Delivered != "unknown" {
+			t.Fatalf("send from stdin: %v, %s", err, out)
+		}
+	})
+
+	t.Run("an admin tail shows history first, then live channel messages and DMs, and exits 0 on Ctrl-C", func(t *testing.T) {
+		tail := startStream(t, bin, append([]string{"tail", "--history", "1", "--json"}, local...)...)
+		tail.waitStderr(t, "following")
+		var it item
+		if err := json.Unmarshal([]byte(tail.waitLine(t, `"historical":true`)), &it); err != nil || it.Message.Parts[0].Text != "piped text" {
+			t.Fatalf("first line is not the last retained message: %+v (%v)", it, err)
+		}
+		cliCase{args: append([]string{"send", "general", "live one"}, asBob...)}.run(t, bin)
+		tail.waitLine(t, `"kind":"channel"`, "live one", `"historical":false`)
+		cliCase{args: append([]string{"send", aliceID, "a direct word"}, asBob...), stdout: []string{"stored in DM_main"}}.run(t, bin)
+		tail.waitLine(t, `"kind":"dm"`, "a direct word")
+		tail.interrupt(t)
+	})
+
+	t.Run("tail as an agent is present, joins durably and receives its DMs", func(t *testing.T) {
+		who := startStream(t, bin, append([]string{"who", "--watch", "--json"}, local...)...)
+		who.waitLine(t, "[")
+		tail := startStream(t, bin, append([]string{"tail"}, asAlice...)...)
+		tail.waitStderr(t, "general: joined durable")
+		tail.waitStderr(t, "following")
+		who.waitLine(t, `"name":"alice"`, `"status":"idle"`)
+		cliCase{args: append([]string{"who"}, local...), stdout: []string{"alice", "endpoint", "idle"}}.run(t, bin)
+		cliCase{args: append([]string{"send", "@alice", "psst"}, asBob...), stdout: []string{"stored in DM_main"}}.run(t, bin)
+		tail.waitLine(t, "dm bob: psst")
+		tail.interrupt(t)
+		who.interrupt(t)
+	})
+
+	t.Run("status reports health, streams and members", func(t *testing.T) {
+		out := cliCase{args: append([]string{"status", "--json"}, local...)}.run(t, bin)
+		var st space.Status
+		if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Spaces) != 1 {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		names := map[string]bool{}
+		for _, m := range st.Spaces[0].Members {
+			names[m.Name] = true
+		}
+		if !names["alice"] || !names["bob"] || st.Connections == 0 {
+			t.Fatalf("status members %v, connections %d; want alice and bob", names, st.Connections)
+		}
+		cliCase{args: append([]string{"status"}, local...), stdout: []string{"healthy", "CHAT_main", "MEMBER", "alice"}}.run(t, bin)
+	})
+
+	t.Run("deliver pending shows what waits for an instance", func(t *testing.T) {
+		cliCase{args: append([]string{"deliver", "pending", "bob"}, local...),
+			stdout: []string{"waiting for bob", "DMs", "dm_", "durable copies", "dlv_"}}.run(t, bin)
+	})
+}

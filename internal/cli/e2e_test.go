@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/wire"
+)
+
+// buildCotal builds the binary once per test run; the e2e tests drive it as a user would.
+var buildCotal = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "cotal-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "cotal")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/cotal-go/cotal").CombinedOutput()
+	if err != nil {
+		return "", &buildError{out: out, err: err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out []byte
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + string(e.out) }
+
+func cotalBin(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the cotal binary; skipped with -short")
+	}
+	bin, err := buildCotal()
+	if err != nil {
+		t.Fatalf("build cotal: %v", err)
+	}
+	return bin
+}
+
+// upProcess is a running `cotal up` and the join link it printed.
+type upProcess struct {
+	cmd  *exec.Cmd
+	link string
+	out  *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var linkLine = regexp.MustCompile(`join link: (cotals?://\S+)`)
+
+// startUp runs `cotal up` on dir with a random port and waits for its join link.
+func startUp(t *testing.T, bin, dir string, extra ...string) *upProcess {
+	t.Helper()
+	args := append([]string{"up", "--dir", dir, "--listen", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &upProcess{cmd: cmd, out: &lockedBuffer{}}
+	cmd.Stderr = p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			p.out.Write([]byte(line + "\n"))
+			if m := linkLine.FindStringSubmatch(line); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case p.link = <-found:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("cotal up printed no join link within 60s; output:\n%s", p.out)
+	}
+	return p
+}
+
+// stop sends SIGINT and expects a clean exit.
+func (p *upProcess) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("cotal up exited with %v after SIGINT; output:\n%s", err, p.out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("cotal up did not stop within 30s of SIGINT")
+	}
+}
+
+func runCotal(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return o.String(), e.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run cotal %v: %v", args, err)
+	}
+	return o.String(), e.String(), 0
+}
+
+// connectCreds connects over TCP with a .creds file, as a remote agent does.
+func connectCreds(link, creds, id string) (*nats.Conn, error) {
+	l, err := wire.ParseLink(link)
+	if err != nil {
+		return nil, err
+	}
+	return nats.Connect(l.ServerURL(), nats.UserCredentials(creds), nats.MaxReconnects(0),
+		nats.CustomInboxPrefix(wire.InboxPrefix(id)), nats.Timeout(5*time.Second))
+}
+
+func TestUpAndAuthEndToEnd(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	up := startUp(t, bin, dir)
+
+	t.Run("a second up on the same directory fails at once with a clear message", func(t *testing.T) {
+		_, stderr, code := runCotal(t, bin, "up", "--dir", dir, "--listen", "127.0.0.1:0")
+		if code != exitError || !strings.Contains(stderr, "in use by another cotal process") {
+			t.Fatalf("exit %d, stderr %q; want exit 1 naming the running process", code, stderr)
+		}
+	})
+
+	creds := filepath.Join(dir, "alice.creds")
+	stdout, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--profile", "agent", "--name", "alice",
+		"--subscribe", "general", "--allow-publish", "general", "--provision", "--out", creds, "--json")
+	if code != 0 {
+		t.Fatalf("mint while up runs: exit %d: %s", code, stderr)
+	}
+	var minted struct {
+		ID, File string
+	}
+	if err := json.Unmarshal([]byte(stdout), &minted); err != nil || !strings.HasPrefix(minted.ID, "U") {
+		t.Fatalf("mint --json printed %q (%v)", stdout, err)
+	}
+	t.Run("the creds file is private", func(t *testing.T) {
+		fi, err := os.Stat(creds)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("creds mode %v (%v), want 0600", fi.Mode().Perm(), err)
+		}
+	})
+	t.Run("the minted credential connects over TCP and publishes on its channel", func(t *testing.T) {
+		nc, err := connectCreds(up.link, creds, minted.ID)
+		if err != nil {
+			t.Fatalf("connect with minted creds: %v", err)
+		}
+		defer nc.Close()
+		n := wire.NewNames("main")
+		msg := wire.CotalMessage{ID: wire.NewMessageID(), TS: time.Now().UnixMilli(), Space: "main",
+			From: wire.EndpointRef{ID: minted.ID, Name: "alice"}, Channel: "general",
+			Parts: []wire.Part{wire.TextPart("hi")}}
+		data, _ := json.Marshal(msg)
+		if _, err := nc.Request(n.ChatSubject(minted.ID, "general"), data, 5*time.Second); err != nil {
+			t.Fatalf("JetStream publish through the listener: %v", err)
+		}
+	})
+	t.Run("list shows the credential and never its seed", func(t *testing.T) {
+		out, _, code := runCotal(t, bin, "auth", "list", "--dir", dir)
+		if code != 0 || !strings.Contains(out, minted.ID) || !strings.Contains(out, "active") || strings.Contains(out, "SU") {
+			t.Fatalf("auth list (exit %d):\n%s", code, out)
+		}
+	})
+	t.Run("revoke cuts the credential off at once", func(t *testing.T) {
+		if _, stderr, code := runCotal(t, bin, "auth", "revoke", "--dir", dir, minted.ID); code != 0 {
+			t.Fatalf("revoke: exit %d: %s", code, stderr)
+		}
+		if nc, err := connectCreds(up.link, creds, minted.ID); err == nil {
+			nc.Close()
+			t.Fatal("a revoked credential still connects")
+		}
+	})
+	up.stop(t)
+	if strings.Contains(up.out.String(), "SU") && regexp.MustCompile(`\bSU[A-Z2-7]{50,}`).MatchString(up.out.String()) {
+		t.Fatal("cotal up printed a seed")
+	}
+
+	t.Run("mint works with no mesh running and the mesh honours it at the next start", func(t *testing.T) {
+		bob := filepath.Join(dir, "bob.creds")
+		out, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "bob", "--subscribe", "general", "--out", bob)
+		if code != 0 {
+			t.Fatalf("offline mint: exit %d: %s", code, stderr)
+		}
+		id := strings.TrimSpace(out)
+		up := startUp(t, bin, dir)
+		nc, err := connectCreds(up.link, bob, id)
+		if err != nil {
+			t.Fatalf("offline-minted credential after restart: %v", err)
+		}
+		nc.Close()
+		up.stop(t)
+	})
+}

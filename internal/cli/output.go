@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// colorOn reports whether w gets ANSI colour: only a terminal, never with --json, and never
+// when NO_COLOR is set (no-color.org).
+func colorOn(w io.Writer, asJSON bool) bool {
+	if asJSON || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// ANSI styles used on a terminal.
+const (
+	ansiReset = "\x1b[0m"
+	ansiDim   = "\x1b[2m"
+	ansiBold  = "\x1b[1m"
+	ansiCyan  = "\x1b[36m"
+	ansiMag   = "\x1b[35m"
+)
+
+// style wraps s in an ANSI style when colour is on.
+func style(on bool, code, s string) string {
+	if !on {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+// item is one message a read command prints: the envelope and how it reached the reader.
+type item struct {
+	Kind       endpoint.MetaKind  `json:"kind"`
+	Channel    string             `json:"channel,omitempty"`
+	Historical bool               `json:"historical"`
+	Durable    bool               `json:"durable,omitempty"`
+	Seq        uint64             `json:"seq,omitempty"`
+	Message    *wire.CotalMessage `json:"message"`
+}
+
+// itemFromWire checks a copy read off the wire (SPEC §4, §5): the subject gives the kind and
+// sender, and from.id must match it.
+func itemFromWire(subject string, data []byte) (item, error) {
+	sub, msg, err := wire.CheckDelivery(subject, data)
+	if err != nil {
+		return item{}, err
+	}
+	it := item{Message: msg}
+	switch sub.Kind {
+	case wire.KindChat:
+		it.Kind, it.Channel = endpoint.MetaChannel, sub.Rest
+	case wire.KindInst:
+		it.Kind = endpoint.MetaDM
+	default:
+		it.Kind = endpoint.MetaAnycast
+	}
+	return it, nil
+}
+
+// printer writes items as lines: human text by default, one JSON object per line with --json.
+type printer struct {
+	w       io.Writer
+	asJSON  bool
+	color   bool
+	markOld bool // suffix historical items with "(history)"
+	seen    map[string]bool
+	dropped io.Writer // where malformed copies are reported
+}
+
+func newPrinter(w, errw io.Writer, asJSON, markOld bool) *printer {
+	return &printer{w: w, dropped: errw, asJSON: asJSON, color: colorOn(w, asJSON), markOld: markOld, seen: map[string]bool{}}
+}
+
+// print writes it once: a message id already printed is skipped, so a copy that arrives on
+// two paths (live and history, live and durable) shows once (SPEC §7 step 5).
+func (p *printer) print(it item) error {
+	if p.seen[it.Message.ID] {
+		return nil
+	}
+	p.seen[it.Message.ID] = true
+	if p.asJSON {
+		return json.NewEncoder(p.w).Encode(it)
+	}
+	_, err := fmt.Fprintln(p.w, p.line(it))
+	return err
+}
+
+// printWire prints a copy read off the wire, reporting one that fails the receive check.
+func (p *printer) printWire(subject string, data []byte, historical bool, seq uint64) error {
+	it, err := itemFromWire(subject, data)
+	if err != nil {
+		fmt.Fprintf(p.dropped, "cotal: dropped a copy on %s: %v\n", subject, err)
+		return nil
+	}
+	it.Historical, it.Seq = historical, seq
+	return p.print(it)
+}
+
+// line is the human form: time, where (channel, dm or svc:role), sender, text.
+func (p *printer) line(it item) string {
+	m := it.Message
+	where := "#" + it.Channel
+	switch it.Kind {
+	case endpoint.MetaDM:
+		where = "dm"
+	case endpoint.MetaAnycast:
+		where = "svc:" + m.ToService
+	}
+	ts := clock(time.UnixMilli(m.TS))
+	text := partsText(m.Parts)
+	s := fmt.Sprintf("%s %s %s: %s", style(p.color, ansiDim, ts), style(p.color, ansiCyan, where),
+		style(p.color, ansiBold, m.From.Name), text)
+	if it.Historical && p.markOld {
+		s += " " + style(p.color, ansiDim, "(history)")
+	}
+	if it.Kind == endpoint.MetaDM && p.color {
+		s = style(true, ansiMag, "»") + " " + s
+	}
+	return s
+}
+
+// clock is the time of day for today, else date and time, in local time.
+func clock(t time.Time) string {
+	now := time.Now()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+// partsText renders a message's parts on one line (SPEC §5): text as is, data as compact
+// JSON, an extension part by its kind.
+func partsText(parts []wire.Part) string {
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		switch p.Kind {
+		case wire.PartText:
+			out = append(out, strings.ReplaceAll(p.Text, "\n", "\n    "))
+		case wire.PartData:
+			out = append(out, string(p.Data))
+		default:
+			out = append(out, "["+p.Kind+"]")
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// ago is a short relative time for tables.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := time.Since(t).Round(time.Second)
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.Format("2006-01-02")
+}

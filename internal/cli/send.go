@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nkeys"
+	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// sendWait bounds the publish and its acknowledgement.
+const sendWait = 15 * time.Second
+
+// rosterWait bounds the wait for the roster's first full view, to resolve @NAME.
+const rosterWait = 5 * time.Second
+
+// Send errors.
+var (
+	// errNoSuchName: no online instance has the display name of an @NAME target.
+	errNoSuchName = errors.New("no online instance has that name")
+	// errAmbiguousName: more than one online instance has the display name of an @NAME target.
+	errAmbiguousName = errors.New("more than one online instance has that name")
+	// errCannotSend: the credential's profile has no application publish (SPEC Appendix B).
+	errCannotSend = errors.New("this credential cannot send")
+)
+
+// target is where `cotal send` delivers (SPEC §4): a channel, an instance by id or by its
+// online display name, or a service role.
+type target struct {
+	kind    endpoint.MetaKind
+	channel string
+	name    string // @NAME, resolved against the roster
+	id      string
+	role    string
+}
+
+// parseTarget reads CHANNEL, @NAME, an instance id (a user nkey, SPEC §2) or svc:ROLE.
+func parseTarget(s string) (target, error) {
+	switch {
+	case strings.HasPrefix(s, "svc:"):
+		role := strings.TrimPrefix(s, "svc:")
+		if role == "" || wire.Sanitize(role) != role {
+			return target{}, fmt.Errorf("target %q: a role is letters, digits, '_' and '-' only", s)
+		}
+		return target{kind: endpoint.MetaAnycast, role: role}, nil
+	case strings.HasPrefix(s, "@"):
+		if len(s) == 1 {
+			return target{}, fmt.Errorf("target %q: name the instance after the @, e.g. @alice", s)
+		}
+		return target{kind: endpoint.MetaDM, name: s[1:]}, nil
+	case len(s) == 56 && strings.HasPrefix(s, "U") && nkeys.IsValidPublicUserKey(s):
+		return target{kind: endpoint.MetaDM, id: s}, nil
+	}
+	if err := wire.ValidatePublishChannel(s); err != nil {
+		return target{}, fmt.Errorf("target %q: %w; send to CHANNEL, @NAME, an instance id or svc:ROLE", s, err)
+	}
+	return target{kind: endpoint.MetaChannel, channel: s}, nil
+}
+
+func newSendCmd() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "send CHANNEL|@NAME|ID|svc:ROLE [TEXT|-]",
+		Short: "Send a message to a channel, an instance or a service role",
+		Long: `send publishes one text message and prints where JetStream stored it. Storage is
+confirmed; delivery is not: a live recipient may be offline, a durable one gets it later.
+
+Targets:
+  CHANNEL     multicast on a concrete channel, e.g. general or team.backend
+  @NAME       a DM to the one online instance with that display name ("cotal who")
+  ID          a DM to an instance id (U + 55 characters), online or not
+  svc:ROLE    anycast to exactly one holder of the role
+TEXT is read from standard input when it is absent or "-".
+
+Beside "cotal up" it mints a 5-minute agent credential allowed to post to CHANNEL; with
+--creds it sends as that credential, which must be an agent whose --allow-publish covers
+the channel.` + connectHelp,
+		Example: `  cotal send general "hello, team"
+  echo "build finished" | cotal send @alice
+  cotal send svc:reviewer "please review PR 12" --link cotal://host:4222/main --creds bob.creds`,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		PreRunE: func(_ *cobra.Command, args []string) error {
+			_, err := parseTarget(args[0])
+			return err
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, _ := parseTarget(args[0])
+			text, err := messageText(cmd.InOrStdin(), args[1:])
+			if err != nil {
+				return err
+			}
+			return runSend(cmd, &f, t, text)
+		},
+	}
+	addClientFlags(cmd, &f)
+	return cmd
+}
+
+// messageText is the TEXT argument, or standard input for none or "-".
+func messageText(stdin io.Reader, args []string) (string, error) {
+	if len(args) == 1 && args[0] != "-" {
+		return args[0], nil
+	}
+	data, err := io.ReadAll(stdin)
+	if err != nil {
+		return "", fmt.Errorf("read the message from standard input: %w", err)
+	}
+	text := strings.TrimRight(string(data), "\r\n")
+	if text == "" {
+		return "", errors.New("nothing to send: standard input was empty; pass TEXT or pipe the message in")
+	}
+	return text, nil
+}
+
+func runSend(cmd *cobra.Command, f *clientFlags, t target, text string) error {
+	want := mintFor{command: "send", profile: "agent", lifetime: oneShotLifetime}
+	if t.kind == endpoint.MetaChannel {
+		want.publish = []string{t.channel}
+	}
+	s, err := openSession(cmd, f, want)
+	if err != nil {
+		return err
+	}
+	defer s.close(want)
+	if p := s.cred.profile; s.creds != nil && p != "" && p != "agent" {
+		return fmt.Errorf("%w: %q is a %s credential, which has no application publish; send with an agent credential (`cotal auth mint --profile agent --allow-publish CHANNEL`)",
+			errCannotSend, s.cred.name, p)
+	}
+	ctx := cmd.Context()
+	e, err := endpoint.Connect(ctx, endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint, MaxReconnects: 1})
+	if err != nil {
+		return s.connectError(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Close(ctx)
+	}()
+	if t.name != "" {
+		if t.id, err = resolveName(ctx, e, t.name); err != nil {
+			return err
+		}
+	}
+	r, err := publish(ctx, e, t, text)
+	if err != nil {
+		return sendError(err, t, s)
+	}
+	return printReceipt(cmd.OutOrStdout(), f.asJSON, r, t)
+}
+
+func publish(ctx context.Context, e *endpoint.Endpoint, t target, text string) (endpoint.Receipt, error) {
+	ctx, cancel := context.WithTimeout(ctx, sendWait)
+	defer cancel()
+	parts := []wire.Part{wire.TextPart(text)}
+	switch t.kind {
+	case endpoint.MetaChannel:
+		return e.Send(ctx, t.channel, parts)
+	case endpoint.MetaDM:
+		return e.SendDM(ctx, t.id, parts)
+	}
+	return e.SendAnycast(ctx, t.role, parts)
+}
+
+// sendError says what a refused or failed send means and what to do.
+func sendError(err error, t target, s *session) error {
+	if errors.Is(err, endpoint.ErrPublishRefused) && t.kind == endpoint.MetaChannel {
+		return fmt.Errorf("the mesh refused to store the message: channel %q is outside the allowPublish of %q; "+
+			"mint a credential that may post there (`cotal auth mint --profile agent --name NAME --allow-publish %s`), "+
+			"or send without --creds beside `cotal up`", t.channel, s.cred.name, t.channel)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no storage confirmation within %s (%w): the message may or may not be stored; check with `cotal status`", sendWait, err)
+	}
+	return fmt.Errorf("send: %w", err)
+}
+
+// resolveName finds the one online instance, other than this one, whose display name is
+// name (case-insensitive, as mentions resolve, SPEC §4).
+func resolveName(ctx context.Context, e *endpoint.Endpoint, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, rosterWait)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !e.Roster().Fresh() {
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("the roster did not load within %s: %w", rosterWait, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	var ids []string
+	for _, p := range e.Roster().Snapshot() {
+		if p.Online && p.Presence.Card.ID != e.ID() && strings.EqualFold(p.Presence.Card.Name, name) {
+			ids = append(ids, p.Presence.Card.ID)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("%w: @%s; `cotal who` lists who is online; to reach an offline instance send to its id, its DMs wait for it", errNoSuchName, name)
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("%w: @%s is %s; send to one of them by id", errAmbiguousName, name, strings.Join(ids, ", "))
+}
+
+// receipt is the --json form of a stored message.
+type receipt struct {
+	ID        string `json:"id"`
+	Stream    string `json:"stream"`
+	Seq       uint64 `json:"seq"`
+	Duplicate bool   `json:"duplicate"`
+	Kind      string `json:"kind"`
+	Target    string `json:"target"`
+	Delivered string `json:"delivered"`
+}
+
+func printReceipt(w io.Writer, asJSON bool, r endpoint.Receipt, t target) error {
+	to := t.channel
+	switch {
+	case t.kind == endpoint.MetaDM:
+		to = t.id
+	case t.kind == endpoint.MetaAnycast:
+		to = "svc:" + t.role
+	}
+	if asJSON {
+		return json.NewEncoder(w).Encode(receipt{ID: r.ID, Stream: r.Stream, Seq: r.Seq, Duplicate: r.Duplicate,
+			Kind: string(t.kind), Target: to, Delivered: "unknown"})
+	}
+	verb := "stored"
+	if r.Duplicate {
+		verb = "already stored (a resend of the same message id)"
+	}
+	_, err := fmt.Fprintf(w, "%s in %s at sequence %d (storage confirmed; delivery is not)\n", verb, r.Stream, r.Seq)
+	return err
+}

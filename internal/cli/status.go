@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/space"
+)
+
+// errUnhealthy: at least one component of the mesh is down.
+var errUnhealthy = errors.New("the mesh is unhealthy")
+
+func newStatusCmd() *cobra.Command {
+	var spaceName string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the health, streams, connections and per-member backlog of the running mesh",
+		Long: `status asks the mesh running on the data directory, through its admin socket, for:
+the health of every component (broker with JetStream, each space's provisioner connection
+and delivery loops), the client connections, each space's streams with messages and bytes,
+the durable backstop's lag (CHAT messages not yet fanned out, backstop entries not yet
+re-authorized), and for every active agent what waits in its consumers: DMs (dm_<id>),
+durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+unacknowledged. It exits 1 when any component is unhealthy, so scripts can check it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := dataDir(cmd)
+			if err != nil {
+				return err
+			}
+			reply, err := adminCall(cmd.Context(), dir, space.AdminRequest{Op: "status"})
+			if err != nil {
+				return err
+			}
+			st := reply.Status
+			if asJSON {
+				err = json.NewEncoder(cmd.OutOrStdout()).Encode(st)
+			} else {
+				err = printStatus(cmd.OutOrStdout(), st, spaceName)
+			}
+			if err != nil {
+				return err
+			}
+			return unhealthy(st)
+		},
+	}
+	addAdminFlags(cmd, &asJSON)
+	cmd.Flags().StringVar(&spaceName, "space", "", "show only this space (default: every space)")
+	return cmd
+}
+
+// unhealthy is errUnhealthy naming every component that is down, or nil.
+func unhealthy(st *space.Status) error {
+	var down []string
+	for _, c := range st.Health {
+		if !c.OK {
+			down = append(down, c.Name+": "+c.Error)
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; see the log of `cotal up`", errUnhealthy, strings.Join(down, "; "))
+}
+
+func printStatus(w io.Writer, st *space.Status, only string) error {
+	state := "healthy"
+	if unhealthy(st) != nil {
+		state = "UNHEALTHY"
+	}
+	fmt.Fprintf(w, "cotal mesh on %s: %s, %d client connections\n", st.Dir, state, st.Connections)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range st.Health {
+		status := "ok"
+		if !c.OK {
+			status = "DOWN: " + c.Error
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", c.Name, status)
+	}
+	_ = tw.Flush()
+	for _, s := range st.Spaces {
+		if only != "" && s.Name != only {
+			continue
+		}
+		printSpaceStatus(w, s)
+	}
+	return nil
+}
+
+func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
+	fmt.Fprintf(w, "\nspace %s  %s\n", s.Name, dash(s.Link))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STREAM\tMESSAGES\tBYTES\tCONSUMERS\tLAST SEQ")
+	for _, st := range s.Streams {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\n", st.Name, st.Messages, st.Bytes, st.Consumers, st.LastSeq)
+	}
+	_ = tw.Flush()
+	b := s.Backstop
+	fmt.Fprintf(w, "  backstop: fan-out lag %d, reader lag %d, delivered %d, dropped %d, gaps %d, loop restarts %d\n",
+		b.FanoutLag, b.ReaderLag, b.ReaderDelivered, b.ReaderDroppedUnauthorized+b.ReaderDroppedNotEligible+b.ReaderGaveUpUnknown,
+		b.GapMessages, b.Restarts)
+	if len(s.Members) == 0 {
+		fmt.Fprintln(w, "  no active agent credential")
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  MEMBER\tDM\tDURABLE\tANYCAST\tID")
+	for _, m := range s.Members {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", m.Name, backlogText(&m.DM), backlogText(&m.Durable), backlogText(m.Anycast), m.ID)
+	}
+	_ = tw.Flush()
+}
+
+// backlogText is "pending+unacknowledged", "-" without a consumer to ask, "missing" when the
+// consumer does not exist.
+func backlogText(b *space.Backlog) string {
+	switch {
+	case b == nil:
+		return "-"
+	case b.Missing:
+		return "missing"
+	}
+	return fmt.Sprintf("%d+%d", b.Pending, b.AckPending)
+}

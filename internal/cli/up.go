@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/space"
+)
+
+// upConfigFlags are the flags of `cotal up` that override config keys; only flags the user
+// set are applied, so a flag's default never hides the file or the environment
+// (config.LoadOptions).
+var upConfigFlags = map[string]string{
+	"dir": "dir", "listen": "listen", "http": "http", "space": "spaces",
+	"tls-cert": "tls.cert", "tls-key": "tls.key", "sync": "sync", "open": "open",
+}
+
+// dirConfigFlags are the config flags of every other command: they only locate the mesh, and
+// their own flags (auth mint's --space names one credential's space) are not config keys.
+var dirConfigFlags = map[string]string{"dir": "dir"}
+
+// loadConfig loads config.Config from --config, the data directory, COTAL_* and those of the
+// flags the user set on cmd that keys maps to config keys.
+func loadConfig(cmd *cobra.Command, keys map[string]string) (config.Config, error) {
+	overrides := map[string]any{}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		key, ok := keys[f.Name]
+		if !ok {
+			return
+		}
+		switch v := f.Value.(type) {
+		case pflag.SliceValue:
+			overrides[key] = v.GetSlice()
+		default:
+			overrides[key] = f.Value.String()
+		}
+	})
+	file, _ := cmd.Flags().GetString("config")
+	return config.Load(config.LoadOptions{File: file, Flags: overrides})
+}
+
+func addConfigFlags(f *pflag.FlagSet) {
+	f.String("config", "", "configuration file (default: cotal.yaml in the data directory)")
+	f.String("dir", "", "data directory (default: the user's data directory + /cotal)")
+}
+
+func newUpCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a mesh and run it until interrupted",
+		Long: `up starts a cotal mesh: the embedded NATS server with JetStream and decentralized JWT
+auth, every configured space provisioned, and the durable delivery loops. It prints the join
+link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts down cleanly.`,
+		Args: cobra.NoArgs,
+		RunE: runUp,
+	}
+	f := cmd.Flags()
+	addConfigFlags(f)
+	f.String("listen", "", "client listener host:port (default 127.0.0.1:4222)")
+	f.StringSlice("space", nil, "space to provision (repeatable; default main)")
+	f.String("http", "", "monitoring, /healthz and /metrics listener host:port (default off)")
+	f.String("tls-cert", "", "TLS certificate (PEM) for the listener; links become cotals://")
+	f.String("tls-key", "", "TLS private key (PEM) for the listener")
+	f.String("sync", "", "JetStream durability: always (fsync every write, default) or interval")
+	f.Bool("open", false, "unauthenticated dev mode: NO security, anyone who can connect can do anything")
+	return cmd
+}
+
+func runUp(cmd *cobra.Command, _ []string) error {
+	cfg, err := loadConfig(cmd, upConfigFlags)
+	if err != nil {
+		return err
+	}
+	logger := loggerFor(cmd, cfg)
+	m, err := space.Start(cmd.Context(), space.FromConfig(cfg, logger))
+	if err != nil {
+		return err
+	}
+	printBanner(cmd.OutOrStdout(), m, cfg)
+	<-cmd.Context().Done()
+	fmt.Fprintln(cmd.OutOrStdout(), "shutting down")
+	ctx, cancel := newTimeoutContext(30 * time.Second)
+	defer cancel()
+	return m.Close(ctx)
+}
+
+func printBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
+	if cfg.Open {
+		fmt.Fprintln(w, "!!! OPEN MODE: authentication is OFF. Anyone who can reach the listener can read and")
+		fmt.Fprintln(w, "!!! write everything. Use only on a machine you alone use, never on a network.")
+	}
+	fmt.Fprintln(w, "cotal mesh is up")
+	for _, s := range m.Spaces() {
+		link, err := m.Link(s)
+		if err != nil {
+			link = err.Error()
+		}
+		fmt.Fprintf(w, "  space %-10s join link: %s\n", s, link)
+	}
+	fmt.Fprintf(w, "  data dir: %s\n", m.Dir())
+	if cfg.Open {
+		fmt.Fprintln(w, "  auth:     OFF (open mode)")
+	} else {
+		fmt.Fprintln(w, "  auth:     decentralized JWT (operator mode); every client needs a .creds file")
+	}
+	fmt.Fprintf(w, "  %s\n", m.Broker().SyncDescription())
+	if u := m.HTTPURL(); u != "" {
+		fmt.Fprintf(w, "  health:   %s/healthz   metrics: %s/metrics   monitoring: %s/varz\n", u, u, u)
+	}
+	if !cfg.Open {
+		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general --provision\n", m.Dir())
+	}
+	fmt.Fprintln(w, "press Ctrl-C to stop")
+}

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/wire"
+)
+
+// whoSweep is how often --watch re-checks liveness: a peer goes offline by silence too.
+const whoSweep = time.Second
+
+// whoRow is one instance of the roster as `cotal who` prints it.
+type whoRow struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Kind      string    `json:"kind"`
+	Role      string    `json:"role,omitempty"`
+	Status    string    `json:"status"`
+	Activity  string    `json:"activity,omitempty"`
+	Attention string    `json:"attention,omitempty"`
+	LastSeen  time.Time `json:"lastSeen"`
+}
+
+func newWhoCmd() *cobra.Command {
+	var f clientFlags
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "who",
+		Short: "List the instances in the space: name, kind, role, status, activity, last seen",
+		Long: `who prints the presence roster of the space (SPEC §6): every instance with a presence
+entry, online ones first. An instance is offline when it said so or when its last heartbeat
+is older than the liveness window (6 s). With --watch the list is printed again on every
+change until Ctrl-C; with --json it is a JSON array (one per line with --watch).
+
+who only reads: it announces no presence of its own.` + connectHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWho(cmd, &f, watch)
+		},
+	}
+	addClientFlags(cmd, &f)
+	cmd.Flags().BoolVar(&watch, "watch", false, "print the roster again on every change, until Ctrl-C")
+	return cmd
+}
+
+func runWho(cmd *cobra.Command, f *clientFlags, watch bool) error {
+	want := mintFor{command: "who", profile: "admin", lifetime: oneShotLifetime}
+	if watch {
+		want.lifetime = streamingLifetime
+	}
+	return withReader(cmd, f, want, func(_ *session, r *reader) error { return showWho(cmd, f, r, watch) })
+}
+
+func showWho(cmd *cobra.Command, f *clientFlags, r *reader, watch bool) error {
+	ctx := cmd.Context()
+	kv, err := r.js.KeyValue(ctx, r.names.PresenceBucket())
+	if err != nil {
+		return fmt.Errorf("open the presence bucket %s: %w", r.names.PresenceBucket(), err)
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch presence: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	rows := map[string]wire.Presence{}
+	if err := loadRoster(ctx, w, rows); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	last := renderWho(rows, f.asJSON, out, watch)
+	if !watch {
+		return nil
+	}
+	return watchRoster(ctx, w, rows, f.asJSON, out, last)
+}
+
+// loadRoster applies the watch's initial values, up to its end-of-initial-values marker.
+func loadRoster(ctx context.Context, w jetstream.KeyWatcher, rows map[string]wire.Presence) error {
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("read presence: %w", ctx.Err())
+		case e := <-w.Updates():
+			if e == nil {
+				return nil
+			}
+			applyPresence(rows, e)
+		}
+	}
+}
+
+// applyPresence folds one watch entry in. A delete or purge removes the row; a row that is
+// not a valid Presence under its own key is ignored (SPEC §6; LAYOUT.md "Reply-subject
+// injection").
+func applyPresence(rows map[string]wire.Presence, e jetstream.KeyValueEntry) {
+	if op := e.Operation(); op == jetstream.KeyValueDelete || op == jetstream.KeyValuePurge {
+		delete(rows, e.Key())
+		return
+	}
+	if p, err := wire.DecodePresence(e.Key(), e.Value()); err == nil {
+		rows[e.Key()] = *p
+	}
+}
+
+// watchRoster prints the roster again whenever what it shows changes, until ctx ends.
+func watchRoster(ctx context.Context, w jetstream.KeyWatcher, rows map[string]wire.Presence, asJSON bool, out io.Writer, last string) error {
+	tick := time.NewTicker(whoSweep)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("the presence watch ended; run who again")
+			}
+			if e != nil {
+				applyPresence(rows, e)
+			}
+		case <-tick.C:
+		}
+		if key := rosterKey(rows); key != last {
+			last = renderWho(rows, asJSON, out, true)
+		}
+	}
+}
+
+// whoRows sorts the roster: online first, then by name and id.
+func whoRows(rows map[string]wire.Presence) []whoRow {
+	now := time.Now()
+	out := make([]whoRow, 0, len(rows))
+	for _, p := range rows {
+		out = append(out, whoRow{ID: p.Card.ID, Name: p.Card.Name, Kind: string(p.Card.Kind), Role: p.Card.Role,
+			Status: string(p.EffectiveStatus(now, wire.DefaultLivenessWindow)), Activity: p.Activity,
+			Attention: string(p.Attention), LastSeen: time.UnixMilli(p.TS)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		oi, oj := out[i].Status != string(wire.StatusOffline), out[j].Status != string(wire.StatusOffline)
+		if oi != oj {
+			return oi
+		}
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// rosterKey is what the printed roster shows, minus the ever-moving last-seen times.
+func rosterKey(rows map[string]wire.Presence) string {
+	var b strings.Builder
+	for _, r := range whoRows(rows) {
+		r.LastSeen = time.Time{}
+		fmt.Fprintf(&b, "%+v\n", r)
+	}
+	return b.String()
+}
+
+// renderWho prints the roster and returns its rosterKey.
+func renderWho(rows map[string]wire.Presence, asJSON bool, out io.Writer, watch bool) string {
+	list := whoRows(rows)
+	if asJSON {
+		data, _ := json.Marshal(list)
+		fmt.Fprintf(out, "%s\n", data)
+		return rosterKey(rows)
+	}
+	color := colorOn(out, false)
+	if watch {
+		if color {
+			fmt.Fprint(out, "\x1b[H\x1b[2J")
+		}
+		fmt.Fprintf(out, "%s\n", style(color, ansiDim, time.Now().Format("15:04:05")))
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(out, "no instance has a presence entry in this space")
+		return rosterKey(rows)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tROLE\tSTATUS\tACTIVITY\tLAST SEEN\tID")
+	for _, r := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, dash(r.Role), r.Status, dash(r.Activity), ago(r.LastSeen), r.ID)
+	}
+	_ = tw.Flush()
+	return rosterKey(rows)
+}
+
+// dash stands in for an empty table cell.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
