@@ -105,7 +105,7 @@ func (m *Mesh) openDir() error {
 	if m.opts.Open {
 		return nil
 	}
-	store, err := provisioner.Open(m.dir, provisioner.DefaultOptions())
+	store, err := provisioner.Open(m.dir, m.opts.storeOptions())
 	if err != nil {
 		return err
 	}
