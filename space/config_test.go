@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,4 +156,60 @@ func TestConfiguredExpiryReachesTheMintedJWT(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMeshRunsWithTheConfiguredValues starts a mesh, on disk, from a cotal.yaml that changes
+// most keys, and asks the running mesh for each value rather than its Options.
+func TestMeshRunsWithTheConfiguredValues(t *testing.T) {
+	dir := t.TempDir()
+	file := "listen: 127.0.0.1:0\nhttp: 127.0.0.1:0\nspaces: [ops, dev]\nsync: interval\nsync_interval: 30s\nlog:\n  level: debug\n  format: json\n"
+	if err := os.WriteFile(filepath.Join(dir, config.FileName), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{Env: []string{"HOME=" + dir}, Flags: map[string]any{"dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	m := space.NewTest(t, func(o *space.Options) { *o = space.OptionsFromConfig(cfg, logs) })
+	js := m.Broker().Server().JetStreamConfig()
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"dir holds the key store", fileExists(filepath.Join(dir, provisioner.KeysFile))},
+		{"spaces are the mesh's spaces", slices.Equal(m.Spaces(), []string{"dev", "ops"})},
+		{"listen opens a TCP listener", m.Broker().Server().Addr() != nil},
+		{"http serves monitoring", m.HTTPURL() != ""},
+		{"sync and sync_interval set JetStream's fsync", js != nil && !js.SyncAlways && js.SyncInterval == 30*time.Second},
+		{"log.format and log.level give JSON debug logs", strings.Contains(logs.String(), `"level":"DEBUG"`)},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: not so in the running mesh; logs:\n%s", c.name, logs)
+		}
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// syncBuffer is a bytes.Buffer the mesh's goroutines may log into while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
