@@ -13,6 +13,12 @@
 // tls.cert, tls.key, sync, sync_interval, open, log.format, log.level and expiry. Durations are
 // Go durations ("90s", "2m", "24h").
 //
+// # Where the keys go
+//
+// space.OptionsFromConfig is the one mapping from Config to the mesh's options (and through
+// them to the key store's); every command that reads the configuration goes through it.
+// config itself imports only koanf, so loading a configuration never links the broker.
+//
 // # Environment
 //
 // A variable COTAL_<NAME> sets the key <name>, lowercased. When <name> starts with a section

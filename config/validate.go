@@ -57,9 +57,7 @@ func (c Config) Validate() error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		add("log.format", "%q is not a log format; use text or json", c.Log.Format)
 	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
+	if _, ok := logLevels[c.Log.Level]; !ok {
 		add("log.level", "%q is not a log level; use debug, info, warn or error", c.Log.Level)
 	}
 	if c.Expiry < minDuration {

@@ -20,7 +20,7 @@ type Options struct {
 	JetStream JetStreamLimits
 
 	// CredentialTTL is the lifetime of a minted credential whose request names no expiry.
-	// Default 24 h.
+	// Default 24 h; a mesh sets it from space.Options.Expiry (config key expiry).
 	CredentialTTL time.Duration
 }
 

@@ -105,7 +105,7 @@ func (m *Mesh) openDir() error {
 	if m.opts.Open {
 		return nil
 	}
-	store, err := provisioner.Open(m.dir, provisioner.DefaultOptions())
+	store, err := provisioner.Open(m.dir, m.opts.storeOptions())
 	if err != nil {
 		return err
 	}
@@ -122,6 +122,9 @@ func (m *Mesh) brokerConfig() (broker.Config, error) {
 	c := broker.DefaultConfig()
 	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey
 	c.Sync, c.Logger, c.Open = m.opts.Sync, m.log, m.opts.Open
+	// A logger at debug level (config log.level: debug) is asked for debug lines; nats-server
+	// writes none unless told to, and the mesh itself logs nothing at debug.
+	c.Debug = m.log.Enabled(context.Background(), slog.LevelDebug)
 	if m.opts.SyncInterval > 0 {
 		c.SyncInterval = m.opts.SyncInterval
 	}

@@ -3,11 +3,13 @@ package space
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -39,14 +41,25 @@ type Options struct {
 	// redelivering (SPEC §8: 60 s, the default). A crashed receiver's unacked message reaches
 	// the next binding after this long; tests shorten it.
 	AckWait time.Duration
+	// Expiry is the lifetime of a credential minted with no expiry of its own (the exp of
+	// the SPEC §9 user JWT is issue time + Expiry). Zero means 24 h, provisioner's default.
+	Expiry time.Duration
 	// AdminSocket serves `cotal auth` requests on Dir/cotal.sock while the mesh runs, so the
 	// command line can mint while bbolt's lock is held by this process.
 	AdminSocket bool
 }
 
-// FromConfig maps a loaded config.Config to Options for `cotal up`.
-func FromConfig(c config.Config, logger *slog.Logger) Options {
-	return Options{
+// OptionsFromConfig is the one mapping from a loaded config.Config to Options; `cotal up`,
+// `cotal auth` and every other command that reads the configuration go through it, and a test
+// enumerating Config's keys by reflection checks that each one lands here. Log output goes to
+// logs in c.Log's format and level; nil discards it. Fields that are not configuration
+// (Memory, AckWait, AdminSocket) stay zero for the caller to set.
+//
+// It lives in space rather than config so the import graph stays acyclic and pointing down:
+// config is a leaf that imports only koanf (ARCHITECTURE.md), so loading a configuration never
+// links the broker, while space, which owns Options, already sits above it.
+func OptionsFromConfig(c config.Config, logs io.Writer) Options {
+	o := Options{
 		Dir:          c.Dir,
 		Spaces:       c.Spaces,
 		Listen:       c.Listen,
@@ -56,9 +69,22 @@ func FromConfig(c config.Config, logger *slog.Logger) Options {
 		Sync:         broker.SyncMode(c.Sync),
 		SyncInterval: c.SyncInterval,
 		Open:         c.Open,
-		Logger:       logger,
-		AdminSocket:  true,
+		Expiry:       c.Expiry,
 	}
+	if logs != nil {
+		o.Logger = c.Log.Logger(logs)
+	}
+	return o
+}
+
+// storeOptions are the key store options of a mesh run with o: provisioner.DefaultOptions
+// with o's credential lifetime. It is the one place Options reach the provisioner.
+func (o Options) storeOptions() provisioner.Options {
+	p := provisioner.DefaultOptions()
+	if o.Expiry > 0 {
+		p.CredentialTTL = o.Expiry
+	}
+	return p
 }
 
 // ErrNoSuchSpace is returned for a space the mesh was not started with.
@@ -81,6 +107,9 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
+	if o.Expiry < 0 {
+		return fmt.Errorf("credential expiry %v is negative; use a positive duration such as 24h, or 0 for the default", o.Expiry)
+	}
 	seen := map[string]bool{}
 	for _, s := range o.Spaces {
 		if s == "" || wire.Sanitize(s) != s {

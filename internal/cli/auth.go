@@ -60,7 +60,7 @@ func newMintCmd() *cobra.Command {
 	f.StringSliceVar(&spec.AllowPublish, "allow-publish", nil, "channels the agent may post to; default none (agent only)")
 	f.BoolVar(&spec.Provision, "provision", false, "create the agent's DM, durable-copy and role consumers now")
 	f.StringVar(&out, "out", "", "where to write the .creds file (default ./NAME.creds)")
-	f.StringVar(&expiresIn, "expires-in", "", "lifetime, e.g. 1h or 7d (default 24h)")
+	f.StringVar(&expiresIn, "expires-in", "", "lifetime, e.g. 1h or 7d (default: config key expiry, 24h unless set)")
 	f.StringVar(&expiresAt, "expires-at", "", "absolute expiry, RFC 3339 (e.g. 2027-01-02T15:04:05Z)")
 	f.BoolVar(&spec.NoExpiry, "no-expiry", false, "never expires; only revocation ends it")
 	f.StringVar(&identity, "identity", "", "re-mint for the nkey in this .creds file (revokes its previous credential)")
@@ -110,16 +110,17 @@ func readIdentitySeed(path string) (string, error) {
 }
 
 func runMint(cmd *cobra.Command, spec space.MintSpec, out string, asJSON bool) error {
-	dir, err := dataDir(cmd)
+	opts, err := meshOptions(cmd, dirConfigFlags)
 	if err != nil {
 		return err
 	}
+	dir := opts.Dir
 	ctx := cmd.Context()
 	var cred *space.MintedCredential
 	reply, err := space.AdminCall(ctx, dir, space.AdminRequest{Op: "mint", Mint: &spec})
 	switch {
 	case errors.Is(err, space.ErrNoMesh):
-		cred, err = space.MintOffline(dir, spec)
+		cred, err = space.MintOffline(dir, withDefaultExpiry(spec, opts.Expiry))
 	case err == nil:
 		cred = reply.Credential
 	}
@@ -133,6 +134,16 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, asJSON bool) e
 		return err
 	}
 	return printMinted(cmd, cred, out, asJSON)
+}
+
+// withDefaultExpiry gives spec the configured lifetime when it names no expiry of its own. Only
+// the offline path needs it: a running mesh applies the expiry of the configuration it was
+// started with, as the process holding the key store.
+func withDefaultExpiry(spec space.MintSpec, expiry time.Duration) space.MintSpec {
+	if spec.ExpiresIn == 0 && spec.ExpiresAt.IsZero() && !spec.NoExpiry {
+		spec.ExpiresIn = expiry
+	}
+	return spec
 }
 
 func printMinted(cmd *cobra.Command, cred *space.MintedCredential, out string, asJSON bool) error {
@@ -243,12 +254,9 @@ func newRevokeCmd() *cobra.Command {
 	return cmd
 }
 
-// dataDir resolves the data directory the way `cotal up` does, from --config, --dir and
-// COTAL_DIR only: a command's other flags are not configuration keys.
+// dataDir resolves the data directory the way `cotal up` does, through meshOptions, from
+// --config, --dir and COTAL_DIR only: a command's other flags are not configuration keys.
 func dataDir(cmd *cobra.Command) (string, error) {
-	cfg, err := loadConfig(cmd, dirConfigFlags)
-	if err != nil {
-		return "", err
-	}
-	return cfg.Dir, nil
+	opts, err := meshOptions(cmd, dirConfigFlags)
+	return opts.Dir, err
 }

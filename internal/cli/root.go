@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/config"
 )
 
 // Exit codes of run.
@@ -117,12 +119,8 @@ func checkLogFlags(format, level string) error {
 	return nil
 }
 
-// newLogger returns a logger writing to w: JSON lines when format is "json", otherwise the
-// text handler, which reads well on a terminal. An unknown level logs at info.
+// newLogger returns a logger writing to w as config.Log.Logger builds it: JSON lines when
+// format is "json", otherwise text. An unknown level logs at info.
 func newLogger(format, level string, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: logLevels[level]}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return config.Log{Format: format, Level: level}.Logger(w)
 }

@@ -18,6 +18,7 @@ import (
 var upConfigFlags = map[string]string{
 	"dir": "dir", "listen": "listen", "http": "http", "space": "spaces",
 	"tls-cert": "tls.cert", "tls-key": "tls.key", "sync": "sync", "open": "open",
+	"log-format": "log.format", "log-level": "log.level",
 }
 
 // dirConfigFlags are the config flags of every other command: they only locate the mesh, and
@@ -42,6 +43,17 @@ func loadConfig(cmd *cobra.Command, keys map[string]string) (config.Config, erro
 	})
 	file, _ := cmd.Flags().GetString("config")
 	return config.Load(config.LoadOptions{File: file, Flags: overrides})
+}
+
+// meshOptions loads the configuration as loadConfig does and maps it with
+// space.OptionsFromConfig, the one mapping every command shares; logs go to stderr so stdout
+// stays for results.
+func meshOptions(cmd *cobra.Command, keys map[string]string) (space.Options, error) {
+	cfg, err := loadConfig(cmd, keys)
+	if err != nil {
+		return space.Options{}, err
+	}
+	return space.OptionsFromConfig(cfg, cmd.ErrOrStderr()), nil
 }
 
 func addConfigFlags(f *pflag.FlagSet) {
@@ -76,8 +88,9 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	logger := loggerFor(cmd, cfg)
-	m, err := space.Start(cmd.Context(), space.FromConfig(cfg, logger))
+	opts := space.OptionsFromConfig(cfg, cmd.ErrOrStderr())
+	opts.AdminSocket = true
+	m, err := space.Start(cmd.Context(), opts)
 	if err != nil {
 		return err
 	}
