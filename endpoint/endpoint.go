@@ -78,6 +78,12 @@ type Options struct {
 	Description string
 	Tags        []string
 
+	// Passive connects as a reader whatever the credential's profile: no presence of its own,
+	// no bound consumer, no durable membership (SPEC Appendix B). Observer and admin
+	// credentials are always passive; with an agent credential it reads the roster, channels
+	// and history without taking the DMs, anycasts and durable copies waiting for the agent.
+	Passive bool
+
 	// Handler receives every delivery from the first one on; see Handler and Handle.
 	Handler Handler
 	// OnEvent, if set, is told about state changes: late join refusals, durable backstop
@@ -271,8 +277,9 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 	e.space, e.names = space, wire.NewNames(space)
 	if cred != nil {
 		e.readACL = cred.readACL(e.names)
-		e.passive = cred.profile == profileObserver || cred.profile == profileAdmin
+		e.passive = cred.Profile == ProfileObserver || cred.Profile == ProfileAdmin
 	}
+	e.passive = e.passive || o.Passive
 	e.card = wire.AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
 		Description: o.Description, Tags: o.Tags, ProtocolVersion: wire.ProtocolVersion}
 	return url, natsOpts, channels, nil
@@ -315,15 +322,15 @@ func (e *Endpoint) adoptIdentity(cred *credential) error {
 	o := &e.opts
 	e.id, e.role, e.card.Name = o.ID, o.Role, o.Name
 	if cred != nil {
-		if o.ID != "" && o.ID != cred.id {
-			return fmt.Errorf("%w: Options.ID is %s, the credential is bound to %s", ErrIDMismatch, o.ID, cred.id)
+		if o.ID != "" && o.ID != cred.ID {
+			return fmt.Errorf("%w: Options.ID is %s, the credential is bound to %s", ErrIDMismatch, o.ID, cred.ID)
 		}
-		e.id = cred.id
+		e.id = cred.ID
 		if e.role == "" {
-			e.role = cred.role
+			e.role = cred.Role
 		}
 		if e.card.Name == "" {
-			e.card.Name = cred.name
+			e.card.Name = cred.Name
 		}
 	}
 	if e.id == "" {

@@ -84,7 +84,7 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 			if md.Sequence.Stream > watermark {
 				return out, nil
 			}
-			out = append(out, inbound{src: srcHistory, subject: m.Subject(), data: m.Data()})
+			out = append(out, inbound{src: srcHistory, subject: m.Subject(), data: m.Data(), seq: md.Sequence.Stream})
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return out, fmt.Errorf("fetch history: %w", err)
