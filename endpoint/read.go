@@ -39,12 +39,9 @@ func (e *Endpoint) History(ctx context.Context, channel string, limit int) ([]De
 		"." + e.names.ChatFilter(name)
 	ctx, stop := e.violations.watch(ctx, opPublish, create, ErrReadRefused)
 	defer stop()
-	copies, err := e.readHistory(ctx, name, math.MaxUint64, 0)
+	copies, err := e.readHistory(ctx, name, math.MaxUint64, 0, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the history of %s: %w", name, refusal(ctx, err))
-	}
-	if len(copies) > limit {
-		copies = copies[len(copies)-limit:]
 	}
 	out := make([]Delivery, 0, len(copies))
 	for _, in := range copies {
