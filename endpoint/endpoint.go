@@ -29,9 +29,10 @@ var (
 	ErrNotProvisioned = errors.New("space is not provisioned on this broker")
 	// ErrClosed: the Endpoint was closed.
 	ErrClosed = errors.New("endpoint is closed")
-	// ErrPassive: an observer or admin Endpoint has no presence to set (SPEC Appendix B: those
-	// profiles read, they do not announce themselves); mint an agent credential to take part.
-	ErrPassive = errors.New("an observer or admin endpoint has no presence of its own")
+	// ErrPassive: a passive Endpoint (an observer or admin credential, or Options.Passive) has
+	// no presence to set (SPEC Appendix B: readers do not announce themselves); connect an
+	// agent credential without Options.Passive to take part.
+	ErrPassive = errors.New("a passive endpoint has no presence of its own")
 )
 
 // MinServerVersion is the oldest nats-server an Endpoint talks to (build-a-client.md: refuse
@@ -178,8 +179,9 @@ type Endpoint struct {
 	card  wire.AgentCard
 	// readACL is the credential's read ACL; nil in open mode, where there is none.
 	readACL []string
-	// passive is set for observer and admin credentials: readers that hold no presence key,
-	// no DM, anycast or durable-copy consumer and no durable membership (SPEC Appendix B).
+	// passive is set for observer and admin credentials and with Options.Passive: readers that
+	// hold no presence key, no DM, anycast or durable-copy consumer and no durable membership
+	// (SPEC Appendix B).
 	passive bool
 
 	nc         *nats.Conn
