@@ -1,14 +1,15 @@
 package endpoint
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cotal-go/cotal/wire"
 	"strings"
+	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Credential errors. They never carry key material.
@@ -20,95 +21,105 @@ var (
 	ErrIDMismatch = errors.New("explicit id does not match the credential's id")
 )
 
-// Tag prefixes a minted user JWT carries in nats.tags. The JWT library lowercases tags, so the
-// values read back are lowercase.
+// Profiles read from the cotal-profile tag (SPEC Appendix B).
 const (
-	roleTagPrefix    = "cotal-role:"
-	profileTagPrefix = "cotal-profile:"
+	ProfileAgent    = "agent"
+	ProfileObserver = "observer"
+	ProfileAdmin    = "admin"
 )
 
-// credential is what an Endpoint takes from a .creds file: the user JWT and its signing key for
-// the connection, and the identity the JWT binds (SPEC §2). The key pair never leaves it.
+// Credential is what a .creds file says about its holder, read without the network (SPEC §2,
+// §9). The JWT is decoded, not trusted: the broker verifies it on CONNECT, so these values
+// say which identity a connection will be, never that the broker accepts it.
+type Credential struct {
+	// ID is the JWT subject, the user nkey public key: the instance id (SPEC §2).
+	ID string
+	// Name is the JWT name.
+	Name string
+	// Space is the space the grants name (cotal.<space>.…), empty when they name none.
+	Space string
+	// Profile is the cotal-profile tag: agent, observer or admin; empty without one.
+	Profile string
+	// Role is the cotal-role tag, empty without one (SPEC §8).
+	Role string
+	// ReadACL are the channel patterns the credential may read, from its subscribe grants
+	// (SPEC §9 item 2); ">" for the observer's and admin's whole-space grants.
+	ReadACL []string
+	// Expires is when the JWT expires; zero when it does not.
+	Expires time.Time
+}
+
+// ParseCredential reads decorated .creds content (a user JWT block and the user seed block it
+// was issued to) and checks that the seed is the JWT subject's, so the id it reports is the id
+// the broker will authenticate. Errors wrap ErrBadCredential.
+func ParseCredential(contents []byte) (Credential, error) {
+	c, err := parseCreds(contents)
+	if err != nil {
+		return Credential{}, err
+	}
+	return c.Credential, nil
+}
+
+// credential is a parsed .creds file with what a connection signs with. The key pair never
+// leaves it.
 type credential struct {
-	jwt     string
-	kp      nkeys.KeyPair
-	id      string // the JWT sub: the user nkey public key, the instance id
-	name    string // the JWT name
-	role    string // from the cotal-role:<role> tag, empty without one
-	profile string // from the cotal-profile:<p> tag, empty without one
-	// subAllow is the credential's subscribe allow-list, the broker-enforced read ACL.
+	Credential
+	jwt string
+	kp  nkeys.KeyPair
+	// subAllow is the subscribe allow-list, the broker-enforced read ACL.
 	subAllow []string
 }
 
-// userClaims is the part of a NATS user JWT payload an Endpoint reads. The JWT is decoded, not
-// verified: the broker verifies it on CONNECT, and the client only needs to know which identity
-// it will be (SPEC §2).
-type userClaims struct {
-	Subject string `json:"sub"`
-	Name    string `json:"name"`
-	Nats    struct {
-		Type string   `json:"type"`
-		Tags []string `json:"tags"`
-		Sub  struct {
-			Allow []string `json:"allow"`
-		} `json:"sub"`
-	} `json:"nats"`
-}
-
-// parseCreds reads decorated .creds content (a user JWT block and a user seed block) and checks
-// that the seed is the key the JWT was issued to, so the id adopted is the id the broker will
-// authenticate.
+// parseCreds reads and checks .creds content; see ParseCredential.
 func parseCreds(contents []byte) (*credential, error) {
-	token, err := nkeys.ParseDecoratedJWT(contents)
+	token, err := jwt.ParseDecoratedJWT(contents)
 	if err != nil || strings.Count(token, ".") != 2 {
 		return nil, fmt.Errorf("%w: no user JWT block", ErrBadCredential)
 	}
-	kp, err := nkeys.ParseDecoratedUserNKey(contents)
+	claims, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the JWT is not a user JWT: %w", ErrBadCredential, err)
+	}
+	if !nkeys.IsValidPublicUserKey(claims.Subject) {
+		return nil, fmt.Errorf("%w: the JWT subject is not a user nkey public key", ErrBadCredential)
+	}
+	kp, err := jwt.ParseDecoratedUserNKey(contents)
 	if err != nil {
 		return nil, fmt.Errorf("%w: no user seed block", ErrBadCredential)
 	}
-	claims, err := decodeUserClaims(token)
-	if err != nil {
-		return nil, err
-	}
-	pub, err := kp.PublicKey()
-	if err != nil || pub != claims.Subject {
+	if pub, err := kp.PublicKey(); err != nil || pub != claims.Subject {
 		return nil, fmt.Errorf("%w: the seed does not belong to the JWT subject %s", ErrBadCredential, claims.Subject)
 	}
-	c := &credential{jwt: token, kp: kp, id: claims.Subject, name: claims.Name, subAllow: claims.Nats.Sub.Allow}
-	for _, tag := range claims.Nats.Tags {
-		switch {
-		case strings.HasPrefix(tag, roleTagPrefix):
-			c.role = strings.TrimPrefix(tag, roleTagPrefix)
-		case strings.HasPrefix(tag, profileTagPrefix):
-			c.profile = strings.TrimPrefix(tag, profileTagPrefix)
+	c := &credential{jwt: token, kp: kp, subAllow: claims.Sub.Allow}
+	c.ID, c.Name = claims.Subject, claims.Name
+	c.Space = grantedSpace(claims.Sub.Allow, claims.Pub.Allow)
+	if claims.Expires > 0 {
+		c.Expires = time.Unix(claims.Expires, 0)
+	}
+	for _, tag := range claims.Tags {
+		if p, ok := strings.CutPrefix(tag, wire.ProfileTagPrefix); ok {
+			c.Profile = p
+		} else if r, ok := strings.CutPrefix(tag, wire.RoleTagPrefix); ok {
+			c.Role = r
 		}
+	}
+	if c.Space != "" {
+		c.ReadACL = c.readACL(wire.NewNames(c.Space))
 	}
 	return c, nil
 }
 
-// decodeUserClaims decodes the payload (the base64url middle segment) of a user JWT and checks
-// that it names a user nkey as subject (SPEC §2: the id is a U-prefixed nkey public key).
-func decodeUserClaims(token string) (userClaims, error) {
-	var claims userClaims
-	segs := strings.Split(token, ".")
-	if len(segs) != 3 {
-		return claims, fmt.Errorf("%w: a JWT has three dot-separated segments", ErrBadCredential)
+// grantedSpace is the space the first cotal.<space>.… grant names: every profile is minted
+// for one space (SPEC Appendix B).
+func grantedSpace(lists ...jwt.StringList) string {
+	for _, l := range lists {
+		for _, s := range l {
+			if toks := strings.SplitN(s, ".", 3); len(toks) == 3 && toks[0] == "cotal" {
+				return toks[1]
+			}
+		}
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(segs[1], "="))
-	if err != nil {
-		return claims, fmt.Errorf("%w: JWT payload is not base64url", ErrBadCredential)
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil {
-		return claims, fmt.Errorf("%w: JWT payload is not JSON", ErrBadCredential)
-	}
-	if claims.Nats.Type != "" && claims.Nats.Type != "user" {
-		return claims, fmt.Errorf("%w: JWT type is %q, want user", ErrBadCredential, claims.Nats.Type)
-	}
-	if !nkeys.IsValidPublicUserKey(claims.Subject) {
-		return claims, fmt.Errorf("%w: JWT subject is not a user nkey public key", ErrBadCredential)
-	}
-	return claims, nil
+	return ""
 }
 
 // sign answers the server's CONNECT nonce with the credential's key.
@@ -116,12 +127,6 @@ func (c *credential) sign(nonce []byte) ([]byte, error) { return c.kp.Sign(nonce
 
 // userJWT hands the JWT to the connection.
 func (c *credential) userJWT() (string, error) { return c.jwt, nil }
-
-// Profiles read from the cotal-profile tag that make an Endpoint passive.
-const (
-	profileObserver = "observer"
-	profileAdmin    = "admin"
-)
 
 // readACL returns the channel patterns the credential may read in the space n describes,
 // taken from its subscribe grants (SPEC §9: allowSubscribe is minted as sub.allow on

@@ -29,9 +29,10 @@ var (
 	ErrNotProvisioned = errors.New("space is not provisioned on this broker")
 	// ErrClosed: the Endpoint was closed.
 	ErrClosed = errors.New("endpoint is closed")
-	// ErrPassive: an observer or admin Endpoint has no presence to set (SPEC Appendix B: those
-	// profiles read, they do not announce themselves); mint an agent credential to take part.
-	ErrPassive = errors.New("an observer or admin endpoint has no presence of its own")
+	// ErrPassive: a passive Endpoint (an observer or admin credential, or Options.Passive) has
+	// no presence to set (SPEC Appendix B: readers do not announce themselves); connect an
+	// agent credential without Options.Passive to take part.
+	ErrPassive = errors.New("a passive endpoint has no presence of its own")
 )
 
 // MinServerVersion is the oldest nats-server an Endpoint talks to (build-a-client.md: refuse
@@ -77,6 +78,12 @@ type Options struct {
 	// Description and Tags complete the AgentCard (SPEC §6).
 	Description string
 	Tags        []string
+
+	// Passive connects as a reader whatever the credential's profile: no presence of its own,
+	// no bound consumer, no durable membership (SPEC Appendix B). Observer and admin
+	// credentials are always passive; with an agent credential it reads the roster, channels
+	// and history without taking the DMs, anycasts and durable copies waiting for the agent.
+	Passive bool
 
 	// Handler receives every delivery from the first one on; see Handler and Handle.
 	Handler Handler
@@ -172,8 +179,9 @@ type Endpoint struct {
 	card  wire.AgentCard
 	// readACL is the credential's read ACL; nil in open mode, where there is none.
 	readACL []string
-	// passive is set for observer and admin credentials: readers that hold no presence key,
-	// no DM, anycast or durable-copy consumer and no durable membership (SPEC Appendix B).
+	// passive is set for observer and admin credentials and with Options.Passive: readers that
+	// hold no presence key, no DM, anycast or durable-copy consumer and no durable membership
+	// (SPEC Appendix B).
 	passive bool
 
 	nc         *nats.Conn
@@ -271,8 +279,9 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 	e.space, e.names = space, wire.NewNames(space)
 	if cred != nil {
 		e.readACL = cred.readACL(e.names)
-		e.passive = cred.profile == profileObserver || cred.profile == profileAdmin
+		e.passive = cred.Profile == ProfileObserver || cred.Profile == ProfileAdmin
 	}
+	e.passive = e.passive || o.Passive
 	e.card = wire.AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
 		Description: o.Description, Tags: o.Tags, ProtocolVersion: wire.ProtocolVersion}
 	return url, natsOpts, channels, nil
@@ -315,15 +324,15 @@ func (e *Endpoint) adoptIdentity(cred *credential) error {
 	o := &e.opts
 	e.id, e.role, e.card.Name = o.ID, o.Role, o.Name
 	if cred != nil {
-		if o.ID != "" && o.ID != cred.id {
-			return fmt.Errorf("%w: Options.ID is %s, the credential is bound to %s", ErrIDMismatch, o.ID, cred.id)
+		if o.ID != "" && o.ID != cred.ID {
+			return fmt.Errorf("%w: Options.ID is %s, the credential is bound to %s", ErrIDMismatch, o.ID, cred.ID)
 		}
-		e.id = cred.id
+		e.id = cred.ID
 		if e.role == "" {
-			e.role = cred.role
+			e.role = cred.Role
 		}
 		if e.card.Name == "" {
-			e.card.Name = cred.name
+			e.card.Name = cred.Name
 		}
 	}
 	if e.id == "" {

@@ -25,6 +25,9 @@ const (
 	EventReconnected  EventKind = "reconnected"
 	// EventClosed: the connection is gone for good; Err says why.
 	EventClosed EventKind = "closed"
+	// EventRejected: a copy failed the receive checks and was terminated, never surfaced
+	// (SPEC §4, §5); Subject is where it arrived, Err says why and carries the reason token.
+	EventRejected EventKind = "rejected"
 )
 
 // Event is one state change. Fields that do not apply to the kind are empty.
@@ -33,6 +36,7 @@ type Event struct {
 	Time     time.Time
 	Channel  string // join and durable events
 	Consumer string // consumer events
+	Subject  string // rejected copies
 	Err      error
 }
 

@@ -21,7 +21,7 @@ const (
 // The messages are read before any is surfaced, so the history consumer is gone by the time
 // the Handler runs and may itself join a channel. It returns how many were surfaced.
 func (e *Endpoint) backfill(ctx context.Context, name string, watermark uint64, window time.Duration) (int, error) {
-	copies, err := e.readHistory(ctx, name, watermark, window)
+	copies, err := e.readHistory(ctx, name, watermark, window, 0)
 	surfaced := 0
 	for _, in := range copies {
 		if e.receive(in) == outSurfaced {
@@ -34,8 +34,8 @@ func (e *Endpoint) backfill(ctx context.Context, name string, watermark uint64, 
 // readHistory creates chathist_<id> with exactly one filter, ChatFilter(name) (the only CHAT
 // consumer create an agent holds, SPEC §9 item 4), reads it up to watermark, and deletes it
 // before and after (LAYOUT.md). One history read runs at a time per instance, since the
-// consumer name is fixed.
-func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint64, window time.Duration) ([]inbound, error) {
+// consumer name is fixed. With keep > 0 only the last keep copies are kept while reading.
+func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint64, window time.Duration, keep int) ([]inbound, error) {
 	e.histMu.Lock()
 	defer e.histMu.Unlock()
 	stream, consumer := e.names.ChatStream(), e.names.HistoryConsumer(e.id)
@@ -57,12 +57,13 @@ func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint6
 		return nil, fmt.Errorf("create history consumer %s: %w", consumer, err)
 	}
 	defer e.deleteHistory(context.WithoutCancel(ctx), stream, consumer)
-	return e.fetchHistory(ctx, cons, watermark)
+	return e.fetchHistory(ctx, cons, watermark, keep)
 }
 
 // fetchHistory pulls until the consumer has nothing pending or passes the watermark; copies
-// past the watermark arrive on the live subscription instead.
-func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, watermark uint64) ([]inbound, error) {
+// past the watermark arrive on the live subscription instead. With keep > 0 it holds only the
+// last keep copies, so a short read of a long history stays small.
+func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, watermark uint64, keep int) ([]inbound, error) {
 	var out []inbound
 	pending := cons.CachedInfo().NumPending
 	for pending > 0 {
@@ -84,7 +85,10 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 			if md.Sequence.Stream > watermark {
 				return out, nil
 			}
-			out = append(out, inbound{src: srcHistory, subject: m.Subject(), data: m.Data()})
+			out = append(out, inbound{src: srcHistory, subject: m.Subject(), data: m.Data(), seq: md.Sequence.Stream})
+			if keep > 0 && len(out) > keep {
+				out = out[1:]
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return out, fmt.Errorf("fetch history: %w", err)

@@ -39,6 +39,8 @@ type Meta struct {
 	Subject string
 	// Redelivered is true for a JetStream copy delivered before and not acknowledged.
 	Redelivered bool
+	// Seq is the CHAT stream sequence of a copy read by History; 0 on every other path.
+	Seq uint64
 }
 
 // Delivery is one message surfaced to the Handler.
@@ -65,10 +67,11 @@ const (
 	srcDM                    // dm_<id> on DM_<s>
 	srcAnycast               // svc_<role> on TASK_<s>
 	srcDurable               // dlv_<id> on DLV_<s>
+	srcFollow                // Follow's core subscriptions, any kind (see checkFollow)
 )
 
 func (s source) String() string {
-	return [...]string{"live", "history", "dm", "anycast", "durable"}[s]
+	return [...]string{"live", "history", "dm", "anycast", "durable", "follow"}[s]
 }
 
 // kind is the subject kind a copy on this path must carry; durable copies carry none (their
@@ -91,6 +94,7 @@ type inbound struct {
 	subject string
 	data    []byte
 	msg     jetstream.Msg // the JetStream copy to ack, nak or term; nil for live and history
+	seq     uint64        // the CHAT stream sequence of a history copy
 }
 
 // Handle sets the Handler, replacing any earlier one. Set Options.Handler instead to receive
@@ -254,6 +258,7 @@ func (e *Endpoint) reject(in inbound, err error) {
 	}
 	e.log.Warn("terminated a permanent anomaly", "reason", reason, "path", in.src.String(),
 		"subject", in.subject, "err", err)
+	e.emit(Event{Kind: EventRejected, Subject: in.subject, Err: err})
 	if in.msg != nil {
 		if terr := in.msg.TermWithReason(reason); terr != nil {
 			e.log.Debug("term failed", "subject", in.subject, "err", terr)

@@ -21,6 +21,9 @@ type Peer struct {
 	Online bool
 	// LastSeen is the ts of the last valid heartbeat.
 	LastSeen time.Time
+	// Removed is set when the peer's presence key was deleted or purged: the bucket no longer
+	// lists it, and a view of the bucket as it is leaves the peer out. A later row clears it.
+	Removed bool
 }
 
 // RosterEventKind says what changed about a peer.
@@ -224,8 +227,13 @@ func (r *Roster) apply(entry jetstream.KeyValueEntry) {
 		r.unseenWrite = time.Time{}
 	}
 	if op := entry.Operation(); op == jetstream.KeyValueDelete || op == jetstream.KeyValuePurge {
-		if p, ok := r.peers[key]; ok && p.Online {
-			p.Online = false
+		p, ok := r.peers[key]
+		if !ok {
+			return
+		}
+		wasOnline := p.Online
+		p.Online, p.Removed = false, true
+		if wasOnline {
 			r.publishLocked(RosterEvent{Kind: PeerOffline, Peer: *p})
 		}
 		return

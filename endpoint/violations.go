@@ -92,7 +92,8 @@ func (v *violations) refuse(op violationOp, subject string, err error) bool {
 
 // refusal returns the refusal that ended a watched ctx, or err unchanged.
 func refusal(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); errors.Is(cause, ErrPublishRefused) || errors.Is(cause, ErrReplyRefused) {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrPublishRefused) || errors.Is(cause, ErrReplyRefused) ||
+		errors.Is(cause, ErrReadRefused) {
 		return cause
 	}
 	return err

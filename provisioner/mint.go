@@ -191,9 +191,9 @@ func newUserClaims(account, id, name string, p Profile, role string, perms jwt.P
 	uc.IssuerAccount = account
 	uc.Permissions = perms
 	// Assigned, not Add()ed: TagList.Add lowercases, and the role names svc_<role> exactly.
-	uc.Tags = jwt.TagList{"cotal-profile:" + string(p)}
+	uc.Tags = jwt.TagList{wire.ProfileTagPrefix + string(p)}
 	if role != "" {
-		uc.Tags = append(uc.Tags, "cotal-role:"+role)
+		uc.Tags = append(uc.Tags, wire.RoleTagPrefix+role)
 	}
 	return uc
 }

@@ -1,16 +1,17 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -56,43 +57,32 @@ space default, else the SPEC §7 default (durable, replay on, no window).` + con
 
 func runChannelsList(cmd *cobra.Command, f *clientFlags) error {
 	want := mintFor{command: "channels", profile: "admin", lifetime: oneShotLifetime}
-	return withReader(cmd, f, want, func(_ *session, r *reader) error { return listChannels(cmd, f, r) })
+	return withReader(cmd, f, want, func(_ *session, e *endpoint.Endpoint) error { return listChannels(cmd, f, e) })
 }
 
-func listChannels(cmd *cobra.Command, f *clientFlags, r *reader) error {
-	counts, err := r.chatCounts(cmd.Context(), ">")
+func listChannels(cmd *cobra.Command, f *clientFlags, e *endpoint.Endpoint) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), readWait)
+	defer cancel()
+	list, err := e.Channels(ctx)
 	if err != nil {
 		return err
 	}
-	configs, defaults, err := r.registry(cmd.Context())
-	if err != nil {
-		return err
-	}
-	rows := channelRows(counts, configs, defaults)
+	rows := channelRows(list)
 	if f.asJSON {
 		return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
 			Defaults *wire.ChannelDefaults `json:"defaults"`
 			Channels []channelRow          `json:"channels"`
-		}{defaults, rows})
+		}{list.Defaults, rows})
 	}
-	return printChannels(cmd.OutOrStdout(), defaults, rows)
+	return printChannels(cmd.OutOrStdout(), list.Defaults, rows)
 }
 
-// channelRows merges retained counts and registry entries, resolving the effective config
-// only through endpoint's Effective* functions (SPEC §7: one source of truth).
-func channelRows(counts map[string]uint64, configs map[string]*wire.ChannelConfig, d *wire.ChannelDefaults) []channelRow {
-	names := map[string]bool{}
-	for ch := range counts {
-		names[ch] = true
+// channelRows are the channels of list as printed, in its order (by name).
+func channelRows(list endpoint.ChannelList) []channelRow {
+	rows := make([]channelRow, 0, len(list.Channels))
+	for _, ch := range list.Channels {
+		rows = append(rows, effectiveRow(ch.Name, ch.Messages, ch.Config, list.Defaults))
 	}
-	for ch := range configs {
-		names[ch] = true
-	}
-	rows := make([]channelRow, 0, len(names))
-	for ch := range names {
-		rows = append(rows, effectiveRow(ch, counts[ch], configs[ch], d))
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Channel < rows[j].Channel })
 	return rows
 }
 

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -115,55 +114,20 @@ func adminCall(ctx context.Context, dir string, req space.AdminRequest) (space.A
 	return reply, err
 }
 
-// credInfo is what a client command reads from a .creds file: the identity it binds and
-// the profile it was minted with (SPEC §2). The key pair stays in the file bytes.
-type credInfo struct {
-	id, name, profile string
-	expires           time.Time
-}
-
-// parseCreds reads a decorated .creds file: a user JWT and the seed it was issued to.
-func parseCreds(data []byte) (credInfo, error) {
-	token, err := jwt.ParseDecoratedJWT(data)
-	if err != nil {
-		return credInfo{}, fmt.Errorf("no user JWT: %w", err)
-	}
-	claims, err := jwt.DecodeUserClaims(token)
-	if err != nil {
-		return credInfo{}, fmt.Errorf("the JWT is not a user JWT: %w", err)
-	}
-	kp, err := jwt.ParseDecoratedUserNKey(data)
-	if err != nil {
-		return credInfo{}, fmt.Errorf("no user seed: %w", err)
-	}
-	if pub, err := kp.PublicKey(); err != nil || pub != claims.Subject || !nkeys.IsValidPublicUserKey(pub) {
-		return credInfo{}, errors.New("the seed does not belong to the JWT")
-	}
-	c := credInfo{id: claims.Subject, name: claims.Name}
-	if claims.Expires > 0 {
-		c.expires = time.Unix(claims.Expires, 0)
-	}
-	for _, tag := range claims.Tags {
-		if p, ok := strings.CutPrefix(tag, "cotal-profile:"); ok {
-			c.profile = p
-		}
-	}
-	return c, nil
-}
-
-// readCreds reads and checks the .creds file at path.
-func readCreds(path string) ([]byte, credInfo, error) {
+// readCreds reads and checks the .creds file at path (SPEC §2: the identity it binds and
+// the profile it was minted with; the key pair stays in the file bytes).
+func readCreds(path string) ([]byte, endpoint.Credential, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, credInfo{}, fmt.Errorf("%w %s: %w; pass the file `cotal auth mint` wrote", errBadCreds, path, err)
+		return nil, endpoint.Credential{}, fmt.Errorf("%w %s: %w; pass the file `cotal auth mint` wrote", errBadCreds, path, err)
 	}
-	c, err := parseCreds(data)
+	c, err := endpoint.ParseCredential(data)
 	if err != nil {
-		return nil, credInfo{}, fmt.Errorf("%w %s: %w; mint a credential with `cotal auth mint`", errBadCreds, path, err)
+		return nil, endpoint.Credential{}, fmt.Errorf("%w %s: %w; mint a credential with `cotal auth mint`", errBadCreds, path, err)
 	}
-	if !c.expires.IsZero() && time.Now().After(c.expires) {
-		return nil, credInfo{}, fmt.Errorf("%w %s: the credential of %q expired at %s; mint a new one with `cotal auth mint`",
-			errBadCreds, path, c.name, c.expires.Format(time.RFC3339))
+	if !c.Expires.IsZero() && time.Now().After(c.Expires) {
+		return nil, endpoint.Credential{}, fmt.Errorf("%w %s: the credential of %q expired at %s; mint a new one with `cotal auth mint`",
+			errBadCreds, path, c.Name, c.Expires.Format(time.RFC3339))
 	}
 	return data, c, nil
 }
@@ -174,7 +138,7 @@ type session struct {
 	link   wire.Link
 	raw    string // the join link text; it may carry a token, so it is never printed
 	creds  []byte // nil: no credential (an open mesh)
-	cred   credInfo
+	cred   endpoint.Credential
 	dir    string // the data directory of a local mesh, "" for a remote one
 	minted bool   // creds were minted for this command
 }
@@ -242,7 +206,7 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 		return fmt.Errorf("mint a credential for this command: %w", err)
 	}
 	s.creds, s.minted = reply.Credential.Creds, true
-	s.cred, err = parseCreds(s.creds)
+	s.cred, err = endpoint.ParseCredential(s.creds)
 	return err
 }
 
@@ -254,14 +218,14 @@ func (s *session) close(want mintFor) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = space.AdminCall(ctx, s.dir, space.AdminRequest{Op: "revoke", Space: s.link.Space, ID: s.cred.id})
+	_, _ = space.AdminCall(ctx, s.dir, space.AdminRequest{Op: "revoke", Space: s.link.Space, ID: s.cred.ID})
 }
 
 // describe names the mesh and identity for messages: never the link's token or password.
 func (s *session) describe() string {
 	who := "no credential"
 	if s.creds != nil {
-		who = fmt.Sprintf("%s (%s)", s.cred.name, s.cred.profile)
+		who = fmt.Sprintf("%s (%s)", s.cred.Name, s.cred.Profile)
 	}
 	return fmt.Sprintf("space %s at %s:%d as %s", s.link.Space, s.link.Host, s.link.Port, who)
 }
@@ -279,7 +243,7 @@ func (s *session) connectError(err error) error {
 			return fmt.Errorf("%w at %s: the mesh requires a credential; pass --creds with a file from `cotal auth mint`", errRefused, addr)
 		}
 		return fmt.Errorf("%w %s at %s (%v): it may be revoked, expired, or minted by another mesh; mint a new one with `cotal auth mint`",
-			errRefused, s.cred.name, addr, err)
+			errRefused, s.cred.Name, addr, err)
 	}
 	return fmt.Errorf("connect to %s: %w", s.describe(), err)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
-	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -164,45 +163,4 @@ func TestWindowTextKeepsTheWrittenForm(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestReadGrantsAndSubjects(t *testing.T) {
-	s, err := provisioner.Open(t.TempDir(), provisioner.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.EnsureSpace("main"); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := s.Mint(provisioner.MintRequest{Space: "main", Name: "alice", Profile: provisioner.ProfileAgent,
-		Grants: provisioner.Grants{Subscribe: []string{"general"}, AllowSubscribe: []string{"general", "team.>"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, _ := cred.Creds()
-	t.Run("an agent's read grants come from its JWT", func(t *testing.T) {
-		got, err := readGrants(creds)
-		if err != nil || strings.Join(got, ",") != "general,team.>" {
-			t.Fatalf("readGrants = %v, %v", got, err)
-		}
-	})
-	t.Run("the credential's identity and profile are read without the network", func(t *testing.T) {
-		c, err := parseCreds(creds)
-		if err != nil || c.id != cred.ID || c.name != "alice" || c.profile != "agent" {
-			t.Fatalf("parseCreds = %+v, %v", c, err)
-		}
-	})
-	n := wire.NewNames("main")
-	t.Run("a bare admin tail follows chat, DMs and anycasts", func(t *testing.T) {
-		got := strings.Join(rawSubjects(n, "admin", nil), " ")
-		if got != "cotal.main.chat.*.> cotal.main.inst.> cotal.main.svc.>" {
-			t.Fatalf("subjects %q", got)
-		}
-	})
-	t.Run("an observer tail follows chat only", func(t *testing.T) {
-		if got := rawSubjects(n, "observer", nil); len(got) != 1 {
-			t.Fatalf("subjects %q", got)
-		}
-	})
 }

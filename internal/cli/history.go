@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -42,24 +44,33 @@ up to 1000 messages per sender and channel. The read is bounded by the credentia
 
 func runHistory(cmd *cobra.Command, f *clientFlags, channel string, limit int) error {
 	want := mintFor{command: "history", profile: "admin", lifetime: oneShotLifetime}
-	return withReader(cmd, f, want, func(s *session, r *reader) error {
-		return showHistory(cmd, f, s, r, channel, limit)
-	})
-}
-
-func showHistory(cmd *cobra.Command, f *clientFlags, s *session, r *reader, channel string, limit int) error {
-	ctx := cmd.Context()
-	name := wire.SanitizeChannel(channel)
-	if err := requireChannel(cmd, r, name); err != nil {
+	s, err := openSession(cmd, f, want)
+	if err != nil {
 		return err
 	}
-	msgs, err := r.history(ctx, name, limit)
+	defer s.close(want)
+	p := newPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.asJSON, false)
+	e, err := s.connect(cmd.Context(), endpoint.Options{Passive: true, OnEvent: p.reportDropped})
+	if err != nil {
+		return err
+	}
+	defer closeEndpoint(e)
+	return showHistory(cmd.Context(), s, e, p, channel, limit)
+}
+
+func showHistory(ctx context.Context, s *session, e *endpoint.Endpoint, p *printer, channel string, limit int) error {
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	name := wire.SanitizeChannel(channel)
+	if err := requireChannel(ctx, e, name); err != nil {
+		return err
+	}
+	msgs, err := e.History(ctx, name, limit)
 	if err != nil {
 		return aclError(err, channel, s)
 	}
-	p := newPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.asJSON, false)
-	for _, m := range msgs {
-		if err := p.printWire(m.subject, m.data, true, m.seq); err != nil {
+	for _, d := range msgs {
+		if err := p.print(itemOf(d)); err != nil {
 			return err
 		}
 	}
@@ -68,21 +79,14 @@ func showHistory(cmd *cobra.Command, f *clientFlags, s *session, r *reader, chan
 
 // requireChannel refuses a channel with no retained message and no registry entry, which is
 // most often a typo.
-func requireChannel(cmd *cobra.Command, r *reader, channel string) error {
-	counts, err := r.chatCounts(cmd.Context(), channel)
+func requireChannel(ctx context.Context, e *endpoint.Endpoint, channel string) error {
+	list, err := e.Channels(ctx)
 	if err != nil {
 		return err
 	}
-	if counts[channel] > 0 {
-		return nil
-	}
-	configs, _, err := r.registry(cmd.Context())
-	if err != nil {
-		return err
-	}
-	if configs[channel] != nil {
+	if ch, ok := list.Channel(channel); ok && (ch.Messages > 0 || ch.Config != nil) {
 		return nil
 	}
 	return fmt.Errorf("%w %q: space %s holds no message on it and no config for it; `cotal channels list` shows the channels",
-		errUnknownChannel, channel, r.names.Space())
+		errUnknownChannel, channel, e.Space())
 }

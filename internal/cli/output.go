@@ -53,23 +53,10 @@ type item struct {
 	Message    *wire.CotalMessage `json:"message"`
 }
 
-// itemFromWire checks a copy read off the wire (SPEC §4, §5): the subject gives the kind and
-// sender, and from.id must match it.
-func itemFromWire(subject string, data []byte) (item, error) {
-	sub, msg, err := wire.CheckDelivery(subject, data)
-	if err != nil {
-		return item{}, err
-	}
-	it := item{Message: msg}
-	switch sub.Kind {
-	case wire.KindChat:
-		it.Kind, it.Channel = endpoint.MetaChannel, sub.Rest
-	case wire.KindInst:
-		it.Kind = endpoint.MetaDM
-	default:
-		it.Kind = endpoint.MetaAnycast
-	}
-	return it, nil
+// itemOf is how a read command prints a delivery the Endpoint checked (SPEC §4, §5).
+func itemOf(d endpoint.Delivery) item {
+	return item{Kind: d.Meta.Kind, Channel: d.Meta.Channel, Historical: d.Meta.Historical,
+		Durable: d.Meta.Durable, Seq: d.Meta.Seq, Message: d.Message}
 }
 
 // printer writes items as lines: human text by default, one JSON object per line with --json.
@@ -100,15 +87,12 @@ func (p *printer) print(it item) error {
 	return err
 }
 
-// printWire prints a copy read off the wire, reporting one that fails the receive check.
-func (p *printer) printWire(subject string, data []byte, historical bool, seq uint64) error {
-	it, err := itemFromWire(subject, data)
-	if err != nil {
-		fmt.Fprintf(p.dropped, "cotal: dropped a copy on %s: %v\n", subject, err)
-		return nil
+// reportDropped is an Endpoint's OnEvent: it reports each copy the Endpoint terminated for
+// failing the receive checks, which is never printed.
+func (p *printer) reportDropped(ev endpoint.Event) {
+	if ev.Kind == endpoint.EventRejected {
+		fmt.Fprintf(p.dropped, "cotal: dropped a copy on %s: %v\n", ev.Subject, ev.Err)
 	}
-	it.Historical, it.Seq = historical, seq
-	return p.print(it)
 }
 
 // line is the human form: time, where (channel, dm or svc:role), sender, text.

@@ -131,9 +131,9 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string) error {
 		return err
 	}
 	defer s.close(want)
-	if p := s.cred.profile; s.creds != nil && p != "" && p != "agent" {
+	if p := s.cred.Profile; s.creds != nil && p != "" && p != "agent" {
 		return fmt.Errorf("%w: %q is a %s credential, which has no application publish; send with an agent credential (`cotal auth mint --profile agent --allow-publish CHANNEL`)",
-			errCannotSend, s.cred.name, p)
+			errCannotSend, s.cred.Name, p)
 	}
 	ctx := cmd.Context()
 	e, err := endpoint.Connect(ctx, endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint, MaxReconnects: 1})
@@ -175,7 +175,7 @@ func sendError(err error, t target, s *session) error {
 	if errors.Is(err, endpoint.ErrPublishRefused) && t.kind == endpoint.MetaChannel {
 		return fmt.Errorf("the mesh refused to store the message: channel %q is outside the allowPublish of %q; "+
 			"mint a credential that may post there (`cotal auth mint --profile agent --name NAME --allow-publish %s`), "+
-			"or send without --creds beside `cotal up`", t.channel, s.cred.name, t.channel)
+			"or send without --creds beside `cotal up`", t.channel, s.cred.Name, t.channel)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no storage confirmation within %s (%w): the message may or may not be stored; check with `cotal status`", sendWait, err)

@@ -2,15 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/endpoint"
@@ -20,12 +16,6 @@ import (
 // tailBuffer is how many copies wait between the connection and the terminal; a slower
 // terminal holds the connection's readers back rather than losing copies.
 const tailBuffer = 4096
-
-// wireCopy is one copy read off a raw subscription.
-type wireCopy struct {
-	subject string
-	data    []byte
-}
 
 func newTailCmd() *cobra.Command {
 	var f clientFlags
@@ -77,117 +67,80 @@ func runTail(cmd *cobra.Command, f *clientFlags, channels []string, history int)
 	}
 	defer s.close(want)
 	p := newPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.asJSON, true)
-	if s.cred.profile == "agent" {
+	if s.cred.Profile == endpoint.ProfileAgent {
 		return tailAsAgent(cmd, s, p, channels, history)
 	}
-	return tailRaw(cmd, s, p, channels, history)
+	return tailPassive(cmd, s, p, channels, history)
 }
 
-// tailRaw follows core subscriptions on a read-only connection: the chat filter of each
-// channel, or with none everything the profile reads (admin: chat, DMs and anycasts).
-func tailRaw(cmd *cobra.Command, s *session, p *printer, channels []string, history int) error {
-	r, err := s.dialReader()
+// tailPassive follows live traffic on a passive Endpoint: the channels named, or with none
+// everything the profile reads (admin: chat, DMs and anycasts; SPEC Appendix B).
+func tailPassive(cmd *cobra.Command, s *session, p *printer, channels []string, history int) error {
+	ctx := cmd.Context()
+	e, err := s.connect(ctx, endpoint.Options{Passive: true, OnEvent: p.reportDropped})
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	ctx := cmd.Context()
-	copies := make(chan wireCopy, tailBuffer)
-	subjects := rawSubjects(r.names, s.cred.profile, channels)
-	for _, subject := range subjects {
-		sub, err := r.subscribe(ctx, subject, func(m *nats.Msg) {
-			select {
-			case copies <- wireCopy{m.Subject, m.Data}:
-			case <-ctx.Done():
-			}
-		})
-		if err != nil {
-			return aclError(err, subject, s)
+	defer closeEndpoint(e)
+	copies := make(chan endpoint.Delivery, tailBuffer)
+	opts := endpoint.FollowOptions{Channels: channels,
+		Unicast: len(channels) == 0 && (s.cred.Profile == endpoint.ProfileAdmin || s.cred.Profile == "")}
+	err = e.Follow(ctx, opts, func(d endpoint.Delivery) {
+		select {
+		case copies <- d:
+		case <-ctx.Done():
 		}
-		defer func() { _ = sub.Unsubscribe() }()
+	})
+	if err != nil {
+		return aclError(err, strings.Join(channels, ", "), s)
 	}
 	if len(channels) == 0 {
 		channels = []string{">"}
 	}
-	if err := printHistory(ctx, r, p, channels, history); err != nil {
+	if err := printHistory(ctx, e, p, channels, history); err != nil {
 		return aclError(err, "", s)
 	}
+	return printLive(cmd, s, e, p, copies)
+}
+
+// printLive prints copies as they arrive until Ctrl-C or the connection is lost for good.
+func printLive(cmd *cobra.Command, s *session, e *endpoint.Endpoint, p *printer, copies <-chan endpoint.Delivery) error {
 	fmt.Fprintf(cmd.ErrOrStderr(), "following %s; Ctrl-C to stop\n", s.describe())
-	lost := closedConn(r.nc)
 	for {
 		select {
-		case <-ctx.Done():
+		case <-cmd.Context().Done():
 			return nil
-		case c := <-copies:
-			if err := p.printWire(c.subject, c.data, false, 0); err != nil {
+		case d := <-copies:
+			if err := p.print(itemOf(d)); err != nil {
 				return err
 			}
-		case <-lost:
-			return fmt.Errorf("lost the connection to the mesh: %v; run tail again", r.nc.LastError())
+		case <-e.Done():
+			return fmt.Errorf("lost the connection to the mesh: %v; run tail again", e.Err())
 		}
 	}
 }
 
-// rawSubjects are the live subjects a read-only tail subscribes to.
-func rawSubjects(n wire.Names, profile string, channels []string) []string {
-	var out []string
-	for _, ch := range channels {
-		out = append(out, n.ChatFilter(ch))
-	}
-	if len(out) > 0 {
-		return out
-	}
-	out = []string{n.ChatFilter(">")}
-	if profile == "admin" || profile == "" {
-		// SPEC Appendix B: admin's sub.allow is the whole space, DMs and anycasts included.
-		out = append(out, n.Prefix()+".inst.>", n.Prefix()+".svc.>")
-	}
-	return out
-}
-
-// closedConn is closed once nc is closed for good.
-func closedConn(nc *nats.Conn) <-chan struct{} {
-	done := make(chan struct{})
-	if nc.IsClosed() {
-		close(done)
-		return done
-	}
-	nc.SetClosedHandler(func(*nats.Conn) { close(done) })
-	return done
-}
-
 // printHistory prints the last n retained messages across channels, oldest first.
-func printHistory(ctx context.Context, r *reader, p *printer, channels []string, n int) error {
+func printHistory(ctx context.Context, e *endpoint.Endpoint, p *printer, channels []string, n int) error {
 	if n == 0 {
 		return nil
 	}
-	var lists [][]stored
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	var lists [][]endpoint.Delivery
 	for _, ch := range channels {
-		l, err := r.history(ctx, ch, n)
+		l, err := e.History(ctx, ch, n)
 		if err != nil {
 			return err
 		}
 		lists = append(lists, l)
 	}
-	for _, m := range lastOf(lists, n) {
-		if err := p.printWire(m.subject, m.data, true, m.seq); err != nil {
+	for _, d := range lastOf(lists, n) {
+		if err := p.print(itemOf(d)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// aclError turns a refused subscription or history read into what to do about it.
-func aclError(err error, subject string, s *session) error {
-	if !errors.Is(err, errOutsideACL) {
-		return err
-	}
-	what := "a channel"
-	if subject != "" {
-		what = subject
-	}
-	return fmt.Errorf("the mesh refused to let %q read %s (%w); name channels inside its allowSubscribe, or mint a credential that covers them (`cotal auth mint --allow-subscribe CHANNEL`)",
-		s.cred.name, what, err)
 }
 
 // tailAsAgent connects as the agent of the credential (SPEC §12): it joins each channel,
@@ -196,7 +149,7 @@ func aclError(err error, subject string, s *session) error {
 func tailAsAgent(cmd *cobra.Command, s *session, p *printer, channels []string, history int) error {
 	ctx := cmd.Context()
 	copies := make(chan endpoint.Delivery, tailBuffer)
-	e, err := endpoint.Connect(ctx, endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint,
+	e, err := s.connect(ctx, endpoint.Options{OnEvent: p.reportDropped,
 		Handler: func(ctx context.Context, d endpoint.Delivery) error {
 			if d.Meta.Historical {
 				return nil // history is read below, limited to --history
@@ -209,45 +162,22 @@ func tailAsAgent(cmd *cobra.Command, s *session, p *printer, channels []string, 
 			}
 		}})
 	if err != nil {
-		return s.connectError(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Close(ctx)
-	}()
-	r, err := readerOn(e)
-	if err != nil {
 		return err
 	}
+	defer closeEndpoint(e)
 	if len(channels) == 0 {
-		if channels, err = readGrants(s.creds); err != nil {
-			return err
-		}
+		channels = s.cred.ReadACL
 	}
-	if channels, err = concreteChannels(ctx, r, channels); err != nil {
+	if channels, err = concreteChannels(ctx, e, channels); err != nil {
 		return err
 	}
 	if err := joinAll(ctx, cmd.ErrOrStderr(), e, channels); err != nil {
 		return aclError(err, "", s)
 	}
-	if err := printHistory(ctx, r, p, channels, history); err != nil {
+	if err := printHistory(ctx, e, p, channels, history); err != nil {
 		return aclError(err, "", s)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "following %s; Ctrl-C to stop\n", s.describe())
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case d := <-copies:
-			it := item{Kind: d.Meta.Kind, Channel: d.Meta.Channel, Durable: d.Meta.Durable, Message: d.Message}
-			if err := p.print(it); err != nil {
-				return err
-			}
-		case <-e.Done():
-			return fmt.Errorf("lost the connection to the mesh: %v; run tail again", e.Err())
-		}
-	}
+	return printLive(cmd, s, e, p, copies)
 }
 
 // joinAll joins each channel and says on stderr how it joined (SPEC §7 join states).
@@ -256,9 +186,6 @@ func joinAll(ctx context.Context, w io.Writer, e *endpoint.Endpoint, channels []
 		jctx, cancel := context.WithTimeout(ctx, readWait)
 		res, err := e.Join(jctx, ch)
 		cancel()
-		if errors.Is(err, endpoint.ErrJoinRefused) {
-			return fmt.Errorf("join %s: %w: %v", ch, errOutsideACL, err)
-		}
 		if err != nil {
 			return fmt.Errorf("join %s: %w", ch, err)
 		}
@@ -267,32 +194,13 @@ func joinAll(ctx context.Context, w io.Writer, e *endpoint.Endpoint, channels []
 	return nil
 }
 
-// readGrants are the channel patterns of an agent credential's read ACL, taken from the chat
-// subscriptions its JWT allows (SPEC §9 item 2: one cotal.<s>.chat.*.<channel> per entry).
-func readGrants(creds []byte) ([]string, error) {
-	token, err := jwt.ParseDecoratedJWT(creds)
-	if err != nil {
-		return nil, err
-	}
-	claims, err := jwt.DecodeUserClaims(token)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, subject := range claims.Sub.Allow {
-		toks := strings.SplitN(subject, ".", 5)
-		if len(toks) == 5 && toks[0] == "cotal" && toks[2] == "chat" && toks[3] == "*" {
-			out = append(out, toks[4])
-		}
-	}
-	return out, nil
-}
-
 // concreteChannels are the channels an agent joins for patterns: each concrete one as is,
 // and every channel with retained messages that a wildcard one covers (SPEC §7: a join
 // target is concrete).
-func concreteChannels(ctx context.Context, r *reader, patterns []string) ([]string, error) {
-	counts, err := r.chatCounts(ctx, ">")
+func concreteChannels(ctx context.Context, e *endpoint.Endpoint, patterns []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	list, err := e.Channels(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -301,9 +209,9 @@ func concreteChannels(ctx context.Context, r *reader, patterns []string) ([]stri
 		if wire.ValidatePublishChannel(p) == nil {
 			set[p] = true
 		}
-		for ch := range counts {
-			if wire.MatchChannel(p, ch) {
-				set[ch] = true
+		for _, ch := range list.Channels {
+			if ch.Messages > 0 && wire.MatchChannel(p, ch.Name) {
+				set[ch.Name] = true
 			}
 		}
 	}

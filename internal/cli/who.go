@@ -10,9 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -58,90 +58,56 @@ func runWho(cmd *cobra.Command, f *clientFlags, watch bool) error {
 	if watch {
 		want.lifetime = streamingLifetime
 	}
-	return withReader(cmd, f, want, func(_ *session, r *reader) error { return showWho(cmd, f, r, watch) })
+	return withReader(cmd, f, want, func(_ *session, e *endpoint.Endpoint) error { return showWho(cmd, f, e, watch) })
 }
 
-func showWho(cmd *cobra.Command, f *clientFlags, r *reader, watch bool) error {
+// showWho prints the roster once it holds every presence row (SPEC §6), and with watch again
+// whenever what it shows changes, until the command's context ends.
+func showWho(cmd *cobra.Command, f *clientFlags, e *endpoint.Endpoint, watch bool) error {
 	ctx := cmd.Context()
-	kv, err := r.js.KeyValue(ctx, r.names.PresenceBucket())
-	if err != nil {
-		return fmt.Errorf("open the presence bucket %s: %w", r.names.PresenceBucket(), err)
-	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("watch presence: %w", err)
-	}
-	defer func() { _ = w.Stop() }()
-	rows := map[string]wire.Presence{}
-	if err := loadRoster(ctx, w, rows); err != nil {
-		return err
+	roster := e.Roster()
+	changes, stop := roster.Subscribe()
+	defer stop()
+	loadCtx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	select {
+	case <-roster.Loaded():
+	case <-loadCtx.Done():
+		return fmt.Errorf("read presence: %w", loadCtx.Err())
 	}
 	out := cmd.OutOrStdout()
-	last := renderWho(rows, f.asJSON, out, watch)
+	last := renderWho(roster.Snapshot(), f.asJSON, out, watch)
 	if !watch {
 		return nil
 	}
-	return watchRoster(ctx, w, rows, f.asJSON, out, last)
-}
-
-// loadRoster applies the watch's initial values, up to its end-of-initial-values marker.
-func loadRoster(ctx context.Context, w jetstream.KeyWatcher, rows map[string]wire.Presence) error {
-	ctx, cancel := context.WithTimeout(ctx, readWait)
-	defer cancel()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("read presence: %w", ctx.Err())
-		case e := <-w.Updates():
-			if e == nil {
-				return nil
-			}
-			applyPresence(rows, e)
-		}
-	}
-}
-
-// applyPresence folds one watch entry in. A delete or purge removes the row; a row that is
-// not a valid Presence under its own key is ignored (SPEC §6; LAYOUT.md "Reply-subject
-// injection").
-func applyPresence(rows map[string]wire.Presence, e jetstream.KeyValueEntry) {
-	if op := e.Operation(); op == jetstream.KeyValueDelete || op == jetstream.KeyValuePurge {
-		delete(rows, e.Key())
-		return
-	}
-	if p, err := wire.DecodePresence(e.Key(), e.Value()); err == nil {
-		rows[e.Key()] = *p
-	}
-}
-
-// watchRoster prints the roster again whenever what it shows changes, until ctx ends.
-func watchRoster(ctx context.Context, w jetstream.KeyWatcher, rows map[string]wire.Presence, asJSON bool, out io.Writer, last string) error {
 	tick := time.NewTicker(whoSweep)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return fmt.Errorf("the presence watch ended; run who again")
-			}
-			if e != nil {
-				applyPresence(rows, e)
-			}
+		case <-e.Done():
+			return fmt.Errorf("the presence watch ended (%v); run who again", e.Err())
+		case <-changes:
 		case <-tick.C:
 		}
-		if key := rosterKey(rows); key != last {
-			last = renderWho(rows, asJSON, out, true)
+		peers := roster.Snapshot()
+		if key := rosterKey(peers); key != last {
+			last = renderWho(peers, f.asJSON, out, true)
 		}
 	}
 }
 
-// whoRows sorts the roster: online first, then by name and id.
-func whoRows(rows map[string]wire.Presence) []whoRow {
+// whoRows sorts the roster as the presence bucket holds it, removed keys left out: online
+// first, then by name and id.
+func whoRows(peers []endpoint.Peer) []whoRow {
 	now := time.Now()
-	out := make([]whoRow, 0, len(rows))
-	for _, p := range rows {
+	out := make([]whoRow, 0, len(peers))
+	for _, peer := range peers {
+		if peer.Removed {
+			continue
+		}
+		p := peer.Presence
 		out = append(out, whoRow{ID: p.Card.ID, Name: p.Card.Name, Kind: string(p.Card.Kind), Role: p.Card.Role,
 			Status: string(p.EffectiveStatus(now, wire.DefaultLivenessWindow)), Activity: p.Activity,
 			Attention: string(p.Attention), LastSeen: time.UnixMilli(p.TS)})
@@ -160,9 +126,9 @@ func whoRows(rows map[string]wire.Presence) []whoRow {
 }
 
 // rosterKey is what the printed roster shows, minus the ever-moving last-seen times.
-func rosterKey(rows map[string]wire.Presence) string {
+func rosterKey(peers []endpoint.Peer) string {
 	var b strings.Builder
-	for _, r := range whoRows(rows) {
+	for _, r := range whoRows(peers) {
 		r.LastSeen = time.Time{}
 		fmt.Fprintf(&b, "%+v\n", r)
 	}
@@ -170,12 +136,12 @@ func rosterKey(rows map[string]wire.Presence) string {
 }
 
 // renderWho prints the roster and returns its rosterKey.
-func renderWho(rows map[string]wire.Presence, asJSON bool, out io.Writer, watch bool) string {
-	list := whoRows(rows)
+func renderWho(peers []endpoint.Peer, asJSON bool, out io.Writer, watch bool) string {
+	list := whoRows(peers)
 	if asJSON {
 		data, _ := json.Marshal(list)
 		fmt.Fprintf(out, "%s\n", data)
-		return rosterKey(rows)
+		return rosterKey(peers)
 	}
 	color := colorOn(out, false)
 	if watch {
@@ -186,7 +152,7 @@ func renderWho(rows map[string]wire.Presence, asJSON bool, out io.Writer, watch 
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(out, "no instance has a presence entry in this space")
-		return rosterKey(rows)
+		return rosterKey(peers)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tROLE\tSTATUS\tACTIVITY\tLAST SEEN\tID")
@@ -194,7 +160,7 @@ func renderWho(rows map[string]wire.Presence, asJSON bool, out io.Writer, watch 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, dash(r.Role), r.Status, dash(r.Activity), ago(r.LastSeen), r.ID)
 	}
 	_ = tw.Flush()
-	return rosterKey(rows)
+	return rosterKey(peers)
 }
 
 // dash stands in for an empty table cell.

@@ -23,8 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nkeys"
-
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/wire"
@@ -130,17 +128,18 @@ func connect(ctx context.Context, opts endpoint.Options) (*endpoint.Endpoint, er
 	}
 }
 
-// instanceID is the id bound to the credential (SPEC §2): the public key of its seed.
+// instanceID is the id bound to the credential (SPEC §2): its JWT subject, which its seed
+// signs for.
 func instanceID(credsFile string) (string, error) {
 	data, err := os.ReadFile(credsFile)
 	if err != nil {
 		return "", err
 	}
-	kp, err := nkeys.ParseDecoratedNKey(data)
+	c, err := endpoint.ParseCredential(data)
 	if err != nil {
-		return "", fmt.Errorf("read the seed of %s: %w", credsFile, err)
+		return "", fmt.Errorf("read %s: %w", credsFile, err)
 	}
-	return kp.PublicKey()
+	return c.ID, nil
 }
 
 // receiver journals each surfacing and, at the crashAfter-th, exits before the Handler

@@ -1,0 +1,71 @@
+package endpoint_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/space"
+)
+
+func TestParseCredentialReadsWhatTheMintWrote(t *testing.T) {
+	m := space.NewTest(t)
+	expires := time.Now().Add(time.Hour).Truncate(time.Second)
+	tests := []struct {
+		name string
+		spec space.MintSpec
+		acl  []string
+	}{
+		{"an agent's read ACL and role come from its grants and tags",
+			space.MintSpec{Name: "alice", Profile: "agent", Role: "Reviewer", Subscribe: []string{"general"},
+				AllowSubscribe: []string{"general", "team.>"}, ExpiresAt: expires},
+			[]string{"general", "team.>"}},
+		{"an observer reads every channel", space.MintSpec{Name: "obs", Profile: "observer", ExpiresAt: expires}, []string{">"}},
+		{"an admin reads every channel", space.MintSpec{Name: "adm", Profile: "admin", ExpiresAt: expires}, []string{">"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.spec.Space = "main"
+			cred, err := m.MintSpec(ctxT(t), tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := endpoint.ParseCredential(cred.Creds)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			want := endpoint.Credential{ID: cred.ID, Name: tt.spec.Name, Space: "main", Profile: tt.spec.Profile,
+				Role: tt.spec.Role, ReadACL: tt.acl, Expires: expires}
+			if c.ID != want.ID || c.Name != want.Name || c.Space != want.Space || c.Profile != want.Profile ||
+				c.Role != want.Role || !slices.Equal(c.ReadACL, want.ReadACL) || !c.Expires.Equal(want.Expires) {
+				t.Fatalf("parsed %+v, want %+v", c, want)
+			}
+		})
+	}
+}
+
+func TestParseCredentialRefusesWhatIsNoUserCredential(t *testing.T) {
+	_, alice := userCreds(t, "alice")
+	_, bob := userCreds(t, "bob")
+	// The JWT block of one credential with the seed block of another.
+	jwtEnd := strings.Index(string(alice), "------END NATS USER JWT------")
+	seedStart := strings.Index(string(bob), "************************* IMPORTANT")
+	mixed := append([]byte(string(alice[:jwtEnd])+"------END NATS USER JWT------\n\n"), bob[seedStart:]...)
+	for _, tt := range []struct {
+		name  string
+		creds []byte
+	}{
+		{"text that is no credential", []byte("not a credential")},
+		{"a JWT with another key's seed", mixed},
+		{"nothing", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := endpoint.ParseCredential(tt.creds); !errors.Is(err, endpoint.ErrBadCredential) {
+				t.Fatalf("parse: %v, want ErrBadCredential", err)
+			}
+		})
+	}
+}
