@@ -86,8 +86,8 @@ func TestLeaveIsAHardReadBoundary(t *testing.T) {
 		}
 	})
 	t.Run("the left membership is no longer listed", func(t *testing.T) {
-		var list ListReply
-		h.decodeOK(bob.control(OpListMemberships, nil), &list)
+		var list wire.ListMembershipsReply
+		h.decodeOK(bob.control(wire.OpListMemberships, nil), &list)
 		if len(list.Memberships) != 0 {
 			t.Fatalf("memberships after leave = %+v", list.Memberships)
 		}

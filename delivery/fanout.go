@@ -187,7 +187,7 @@ func (s *Service) skip(m jetstream.Msg, seq uint64, err error) {
 
 // reportGap makes a gap visible: counted, logged with its range, and listed for every affected
 // membership by listMemberships.
-func (s *Service) reportGap(g SeqRange) {
+func (s *Service) reportGap(g wire.SeqRange) {
 	s.stats.gaps.Add(1)
 	s.stats.gapMessages.Add(int64(g.Last - g.First + 1))
 	s.log.Error("CHAT messages were removed before the fan-out read them; durable members miss them",

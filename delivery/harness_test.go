@@ -363,17 +363,17 @@ func (h *harness) request(subject, reply string, data []byte) wire.ControlReply 
 }
 
 // join asks for durable membership and returns the reply data.
-func (a *agent) join(channel string) JoinReply {
+func (a *agent) join(channel string) wire.DurableJoinReply {
 	a.h.t.Helper()
-	var out JoinReply
-	a.h.decodeOK(a.control(OpDurableJoin, map[string]any{"channel": channel}), &out)
+	var out wire.DurableJoinReply
+	a.h.decodeOK(a.control(wire.OpDurableJoin, map[string]any{"channel": channel}), &out)
 	return out
 }
 
-func (a *agent) leave(channel string, generation uint64) LeaveReply {
+func (a *agent) leave(channel string, generation uint64) wire.DurableLeaveReply {
 	a.h.t.Helper()
-	var out LeaveReply
-	a.h.decodeOK(a.control(OpDurableLeave, map[string]any{"channel": channel, "generation": generation}), &out)
+	var out wire.DurableLeaveReply
+	a.h.decodeOK(a.control(wire.OpDurableLeave, map[string]any{"channel": channel, "generation": generation}), &out)
 	return out
 }
 
