@@ -9,22 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/wire"
 )
-
-// ackWait is the ack wait of the service's consumers (LAYOUT.md "Consumers").
-const ackWait = 60 * time.Second
-
-// fanoutConsumerConfig is the fanout durable on CHAT_<s> (LAYOUT.md "Consumers").
-func fanoutConsumerConfig(n wire.Names) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       wire.FanoutConsumer,
-		FilterSubject: n.Prefix() + ".chat.>",
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       ackWait,
-	}
-}
 
 // runFanout is the fan-out writer (SPEC §4, §8; LAYOUT.md "The durable backstop"). It starts
 // once the membership, channel and presence views are loaded, so it never routes a message
@@ -33,7 +20,7 @@ func (s *Service) runFanout(ctx context.Context, up func()) error {
 	if err := s.waitViews(ctx); err != nil {
 		return err
 	}
-	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.ChatStream(), fanoutConsumerConfig(s.names))
+	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.ChatStream(), jsconfig.Consumer(s.names.FanoutConsumerSpec()))
 	if err != nil {
 		return fmt.Errorf("create consumer %s on %s: %w", wire.FanoutConsumer, s.names.ChatStream(), err)
 	}

@@ -59,7 +59,7 @@ func TestEvictionBeforeFanoutIsReportedAsAGap(t *testing.T) {
 	release := h.svc.StopLoop(t, LoopFanout)
 	// CHAT keeps 1000 messages per sender+channel subject: 3 more evict the oldest 3 before
 	// the stopped fan-out can read them.
-	const sent, evicted = testChatPerSubj + 3, 3
+	const sent, evicted = wire.ChatPerSubject + 3, 3
 	js, err := jetstream.New(h.nc)
 	if err != nil {
 		t.Fatal(err)

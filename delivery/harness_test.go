@@ -15,22 +15,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/wire"
 )
 
 // The harness runs a bare embedded JetStream server with two users: "delivery", holding
 // exactly ServiceGrants, and "agent", allowed everything, which plays the agents and the mesh.
 const (
-	testSpace         = "main"
-	deliveryInbox     = "_INBOX_delivery"
-	waitFor           = 20 * time.Second
-	pollEvery         = 10 * time.Millisecond
-	deliveryUser      = "delivery"
-	agentUser         = "agent"
-	testUserPassword  = "pw"
-	testPresenceTTL   = wire.DefaultLivenessWindow
-	testChatPerSubj   = 1000
-	testBackstopDedup = 2 * time.Hour
+	testSpace        = "main"
+	deliveryInbox    = "_INBOX_delivery"
+	waitFor          = 20 * time.Second
+	pollEvery        = 10 * time.Millisecond
+	deliveryUser     = "delivery"
+	agentUser        = "agent"
+	testUserPassword = "pw"
 )
 
 var testNames = wire.NewNames(testSpace)
@@ -221,37 +219,14 @@ func (a *aclMap) forget(id string) {
 	delete(a.m, id)
 }
 
-// provisionTestSpace creates the streams and buckets the Service uses, with the settings of
-// LAYOUT.md (a test-only replica of what package space provisions).
+// provisionTestSpace creates the space's streams and buckets from wire's layout, as package
+// space provisions them, and writes the durable =defaults record.
 func provisionTestSpace(t testing.TB, js jetstream.JetStream) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	n := testNames
-	stream := func(name, subject string, perSubj int64, dup time.Duration) jetstream.StreamConfig {
-		return jetstream.StreamConfig{Name: name, Subjects: []string{n.Prefix() + "." + subject + ".>"},
-			Storage: jetstream.FileStorage, Discard: jetstream.DiscardOld, MaxMsgsPerSubject: perSubj,
-			Duplicates: dup, MaxMsgs: -1, MaxBytes: -1}
-	}
-	chat := stream(n.ChatStream(), "chat", testChatPerSubj, 2*time.Minute)
-	chat.AllowDirect = true
-	kv := func(bucket string, ttl time.Duration) jetstream.StreamConfig {
-		dup := 2 * time.Minute
-		if ttl > 0 {
-			dup = ttl
-		}
-		return jetstream.StreamConfig{Name: wire.KVStream(bucket), Subjects: []string{"$KV." + bucket + ".>"},
-			Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, MaxMsgs: -1, MaxBytes: -1, MaxMsgSize: -1,
-			MaxConsumers: -1, MaxAge: ttl, Discard: jetstream.DiscardNew, DenyDelete: true, Duplicates: dup}
-	}
-	for _, cfg := range []jetstream.StreamConfig{
-		chat,
-		stream(n.InboxStream(), "dinbox", 1000, testBackstopDedup),
-		stream(n.DLVStream(), "dlv", 1000, testBackstopDedup),
-		kv(n.PresenceBucket(), testPresenceTTL),
-		kv(n.ChannelsBucket(), 0),
-		kv(n.MembersBucket(), 0),
-	} {
+	for _, cfg := range jsconfig.Streams(n.Streams(), jetstream.FileStorage) {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			t.Fatalf("create stream %s: %v", cfg.Name, err)
 		}
@@ -296,10 +271,8 @@ func (h *harness) newAgent(name string, allow ...string) *agent {
 	h.acl.set(id, allow...)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	_, err = h.js.CreateOrUpdateConsumer(ctx, testNames.DLVStream(), jetstream.ConsumerConfig{
-		Durable: testNames.DLVConsumer(id), FilterSubject: testNames.DLVSubject(id),
-		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-	})
+	_, err = h.js.CreateOrUpdateConsumer(ctx, testNames.DLVStream(),
+		jsconfig.Consumer(testNames.DLVConsumerSpec(id, wire.DefaultAckWait)))
 	if err != nil {
 		h.t.Fatalf("create dlv consumer: %v", err)
 	}
