@@ -20,7 +20,7 @@ import (
 )
 
 // The harness runs a bare embedded JetStream server with two users: "delivery", holding
-// exactly ServiceGrants, and "agent", allowed everything, which plays the agents and the mesh.
+// exactly wire.DeliveryPermissions, and "agent", allowed everything, which plays the agents and the mesh.
 const (
 	testSpace        = "main"
 	deliveryInbox    = "_INBOX_delivery"
@@ -81,14 +81,14 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 func (h *harness) startServer() {
 	h.t.Helper()
-	g := ServiceGrants(testNames, deliveryInbox)
+	g := wire.DeliveryPermissions(testNames, deliveryInbox)
 	opts := &server.Options{
 		ServerName: "delivery-test", DontListen: true, JetStream: true, StoreDir: h.dir,
 		NoLog: true, NoSigs: true, MaxControlLine: 65536,
 		Users: []*server.User{
 			{Username: deliveryUser, Password: testUserPassword, Permissions: &server.Permissions{
-				Publish:   &server.SubjectPermission{Allow: g.Publish},
-				Subscribe: &server.SubjectPermission{Allow: g.Subscribe},
+				Publish:   &server.SubjectPermission{Allow: g.Pub.Allow, Deny: g.Pub.Deny},
+				Subscribe: &server.SubjectPermission{Allow: g.Sub.Allow, Deny: g.Sub.Deny},
 			}},
 			{Username: agentUser, Password: testUserPassword},
 		},
