@@ -20,6 +20,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -70,7 +71,7 @@ func TestHostileInputGetsAClearErrorAndTheMeshStaysUp(t *testing.T) {
 
 func newHostile(t *testing.T) *hostile {
 	t.Helper()
-	m := space.NewTest(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
 	h := &hostile{m: m, names: wire.NewNames("main"), bobSeen: newSink()}
 	ctx := context.Background()
 	var err error
@@ -309,7 +310,7 @@ func hugeMentions(t *testing.T, h *hostile) string {
 		t.Fatalf("send with 10 000 mentions: %v", err)
 	}
 	waitFor(t, 30*time.Second, "the message with 10 000 mentions", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
-	open := space.NewTest(t, func(o *space.Options) { o.Open = true })
+	open := spacetest.New(t, func(o *space.Options) { o.Open = true })
 	return "10 000 mentions: delivered on a durable channel; " + hugeMentionsLive(t, open, mentions)
 }
 

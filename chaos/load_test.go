@@ -19,6 +19,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -68,7 +69,7 @@ func (i *incarnation) cutAt() time.Time {
 // durable message surfaced at every eligible member (SPEC §4), nothing twice per incarnation.
 func TestLoadKeepsACLAndMembershipInvariants(t *testing.T) {
 	t.Parallel()
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	rng := newRand(t)
 	w := newWorld()
 	agents := make([]*loadAgent, tier.loadEndpoints)

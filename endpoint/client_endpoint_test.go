@@ -18,6 +18,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -151,7 +152,7 @@ func TestEndpointReportsACredentialTooLargeForTheControlLine(t *testing.T) {
 }
 
 func TestEndpointConnectsThroughAJoinLinkWithACredsFile(t *testing.T) {
-	m := space.NewTest(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
 	team := []string{"team"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
 	cred, err := m.MintSpec(ctxT(t), space.MintSpec{Space: "main", Name: "bob", Profile: "agent",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -22,7 +23,7 @@ import (
 // newHarness runs the open mesh of package space (its streams, buckets and services);
 // newBareHarness runs a bare nats-server provisioned here with LAYOUT.md's streams and no
 // mesh services, for tests that stand in their own delivery service or tune the broker.
-// Authenticated behaviour (ACL refusals, minted identities) is tested on space.NewTest in
+// Authenticated behaviour (ACL refusals, minted identities) is tested on spacetest.New in
 // client_mesh_test.go.
 type harness struct {
 	t        *testing.T
@@ -39,7 +40,7 @@ const testSpace = "main"
 // newHarness starts an open (unauthenticated) test mesh.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	m := space.NewTest(t, func(o *space.Options) { o.Open = true })
+	m := spacetest.New(t, func(o *space.Options) { o.Open = true })
 	h := &harness{t: t, srv: m.Broker().Server(), provider: m.InProcess()}
 	h.attach()
 	return h

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -12,7 +13,7 @@ import (
 // is offline, and nothing for a target outside the channel's read ACL or a name held by two
 // live instances (SPEC §4).
 func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	live := wire.DeliveryLive
 	if _, err := m.SetChannel(ctxT(t), "main", space.ChannelUpdate{Channel: "lobby", DeliveryClass: &live, Create: true}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -57,7 +58,7 @@ func meshConnect(t *testing.T, m *space.Mesh, cred *space.MintedCredential, conf
 // TestClientInteropScenarioOnAnAuthenticatedMesh runs SPEC §12's interop scenario with minted
 // credentials and the broker enforcing Appendix B.
 func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	team := []string{"team.backend"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", Role: "planner", AllowSubscribe: team, AllowPublish: team})
 	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
@@ -113,7 +114,7 @@ func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 }
 
 func TestJoinOutsideTheReadACLIsRefusedByTheBroker(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
 	_, err := bob.Join(ctxT(t), "secret")
 	if !errors.Is(err, endpoint.ErrJoinRefused) {
@@ -128,7 +129,7 @@ func TestJoinOutsideTheReadACLIsRefusedByTheBroker(t *testing.T) {
 }
 
 func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
 	if _, err := bob.Send(ctxT(t), "team", text("read-only here")); !errors.Is(err, endpoint.ErrPublishRefused) {
 		t.Fatalf("publish outside allowPublish: %v, want ErrPublishRefused", err)
@@ -140,7 +141,7 @@ func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
 }
 
 func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	var peers []*peer
 	for i := range 3 {
 		peers = append(peers, meshAgent(t, m, space.MintSpec{Name: fmt.Sprintf("agent-%d", i)}))
@@ -161,7 +162,7 @@ func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
 }
 
 func TestJoinDurableOnAnAuthenticatedMeshDeliversWhatAnOfflineMemberMissed(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	team := []string{"team"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
 	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team})

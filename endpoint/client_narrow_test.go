@@ -6,13 +6,14 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // A re-mint that narrows the read ACL also closes the backstop: a durable copy the trusted
 // reader handed over under the old ACL, still waiting in dlv_<id>, is terminated unsurfaced,
 // while copies of channels the new ACL still covers arrive (SPEC §9 item 6, §12 item 14).
 func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	both := []string{"team", "ops"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: both, AllowPublish: both})
 	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: both})

@@ -7,6 +7,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -14,7 +15,7 @@ import (
 // its Endpoint is passive: it reads the roster, channel history and live chat, never appears
 // in the roster itself, and connects and closes without a refusal.
 func TestObserverAndAdminEndpointsArePassiveReaders(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	general := []string{"general"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
 	before, err := alice.Send(ctxT(t), "general", text("before the observer joined"))

@@ -16,6 +16,7 @@ import (
 	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -43,7 +44,7 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 }
 
 func TestHealthzTurnsRedWhileTheFanoutLoopIsDown(t *testing.T) {
-	m := space.NewTest(t, func(o *space.Options) { o.HTTP = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.HTTP = "127.0.0.1:0" })
 	url := m.HTTPURL() + "/healthz"
 	if code, body := get(t, url); code != http.StatusOK || !strings.Contains(body, `"status":"ok"`) {
 		t.Fatalf("fresh mesh /healthz = %d %s", code, body)
@@ -82,7 +83,7 @@ func TestHealthzTurnsRedWhileTheFanoutLoopIsDown(t *testing.T) {
 var channelCounter = regexp.MustCompile(`(?m)^cotal_messages_total\{kind="channel",space="main"\} (\d+)$`)
 
 func TestMetricsMoveWhenMessagesFlow(t *testing.T) {
-	m := space.NewTest(t, func(o *space.Options) { o.HTTP = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.HTTP = "127.0.0.1:0" })
 	count := func() int {
 		_, body := get(t, m.HTTPURL()+"/metrics")
 		match := channelCounter.FindStringSubmatch(body)
