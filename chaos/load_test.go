@@ -17,6 +17,7 @@ import (
 
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -94,7 +95,7 @@ func TestLoadKeepsACLAndMembershipInvariants(t *testing.T) {
 	wg.Wait()
 
 	audience := w.audience(holders)
-	drained := poll(tier.drain, func() bool { return chaos.Check(w.publishes(), w.surfacings(), audience).Lost == 0 })
+	drained := await.Until(tier.drain, func() bool { return chaos.Check(w.publishes(), w.surfacings(), audience).Lost == 0 })
 	f := chaos.Check(w.publishes(), w.surfacings(), audience)
 	w.checkJoinBounds()
 	w.mu.Lock()
@@ -334,7 +335,7 @@ func (a *loadAgent) narrow(t *testing.T, r *rand.Rand) {
 		return
 	}
 	a.w.count("remint")
-	if !poll(10*time.Second, func() bool { return !old.ep.Conn().IsConnected() }) {
+	if !await.Until(10*time.Second, func() bool { return !old.ep.Conn().IsConnected() }) {
 		a.w.violate("%s is still connected 10 s after its credential was revoked by a re-mint", old.name)
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/wire"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 func TestControlService(t *testing.T) {
@@ -32,7 +34,7 @@ func TestControlService(t *testing.T) {
 		if err := h.nc.PublishRequest(subject, testNames.PresenceKVSubject(bob.id), mustJSON(t, req)); err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, func() error {
+		await.Check(t, waitFor, pollEvery, func() error {
 			if h.svc.Stats().ControlRefusedReplySubject != 1 {
 				return errorString("request not refused yet")
 			}

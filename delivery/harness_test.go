@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -382,7 +383,7 @@ func (a *agent) membership(channel string) wire.Membership {
 // settle waits until the fan-out and the reader have consumed and acknowledged everything.
 func (h *harness) settle() {
 	h.t.Helper()
-	checkFor(h.t, func() error {
+	await.Check(h.t, waitFor, pollEvery, func() error {
 		for _, c := range []struct{ stream, name string }{
 			{testNames.ChatStream(), wire.FanoutConsumer},
 			{testNames.InboxStream(), wire.ReaderConsumer},
@@ -448,22 +449,6 @@ func (a *agent) received() []string {
 	return ids
 }
 
-// checkFor polls fn until it returns nil, failing the test at the deadline.
-func checkFor(t testing.TB, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v: %v", waitFor, err)
-		}
-		time.Sleep(pollEvery)
-	}
-}
-
 // ids returns the ids of msgs.
 func ids(msgs ...*wire.CotalMessage) []string {
 	out := make([]string, len(msgs))
@@ -506,7 +491,7 @@ func (h *harness) fannedOut(n int64) func() error {
 // waitPresence waits until the Service's presence view holds every agent's latest row.
 func (h *harness) waitPresence(agents ...*agent) {
 	h.t.Helper()
-	checkFor(h.t, func() error {
+	await.Check(h.t, waitFor, pollEvery, func() error {
 		for _, a := range agents {
 			if _, ok := h.svc.presence.get(a.id); !ok {
 				return fmt.Errorf("no presence row for %s yet", a.name)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
@@ -68,7 +69,7 @@ func TestACrashBeforeAckRedeliversToTheNextBinding(t *testing.T) {
 
 	next := meshConnect(t, m, bobCred)
 	for id, kind := range want {
-		waitFor(t, string(kind)+" copy redelivered to the next binding", func() bool { return len(next.rec.withID(id)) == 1 })
+		await.True(t, settle, string(kind)+" copy redelivered to the next binding", func() bool { return len(next.rec.withID(id)) == 1 })
 		if d := next.rec.withID(id)[0]; !d.Meta.Redelivered || d.Meta.Kind != kind {
 			t.Errorf("redelivered %s meta %+v: want Redelivered %s", id, d.Meta, kind)
 		}

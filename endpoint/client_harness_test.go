@@ -275,20 +275,8 @@ func (r *recorder) withID(id string) []endpoint.Delivery {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes (nats-server's checkFor).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(15 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
+// settle bounds every wait for a condition in these tests.
+const settle = 15 * time.Second
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

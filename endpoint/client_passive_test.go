@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -41,7 +42,7 @@ func TestObserverAndAdminEndpointsArePassiveReaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the live copy", func() bool { return len(rec.withID(live.ID)) == 1 })
+			await.True(t, settle, "the live copy", func() bool { return len(rec.withID(live.ID)) == 1 })
 			select {
 			case <-watcher.Roster().Loaded():
 			case <-ctxT(t).Done():
