@@ -39,9 +39,10 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, storag
 	return nil
 }
 
-// provisionInstance pre-creates the bind-only consumers of one instance (instanceConsumers).
+// provisionInstance pre-creates the bind-only consumers of one instance (SPEC §8, §9 item 3):
+// agents may bind but never create them.
 func provisionInstance(ctx context.Context, js jetstream.JetStream, n wire.Names, id, role string, ackWait time.Duration) error {
-	for _, c := range instanceConsumers(n, id, role, ackWait) {
+	for _, c := range n.InstanceConsumerSpecs(id, role, ackWait) {
 		if _, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jsconfig.Consumer(c)); err != nil {
 			return fmt.Errorf("create consumer %s on %s: %w", c.Name, c.Stream, err)
 		}

@@ -78,6 +78,17 @@ func (n Names) DLVConsumerSpec(id string, ackWait time.Duration) ConsumerSpec {
 		Ack: AckExplicit, AckWait: ackWait, Deliver: DeliverAll}
 }
 
+// InstanceConsumerSpecs are the bind-only consumers of one instance: dm_<id>, dlv_<id> and,
+// with a role, svc_<role> (SPEC §8, §9 item 3). The mesh creates them; agents may bind but
+// never create them.
+func (n Names) InstanceConsumerSpecs(id, role string, ackWait time.Duration) []ConsumerSpec {
+	specs := []ConsumerSpec{n.DMConsumerSpec(id, ackWait), n.DLVConsumerSpec(id, ackWait)}
+	if role != "" {
+		specs = append(specs, n.SvcConsumerSpec(role, ackWait))
+	}
+	return specs
+}
+
 // HistoryConsumerSpec is the pinned chathist_<id> on CHAT_<s> with exactly one filter,
 // ChatFilter(channel): the only CHAT consumer an agent may create, through a create subject
 // its grants pin to that name and filter (SPEC §8, §9 item 4). It acks nothing, lives in
