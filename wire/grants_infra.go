@@ -5,13 +5,8 @@ package wire
 func provisionerPermissions(p *Permissions, n Names) {
 	// Create, or reconcile the settings of, every stream and KV bucket of the space, and
 	// inspect it. No delete, purge or message-level verb.
-	for _, s := range []string{
-		n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream(),
-		KVStream(n.PresenceBucket()), KVStream(n.ChannelsBucket()),
-		KVStream(n.MembersBucket()), KVStream(n.ACLBucket()),
-		KVStream(n.MembershipBucket()),
-	} {
-		p.Pub.Allow.add(streamAPI("CREATE", s), streamAPI("UPDATE", s), streamAPI("INFO", s))
+	for _, s := range n.Streams() {
+		p.Pub.Allow.add(streamAPI("CREATE", s.Name), streamAPI("UPDATE", s.Name), streamAPI("INFO", s.Name))
 	}
 	// SPEC §9 item 3: pre-create the bind-only dm_<id>, svc_<role> and dlv_<id> durables, and
 	// delete them when an instance is retired. Pull and ack are withheld: the provisioner never
