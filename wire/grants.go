@@ -109,6 +109,12 @@ func consumerAPI(verb, stream, consumer string) string {
 	return "$JS.API.CONSUMER." + verb + "." + stream + "." + consumer
 }
 
+// pinnedCreate is the extended create subject of c, with its name and its one filter in the
+// subject, so the broker refuses any other name or filter (SPEC §9 item 4).
+func pinnedCreate(c ConsumerSpec) string {
+	return consumerAPI("CREATE", c.Stream, c.Name) + "." + c.Filter
+}
+
 // ackSubject covers every ack, nak, term and in-progress reply of one consumer.
 func ackSubject(stream, consumer string) string { return "$JS.ACK." + stream + "." + consumer + ".>" }
 

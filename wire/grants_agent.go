@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // agentPermissions adds SPEC Appendix B's agent grants, in its order, then LAYOUT.md's
 // "Agent credential additions". g is already defaulted and validated.
 //
@@ -31,9 +33,10 @@ func agentPermissions(p *Permissions, n Names, id string, g AgentScope) {
 	for _, s := range []string{chat, dm, task, kv, chkv} {
 		p.Pub.Allow.add(streamAPI("INFO", s))
 	}
-	// SPEC §9 item 4: history reads through one pinned single-filter create per ACL entry.
+	// SPEC §9 item 4: history reads through one pinned single-filter create per ACL entry,
+	// naming exactly the consumer and filter HistoryConsumerSpec gives the client.
 	for _, ch := range g.AllowSubscribe {
-		p.Pub.Allow.add(consumerAPI("CREATE", chat, hist) + "." + n.ChatFilter(ch))
+		p.Pub.Allow.add(pinnedCreate(n.HistoryConsumerSpec(id, ch, time.Time{})))
 	}
 	p.Pub.Allow.add(
 		consumerAPI("INFO", chat, hist),

@@ -25,11 +25,12 @@ func provisionerPermissions(p *Permissions, n Names) {
 
 // deliveryPermissions scope the durable backstop (SPEC §4, §8; LAYOUT.md "The durable
 // backstop" and "Control service delivery") to one space: exactly what the delivery service
-// uses, and the delivery tests run the service under nothing more. It reads chat content through its own fanout
-// consumer only and writes nothing an agent reads except DLV handoffs and control replies.
-// The read ACL comes from the registry in process, never from the cotal_acl_<s> bucket.
+// uses, and the delivery tests run the service under nothing more. It reads chat content
+// through its own fanout consumer only and writes nothing an agent reads except DLV handoffs
+// and control replies. The read ACL comes from the registry in process, never from the
+// cotal_acl_<s> bucket.
 func deliveryPermissions(p *Permissions, n Names) {
-	chat, inbox := n.ChatStream(), n.InboxStream()
+	chat := n.ChatStream()
 	ctl := n.Prefix() + ".ctl." + DeliveryService
 	// The control service: requests from any sender, replies only inside a request's own
 	// .reply. subtree, the subjects the client names (LAYOUT.md's reply-injection guard).
@@ -37,16 +38,12 @@ func deliveryPermissions(p *Permissions, n Names) {
 	p.Pub.Allow.add(ctl + ".*.reply.>")
 	// Its two durables, fanout on CHAT and reader on INBOX: create with the filter pinned in
 	// the subject, inspect, pull and ack. No delete: losing either one stops durable delivery.
-	for _, c := range [][3]string{
-		{chat, FanoutConsumer, n.Prefix() + ".chat.>"},
-		{inbox, ReaderConsumer, n.Prefix() + ".dinbox.>"},
-	} {
-		s, name, filter := c[0], c[1], c[2]
+	for _, c := range []ConsumerSpec{n.FanoutConsumerSpec(), n.ReaderConsumerSpec()} {
 		p.Pub.Allow.add(
-			consumerAPI("CREATE", s, name)+"."+filter,
-			consumerAPI("INFO", s, name),
-			consumerAPI("MSG.NEXT", s, name),
-			ackSubject(s, name),
+			pinnedCreate(c),
+			consumerAPI("INFO", c.Stream, c.Name),
+			consumerAPI("MSG.NEXT", c.Stream, c.Name),
+			ackSubject(c.Stream, c.Name),
 		)
 	}
 	// The CHAT frontier (last sequence), taken as join and leave cursors.
