@@ -27,7 +27,7 @@ func spaceCases(Config) []Case {
 	}}}
 }
 
-// spaceCotal is what space.NewTest does for a test that uses two agents: start a whole mesh
+// spaceCotal is what spacetest.New does for a test that uses two agents: start a whole mesh
 // (key store, broker, provisioning, delivery), mint and connect two endpoints, close.
 func spaceCotal(ctx context.Context, _ int) (figures, error) {
 	start := time.Now()

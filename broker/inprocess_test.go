@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 func TestBufferedConn(t *testing.T) {
@@ -64,7 +66,7 @@ func TestBufferedConn(t *testing.T) {
 		bc := newBufferedConn(client)
 		defer bc.Close()
 		server.Close()
-		checkFor(t, 10*time.Second, time.Millisecond, func() error {
+		await.Check(t, 10*time.Second, time.Millisecond, func() error {
 			if _, err := bc.Write([]byte("x")); err != nil {
 				return nil
 			}

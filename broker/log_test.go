@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 const (
@@ -122,7 +124,7 @@ func TestServerLogsReachSlog(t *testing.T) {
 	})
 	t.Run("a refused client is logged at error", func(t *testing.T) {
 		refused(t, b, mintUser(t, tt.appPub, newKey(t, nkeys.CreateAccount), "mallory", nil).option())
-		checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		await.Check(t, 10*time.Second, 10*time.Millisecond, func() error {
 			if rec.has(levelError, "authentication error") {
 				return nil
 			}
@@ -154,7 +156,7 @@ func TestAFatalErrorAtRunTimeShutsTheServerDown(t *testing.T) {
 	b := startBroker(t, operatorConfig(newTestTrust(t)))
 	b.Server().Fatalf("simulated %s", "disaster")
 
-	checkFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+	await.Check(t, 30*time.Second, 10*time.Millisecond, func() error {
 		if b.Server().Running() {
 			return errNotYet
 		}

@@ -207,21 +207,5 @@ func roundTrip(t testing.TB, nc *nats.Conn) {
 	}
 }
 
-// checkFor polls fn until it returns nil or total passes, like nats-server's test helper.
-func checkFor(t testing.TB, total, sleep time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v: %v", total, err)
-		}
-		time.Sleep(sleep)
-	}
-}
-
-// errNotYet is checkFor's "keep waiting" answer.
+// errNotYet is a polled condition's "keep waiting" answer.
 var errNotYet = errors.New("not yet")

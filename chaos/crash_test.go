@@ -12,6 +12,7 @@ import (
 
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 // publisher is one publishing identity whose agentproc processes come and go: each
@@ -115,7 +116,7 @@ func TestAcknowledgedPublishesSurviveMeshCrashes(t *testing.T) {
 	}
 	published, _ := chaos.FromJournal(readJournals(t, journals...))
 	audience := ledgerAudience(r1.ID, r2.ID)
-	drained := poll(tier.drain, func() bool { return chaos.Check(published, s.all(), audience).Lost == 0 })
+	drained := await.Until(tier.drain, func() bool { return chaos.Check(published, s.all(), audience).Lost == 0 })
 	drainTime := time.Since(lastRestart)
 	f := chaos.Check(published, s.all(), audience)
 	record(t, fmt.Sprintf("mesh kill -9 ×%d, publisher kill -9 ×%d", tier.meshKills, pubKills),
@@ -172,7 +173,7 @@ func TestReceiverCrashesBetweenSurfacingAndAckLoseNothing(t *testing.T) {
 		r.journal = filepath.Join(dir, r.cred.Name+".jsonl")
 		r.start(t, b, mesh.Link(), rng, budget)
 	}
-	waitFor(t, time.Minute, "the receivers joined ledger durable", func() bool {
+	await.True(t, time.Minute, "the receivers joined ledger durable", func() bool {
 		return joinedAll(t, recvs...)
 	})
 	pub.start(t, b, mesh.Link(), tier.perPublisher)
@@ -187,13 +188,13 @@ func TestReceiverCrashesBetweenSurfacingAndAckLoseNothing(t *testing.T) {
 		return s
 	}
 	begin := time.Now()
-	poll(tier.drain, func() bool { return chaos.Check(published, surfacings(), audience).Lost == 0 })
+	await.Until(tier.drain, func() bool { return chaos.Check(published, surfacings(), audience).Lost == 0 })
 	drainTime := time.Since(begin)
 	// The copy each crashed incarnation was handling was never acknowledged: it must come
 	// again, to a later incarnation or another holder, once the consumer's ack wait ran out.
 	entries := readJournals(t, recvs[0].journal, recvs[1].journal)
 	pending := crashCopies(entries, crashed)
-	poll(tier.drain, func() bool {
+	await.Until(tier.drain, func() bool {
 		return len(unredelivered(readJournals(t, recvs[0].journal, recvs[1].journal), pending)) == 0
 	})
 	redeliverTime := time.Since(begin)

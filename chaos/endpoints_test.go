@@ -8,6 +8,7 @@ import (
 
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -70,7 +71,7 @@ func connectTCP(t *testing.T, link string, m minted, h endpoint.Handler, configu
 // joinedDurable waits until ep's channel is joined with its durable backstop established.
 func joinedDurable(t *testing.T, ep *endpoint.Endpoint, channel string) {
 	t.Helper()
-	waitFor(t, time.Minute, ep.Name()+" joined "+channel+" durable", func() bool {
+	await.True(t, time.Minute, ep.Name()+" joined "+channel+" durable", func() bool {
 		st, ok := ep.JoinStatus(channel)
 		return ok && st.State == endpoint.JoinedDurable
 	})

@@ -18,8 +18,10 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -70,7 +72,7 @@ func TestHostileInputGetsAClearErrorAndTheMeshStaysUp(t *testing.T) {
 
 func newHostile(t *testing.T) *hostile {
 	t.Helper()
-	m := space.NewTest(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
 	h := &hostile{m: m, names: wire.NewNames("main"), bobSeen: newSink()}
 	ctx := context.Background()
 	var err error
@@ -115,7 +117,7 @@ func (h *hostile) responsive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a normal DM after hostile input: %v", err)
 	}
-	waitFor(t, 30*time.Second, "a normal DM after hostile input", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
+	await.True(t, 30*time.Second, "a normal DM after hostile input", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
 }
 
 // raw builds a valid message from mallory to bob, or on channel, with parts as given.
@@ -143,7 +145,7 @@ func (h *hostile) dmSubject() string { return h.names.InstSubject(h.bob.ID(), h.
 // terminated waits until bob terminated one more malformed-json copy than before.
 func (h *hostile) terminated(t *testing.T, before uint64) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "bob terminating the copy as malformed-json", func() bool {
+	await.True(t, 30*time.Second, "bob terminating the copy as malformed-json", func() bool {
 		return h.bob.Stats().Terminated[wire.ReasonMalformedJSON] > before
 	})
 }
@@ -243,7 +245,7 @@ func deepJSON(t *testing.T, h *hostile) string {
 	h.publishRaw(t, h.dmSubject(), h.raw("", parts))
 	h.terminated(t, before)
 	h.publishRaw(t, h.names.ChatSubject(h.mallory.ID, "h.x"), h.raw("h.x", parts))
-	waitFor(t, 30*time.Second, "the fan-out skipping the deep message", func() bool {
+	await.True(t, 30*time.Second, "the fan-out skipping the deep message", func() bool {
 		return fanout.Stats().FanoutSkipped > skipped
 	})
 	return "JSON nested 20 000 deep: receiver terminates it (malformed-json), fan-out skips it"
@@ -262,7 +264,7 @@ func deepButValidJSON(t *testing.T, h *hostile) string {
 	if err != nil {
 		t.Fatalf("a 5 000-deep data part: %v", err)
 	}
-	waitFor(t, 30*time.Second, "the deep but valid message", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
+	await.True(t, 30*time.Second, "the deep but valid message", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
 	return "JSON nested 5 000 deep: surfaced"
 }
 
@@ -308,8 +310,8 @@ func hugeMentions(t *testing.T, h *hostile) string {
 	if err != nil {
 		t.Fatalf("send with 10 000 mentions: %v", err)
 	}
-	waitFor(t, 30*time.Second, "the message with 10 000 mentions", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
-	open := space.NewTest(t, func(o *space.Options) { o.Open = true })
+	await.True(t, 30*time.Second, "the message with 10 000 mentions", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
+	open := spacetest.New(t, func(o *space.Options) { o.Open = true })
 	return "10 000 mentions: delivered on a durable channel; " + hugeMentionsLive(t, open, mentions)
 }
 
@@ -327,7 +329,7 @@ func hugeMentionsLive(t *testing.T, m *space.Mesh, mentions []string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "bob in alice's roster", func() bool { p, ok := alice.Roster().Peer(bob.ID()); return ok && p.Online })
+	await.True(t, 30*time.Second, "bob in alice's roster", func() bool { p, ok := alice.Roster().Peer(bob.ID()); return ok && p.Online })
 	dlv, err := m.Delivery("main")
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +338,7 @@ func hugeMentionsLive(t *testing.T, m *space.Mesh, mentions []string) string {
 	if err != nil {
 		t.Fatalf("send with 10 000 mentions on a live channel: %v", err)
 	}
-	waitFor(t, 30*time.Second, "bob's durable mention copy", func() bool { return len(got.metas(r.ID)) == 1 })
+	await.True(t, 30*time.Second, "bob's durable mention copy", func() bool { return len(got.metas(r.ID)) == 1 })
 	if err := m.Healthy(); err != nil {
 		t.Fatalf("open mesh unhealthy after 10 000 mentions: %v", err)
 	}
@@ -355,7 +357,7 @@ func channelLengthLimit(t *testing.T, h *hostile) string {
 	if err != nil {
 		t.Fatalf("send on a %d-byte channel: %v", len(long), err)
 	}
-	waitFor(t, 30*time.Second, "the message on the longest channel", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
+	await.True(t, 30*time.Second, "the message on the longest channel", func() bool { return len(h.bobSeen.metas(r.ID)) == 1 })
 	if _, err := h.bob.Join(ctx, long+"a"); !errors.Is(err, wire.ErrInvalidChannel) {
 		t.Fatalf("join a channel one byte over the limit: %v, want ErrInvalidChannel", err)
 	}

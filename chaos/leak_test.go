@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
@@ -61,13 +62,13 @@ func meshLifecycle(i int) error {
 	if err != nil {
 		return err
 	}
-	if !poll(30*time.Second, func() bool { return len(seen.metas(r.ID)) == 1 }) {
+	if !await.Until(30*time.Second, func() bool { return len(seen.metas(r.ID)) == 1 }) {
 		return fmt.Errorf("the DM did not surface")
 	}
 	if err := alice.Close(ctx); err != nil {
 		return fmt.Errorf("close alice: %w", err)
 	}
-	if !poll(10*time.Second, func() bool { return m.Broker().Server().NumClients() == clients }) {
+	if !await.Until(10*time.Second, func() bool { return m.Broker().Server().NumClients() == clients }) {
 		return fmt.Errorf("the broker holds %d connections after alice closed, want %d", m.Broker().Server().NumClients(), clients)
 	}
 	return m.Close(ctx)

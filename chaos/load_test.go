@@ -17,8 +17,10 @@ import (
 
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -68,7 +70,7 @@ func (i *incarnation) cutAt() time.Time {
 // durable message surfaced at every eligible member (SPEC §4), nothing twice per incarnation.
 func TestLoadKeepsACLAndMembershipInvariants(t *testing.T) {
 	t.Parallel()
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	rng := newRand(t)
 	w := newWorld()
 	agents := make([]*loadAgent, tier.loadEndpoints)
@@ -93,7 +95,7 @@ func TestLoadKeepsACLAndMembershipInvariants(t *testing.T) {
 	wg.Wait()
 
 	audience := w.audience(holders)
-	drained := poll(tier.drain, func() bool { return chaos.Check(w.publishes(), w.surfacings(), audience).Lost == 0 })
+	drained := await.Until(tier.drain, func() bool { return chaos.Check(w.publishes(), w.surfacings(), audience).Lost == 0 })
 	f := chaos.Check(w.publishes(), w.surfacings(), audience)
 	w.checkJoinBounds()
 	w.mu.Lock()
@@ -333,7 +335,7 @@ func (a *loadAgent) narrow(t *testing.T, r *rand.Rand) {
 		return
 	}
 	a.w.count("remint")
-	if !poll(10*time.Second, func() bool { return !old.ep.Conn().IsConnected() }) {
+	if !await.Until(10*time.Second, func() bool { return !old.ep.Conn().IsConnected() }) {
 		a.w.violate("%s is still connected 10 s after its credential was revoked by a re-mint", old.name)
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

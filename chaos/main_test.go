@@ -80,26 +80,6 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(r.Int64N(int64(hi-lo)))
 }
 
-// waitFor polls cond until it holds, failing the test when within passes first.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if !poll(within, cond) {
-		t.Fatalf("timed out after %v waiting for %s", within, what)
-	}
-}
-
-// poll polls cond every 20 ms until it holds (true) or within passes (false).
-func poll(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
-}
-
 // lockedBuffer collects a subprocess's output for failure messages.
 type lockedBuffer struct {
 	mu sync.Mutex

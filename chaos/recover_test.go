@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 // recovery is how long after a kill each part of an endpoint's state worked again.
@@ -61,11 +63,11 @@ const recoverWithin = 90 * time.Second
 func (r *recovery) add(t *testing.T, killed time.Time, alice, bob *endpoint.Endpoint, s *sink) {
 	t.Helper()
 	since := func() time.Duration { return time.Since(killed) }
-	waitFor(t, recoverWithin, "both endpoints reconnected", func() bool {
+	await.True(t, recoverWithin, "both endpoints reconnected", func() bool {
 		return alice.Conn().IsConnected() && bob.Conn().IsConnected()
 	})
 	r.reconnect = append(r.reconnect, since())
-	waitFor(t, recoverWithin, "each endpoint online in the other's roster", func() bool {
+	await.True(t, recoverWithin, "each endpoint online in the other's roster", func() bool {
 		a, okA := bob.Roster().Peer(alice.ID())
 		b, okB := alice.Roster().Peer(bob.ID())
 		return okA && okB && a.Online && b.Online && a.LastSeen.After(killed) && b.LastSeen.After(killed)
@@ -84,7 +86,7 @@ func (r *recovery) add(t *testing.T, killed time.Time, alice, bob *endpoint.Endp
 		return false
 	})
 	r.live = append(r.live, since())
-	waitFor(t, recoverWithin, "the durable copy behind a live probe", func() bool { return bob.Stats().Duplicates > before })
+	await.True(t, recoverWithin, "the durable copy behind a live probe", func() bool { return bob.Stats().Duplicates > before })
 	r.backstop = append(r.backstop, since())
 	surfaced := func(id string) bool { return len(s.metas(id)) > 0 }
 	probe(t, "a DM", func(ctx context.Context, n int) (string, error) {
@@ -111,7 +113,7 @@ func probe(t *testing.T, what string, send func(context.Context, int) (string, e
 		if err == nil {
 			ids = append(ids, id)
 		}
-		if poll(100*time.Millisecond, func() bool {
+		if await.Until(100*time.Millisecond, func() bool {
 			for _, id := range ids {
 				if arrived(id) {
 					return true

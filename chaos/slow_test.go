@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -123,7 +124,7 @@ func flood(t *testing.T, pub *endpoint.Endpoint, payload string, n int, got *ato
 			t.Fatalf("flood: %v", err)
 		}
 	}
-	waitFor(t, 3*time.Minute, "the fast member surfacing the whole flood", func() bool { return got.Load() >= want })
+	await.True(t, 3*time.Minute, "the fast member surfacing the whole flood", func() bool { return got.Load() >= want })
 	return float64(n) / time.Since(start).Seconds()
 }
 

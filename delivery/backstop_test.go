@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/wire"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 // sameIDs fails unless got holds exactly want, each once, in any order.
@@ -47,7 +49,7 @@ func TestLiveChannelGivesNoDurableCopies(t *testing.T) {
 	h := newHarness(t)
 	alice, bob := h.newAgent("alice", ">"), h.newAgent("bob", ">")
 	h.setChannel("lobby", wire.ChannelConfig{DeliveryClass: wire.DeliveryLive})
-	checkFor(t, func() error { return h.classIs("lobby", wire.DeliveryLive) })
+	await.Check(t, waitFor, pollEvery, func() error { return h.classIs("lobby", wire.DeliveryLive) })
 	if r := bob.join("lobby"); r.Durable || r.Reason != ReasonChannelLive {
 		t.Fatalf("join of a live channel = %+v, want durable false with reason %q", r, ReasonChannelLive)
 	}
@@ -69,7 +71,7 @@ func TestLeaveIsAHardReadBoundary(t *testing.T) {
 		m, _ := alice.publish("team")
 		before = append(before, m)
 	}
-	checkFor(t, h.fannedOut(3))
+	await.Check(t, waitFor, pollEvery, h.fannedOut(3))
 	if r := bob.leave("team", gen); r.AlreadyLeft || r.Channel != "team" {
 		t.Fatalf("leave = %+v, want left", r)
 	}
@@ -86,8 +88,8 @@ func TestLeaveIsAHardReadBoundary(t *testing.T) {
 		}
 	})
 	t.Run("the left membership is no longer listed", func(t *testing.T) {
-		var list ListReply
-		h.decodeOK(bob.control(OpListMemberships, nil), &list)
+		var list wire.ListMembershipsReply
+		h.decodeOK(bob.control(wire.OpListMemberships, nil), &list)
 		if len(list.Memberships) != 0 {
 			t.Fatalf("memberships after leave = %+v", list.Memberships)
 		}
@@ -120,7 +122,7 @@ func TestNarrowedACLDropsPendingEntries(t *testing.T) {
 	for range 3 {
 		alice.publish("team")
 	}
-	checkFor(t, h.fannedOut(3))
+	await.Check(t, waitFor, pollEvery, h.fannedOut(3))
 	h.acl.set(bob.id, "other") // re-minted without team
 	release()
 	sameIDs(t, bob.received(), nil)
@@ -144,7 +146,7 @@ func TestUnknownMemberIsRetriedThenGivenUpLoudly(t *testing.T) {
 func TestMentionOnLiveChannel(t *testing.T) {
 	h := newHarness(t)
 	h.setChannel("lobby", wire.ChannelConfig{DeliveryClass: wire.DeliveryLive})
-	checkFor(t, func() error { return h.classIs("lobby", wire.DeliveryLive) })
+	await.Check(t, waitFor, pollEvery, func() error { return h.classIs("lobby", wire.DeliveryLive) })
 	alice := h.newAgent("alice", ">")
 	now := time.Now()
 	bob := h.newAgent("bob", "lobby")      // authorized, present, not reading

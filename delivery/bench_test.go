@@ -9,6 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/wire"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 // BenchmarkDurableFanout measures the backstop end to end (LAYOUT.md trap "Backstop
@@ -45,7 +47,7 @@ func BenchmarkDurableFanout(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	checkFor(b, func() error {
+	await.Check(b, waitFor, pollEvery, func() error {
 		if got := h.svc.Stats().ReaderDelivered; got < want {
 			return fmt.Errorf("%d of %d copies delivered; stats %+v", got, want, h.svc.Stats())
 		}

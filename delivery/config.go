@@ -39,7 +39,7 @@ const (
 type Config struct {
 	// Names are the space's stream, bucket, consumer and subject names.
 	Names wire.Names
-	// Conn is the service's own scoped connection, holding exactly Grants (see Grants). The
+	// Conn is the service's own scoped connection, holding exactly wire.DeliveryPermissions. The
 	// Service never closes it; the caller does, after Close.
 	Conn *nats.Conn
 	// ACL answers each member's current read ACL (SPEC §9 items 5, 6).

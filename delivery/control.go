@@ -11,13 +11,6 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// The ops of the delivery control service (LAYOUT.md "Control service delivery").
-const (
-	OpDurableJoin     = "durableJoin"
-	OpDurableLeave    = "durableLeave"
-	OpListMemberships = "listMemberships"
-)
-
 // controlTimeout bounds the broker work one control request may do.
 const controlTimeout = 10 * time.Second
 
@@ -84,11 +77,11 @@ func (s *Service) handleControl(ctx context.Context, m *nats.Msg) wire.ControlRe
 	defer cancel()
 	var data any
 	switch req.Op {
-	case OpDurableJoin:
+	case wire.OpDurableJoin:
 		data, err = s.durableJoin(ctx, sub.Sender, req.Args)
-	case OpDurableLeave:
+	case wire.OpDurableLeave:
 		data, err = s.durableLeave(ctx, sub.Sender, req.Args)
-	case OpListMemberships:
+	case wire.OpListMemberships:
 		data = s.listMemberships(sub.Sender)
 	default:
 		return wire.ReplyError(fmt.Sprintf("op %q not supported on the delivery control service", req.Op))

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/wire"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 func TestControlService(t *testing.T) {
@@ -13,7 +15,7 @@ func TestControlService(t *testing.T) {
 	alice, bob := h.newAgent("alice", "team", "team.>"), h.newAgent("bob", "team")
 
 	t.Run("a request whose from.id is not the subject sender is refused with sender-mismatch", func(t *testing.T) {
-		req, _ := wire.NewControlRequest(OpListMemberships, nil, bob.ref())
+		req, _ := wire.NewControlRequest(wire.OpListMemberships, nil, bob.ref())
 		r := h.request(testNames.CtlSubject(wire.DeliveryService, alice.id), "", mustJSON(t, req))
 		if r.OK || r.Error != wire.ReasonSenderMismatch {
 			t.Fatalf("reply = %+v, want error %q", r, wire.ReasonSenderMismatch)
@@ -27,12 +29,12 @@ func TestControlService(t *testing.T) {
 	})
 	t.Run("a reply subject outside the request's subtree gets no answer", func(t *testing.T) {
 		subject := testNames.CtlSubject(wire.DeliveryService, alice.id)
-		req, _ := wire.NewControlRequest(OpListMemberships, nil, alice.ref())
+		req, _ := wire.NewControlRequest(wire.OpListMemberships, nil, alice.ref())
 		// Pointing the reply at a presence key is the injection LAYOUT.md warns about.
 		if err := h.nc.PublishRequest(subject, testNames.PresenceKVSubject(bob.id), mustJSON(t, req)); err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, func() error {
+		await.Check(t, waitFor, pollEvery, func() error {
 			if h.svc.Stats().ControlRefusedReplySubject != 1 {
 				return errorString("request not refused yet")
 			}
@@ -50,7 +52,7 @@ func TestControlService(t *testing.T) {
 		}
 	})
 	t.Run("malformed args are refused as malformed-json", func(t *testing.T) {
-		r := alice.control(OpDurableJoin, map[string]any{"channel": 7})
+		r := alice.control(wire.OpDurableJoin, map[string]any{"channel": 7})
 		if r.OK || !strings.HasPrefix(r.Error, wire.ReasonMalformedJSON) {
 			t.Fatalf("reply = %+v, want a malformed-json refusal", r)
 		}
@@ -58,9 +60,9 @@ func TestControlService(t *testing.T) {
 	t.Run("listMemberships lists the active memberships by channel", func(t *testing.T) {
 		alice.join("team.b")
 		alice.join("team")
-		var list ListReply
-		h.decodeOK(alice.control(OpListMemberships, nil), &list)
-		want := []MembershipInfo{{Channel: "team", Generation: 1, Activated: true}, {Channel: "team.b", Generation: 1, Activated: true}}
+		var list wire.ListMembershipsReply
+		h.decodeOK(alice.control(wire.OpListMemberships, nil), &list)
+		want := []wire.MembershipInfo{{Channel: "team", Generation: 1, Activated: true}, {Channel: "team.b", Generation: 1, Activated: true}}
 		if got, _ := json.Marshal(list.Memberships); string(got) != string(mustJSON(t, want)) {
 			t.Fatalf("memberships = %s, want %s", got, mustJSON(t, want))
 		}

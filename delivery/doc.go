@@ -1,6 +1,6 @@
 // Package delivery is the durable backstop of a space (SPEC §4, §7, §8, §9 item 5; LAYOUT.md
 // "The durable backstop", "Control service delivery"). It runs inside the mesh on its own
-// scoped connection (ServiceGrants) and consists of supervised loops:
+// scoped connection (wire.DeliveryPermissions) and consists of supervised loops:
 //
 //   - the membership registry (SPEC §7): records in cotal_members_<s>, written only here, with
 //     KV compare-and-set and a higher generation on every join, and kept in memory: loaded once

@@ -9,22 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/wire"
 )
-
-// ackWait is the ack wait of the service's consumers (LAYOUT.md "Consumers").
-const ackWait = 60 * time.Second
-
-// fanoutConsumerConfig is the fanout durable on CHAT_<s> (LAYOUT.md "Consumers").
-func fanoutConsumerConfig(n wire.Names) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       wire.FanoutConsumer,
-		FilterSubject: n.Prefix() + ".chat.>",
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       ackWait,
-	}
-}
 
 // runFanout is the fan-out writer (SPEC §4, §8; LAYOUT.md "The durable backstop"). It starts
 // once the membership, channel and presence views are loaded, so it never routes a message
@@ -33,7 +20,7 @@ func (s *Service) runFanout(ctx context.Context, up func()) error {
 	if err := s.waitViews(ctx); err != nil {
 		return err
 	}
-	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.ChatStream(), fanoutConsumerConfig(s.names))
+	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.ChatStream(), jsconfig.Consumer(s.names.FanoutConsumerSpec()))
 	if err != nil {
 		return fmt.Errorf("create consumer %s on %s: %w", wire.FanoutConsumer, s.names.ChatStream(), err)
 	}
@@ -187,7 +174,7 @@ func (s *Service) skip(m jetstream.Msg, seq uint64, err error) {
 
 // reportGap makes a gap visible: counted, logged with its range, and listed for every affected
 // membership by listMemberships.
-func (s *Service) reportGap(g SeqRange) {
+func (s *Service) reportGap(g wire.SeqRange) {
 	s.stats.gaps.Add(1)
 	s.stats.gapMessages.Add(int64(g.Last - g.First + 1))
 	s.log.Error("CHAT messages were removed before the fan-out read them; durable members miss them",

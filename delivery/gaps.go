@@ -9,12 +9,6 @@ import (
 // maxGapRanges bounds the gap ranges kept for listMemberships; the counters keep the totals.
 const maxGapRanges = 256
 
-// SeqRange is an inclusive range of CHAT stream sequences.
-type SeqRange struct {
-	First uint64 `json:"first"`
-	Last  uint64 `json:"last"`
-}
-
 // gapLog detects CHAT sequences the fan-out never saw (LAYOUT.md trap "Eviction before
 // fan-out"). The fan-out's filter is the whole stream, so first deliveries arrive with
 // consecutive stream sequences; a jump means retention (or an operator) removed messages
@@ -23,7 +17,7 @@ type SeqRange struct {
 type gapLog struct {
 	mu     sync.Mutex
 	next   uint64 // the stream sequence the next first delivery should carry
-	ranges []SeqRange
+	ranges []wire.SeqRange
 }
 
 // resume sets the expected next sequence from the consumer's last delivered one, when the
@@ -35,17 +29,17 @@ func (g *gapLog) resume(delivered uint64) {
 }
 
 // observe records the first delivery of seq and returns the gap before it, if any.
-func (g *gapLog) observe(seq uint64) (SeqRange, bool) {
+func (g *gapLog) observe(seq uint64) (wire.SeqRange, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if seq < g.next {
-		return SeqRange{}, false
+		return wire.SeqRange{}, false
 	}
 	if seq == g.next {
 		g.next++
-		return SeqRange{}, false
+		return wire.SeqRange{}, false
 	}
-	gap := SeqRange{First: g.next, Last: seq - 1}
+	gap := wire.SeqRange{First: g.next, Last: seq - 1}
 	g.next = seq + 1
 	g.ranges = append(g.ranges, gap)
 	if len(g.ranges) > maxGapRanges {
@@ -55,10 +49,10 @@ func (g *gapLog) observe(seq uint64) (SeqRange, bool) {
 }
 
 // affecting returns the recorded gaps that overlap rec's membership interval.
-func (g *gapLog) affecting(rec wire.Membership) []SeqRange {
+func (g *gapLog) affecting(rec wire.Membership) []wire.SeqRange {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var out []SeqRange
+	var out []wire.SeqRange
 	for _, r := range g.ranges {
 		if r.Last > rec.JoinCursor && (rec.LeaveCursor == nil || r.First <= *rec.LeaveCursor) {
 			out = append(out, r)

@@ -17,13 +17,13 @@ func TestGapLog(t *testing.T) {
 	steps := []struct {
 		name string
 		seq  uint64
-		gap  SeqRange
+		gap  wire.SeqRange
 		ok   bool
 	}{
-		{"the next sequence is no gap", 11, SeqRange{}, false},
-		{"a jump is a gap of the skipped sequences", 15, SeqRange{First: 12, Last: 14}, true},
-		{"an older sequence is no gap", 13, SeqRange{}, false},
-		{"a jump of one is a gap of one", 17, SeqRange{First: 16, Last: 16}, true},
+		{"the next sequence is no gap", 11, wire.SeqRange{}, false},
+		{"a jump is a gap of the skipped sequences", 15, wire.SeqRange{First: 12, Last: 14}, true},
+		{"an older sequence is no gap", 13, wire.SeqRange{}, false},
+		{"a jump of one is a gap of one", 17, wire.SeqRange{First: 16, Last: 16}, true},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestEvictionBeforeFanoutIsReportedAsAGap(t *testing.T) {
 	release := h.svc.StopLoop(t, LoopFanout)
 	// CHAT keeps 1000 messages per sender+channel subject: 3 more evict the oldest 3 before
 	// the stopped fan-out can read them.
-	const sent, evicted = testChatPerSubj + 3, 3
+	const sent, evicted = wire.ChatPerSubject + 3, 3
 	js, err := jetstream.New(h.nc)
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +84,8 @@ func TestEvictionBeforeFanoutIsReportedAsAGap(t *testing.T) {
 	if st.GapsDetected != 1 || st.GapMessages != evicted {
 		t.Fatalf("gaps = %d covering %d messages, want 1 covering %d", st.GapsDetected, st.GapMessages, evicted)
 	}
-	var list ListReply
-	h.decodeOK(bob.control(OpListMemberships, nil), &list)
+	var list wire.ListMembershipsReply
+	h.decodeOK(bob.control(wire.OpListMemberships, nil), &list)
 	if len(list.Memberships) != 1 || len(list.Memberships[0].Gaps) != 1 ||
 		list.Memberships[0].Gaps[0].Last-list.Memberships[0].Gaps[0].First+1 != evicted {
 		t.Fatalf("memberships = %+v, want one listing the gap of %d", list.Memberships, evicted)

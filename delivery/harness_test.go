@@ -15,22 +15,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/wire"
 )
 
 // The harness runs a bare embedded JetStream server with two users: "delivery", holding
-// exactly ServiceGrants, and "agent", allowed everything, which plays the agents and the mesh.
+// exactly wire.DeliveryPermissions, and "agent", allowed everything, which plays the agents and the mesh.
 const (
-	testSpace         = "main"
-	deliveryInbox     = "_INBOX_delivery"
-	waitFor           = 20 * time.Second
-	pollEvery         = 10 * time.Millisecond
-	deliveryUser      = "delivery"
-	agentUser         = "agent"
-	testUserPassword  = "pw"
-	testPresenceTTL   = wire.DefaultLivenessWindow
-	testChatPerSubj   = 1000
-	testBackstopDedup = 2 * time.Hour
+	testSpace        = "main"
+	deliveryInbox    = "_INBOX_delivery"
+	waitFor          = 20 * time.Second
+	pollEvery        = 10 * time.Millisecond
+	deliveryUser     = "delivery"
+	agentUser        = "agent"
+	testUserPassword = "pw"
 )
 
 var testNames = wire.NewNames(testSpace)
@@ -83,14 +82,14 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 func (h *harness) startServer() {
 	h.t.Helper()
-	g := ServiceGrants(testNames, deliveryInbox)
+	g := wire.DeliveryPermissions(testNames, deliveryInbox)
 	opts := &server.Options{
 		ServerName: "delivery-test", DontListen: true, JetStream: true, StoreDir: h.dir,
 		NoLog: true, NoSigs: true, MaxControlLine: 65536,
 		Users: []*server.User{
 			{Username: deliveryUser, Password: testUserPassword, Permissions: &server.Permissions{
-				Publish:   &server.SubjectPermission{Allow: g.Publish},
-				Subscribe: &server.SubjectPermission{Allow: g.Subscribe},
+				Publish:   &server.SubjectPermission{Allow: g.Pub.Allow, Deny: g.Pub.Deny},
+				Subscribe: &server.SubjectPermission{Allow: g.Sub.Allow, Deny: g.Sub.Deny},
 			}},
 			{Username: agentUser, Password: testUserPassword},
 		},
@@ -221,37 +220,14 @@ func (a *aclMap) forget(id string) {
 	delete(a.m, id)
 }
 
-// provisionTestSpace creates the streams and buckets the Service uses, with the settings of
-// LAYOUT.md (a test-only replica of what package space provisions).
+// provisionTestSpace creates the space's streams and buckets from wire's layout, as package
+// space provisions them, and writes the durable =defaults record.
 func provisionTestSpace(t testing.TB, js jetstream.JetStream) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	n := testNames
-	stream := func(name, subject string, perSubj int64, dup time.Duration) jetstream.StreamConfig {
-		return jetstream.StreamConfig{Name: name, Subjects: []string{n.Prefix() + "." + subject + ".>"},
-			Storage: jetstream.FileStorage, Discard: jetstream.DiscardOld, MaxMsgsPerSubject: perSubj,
-			Duplicates: dup, MaxMsgs: -1, MaxBytes: -1}
-	}
-	chat := stream(n.ChatStream(), "chat", testChatPerSubj, 2*time.Minute)
-	chat.AllowDirect = true
-	kv := func(bucket string, ttl time.Duration) jetstream.StreamConfig {
-		dup := 2 * time.Minute
-		if ttl > 0 {
-			dup = ttl
-		}
-		return jetstream.StreamConfig{Name: wire.KVStream(bucket), Subjects: []string{"$KV." + bucket + ".>"},
-			Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, MaxMsgs: -1, MaxBytes: -1, MaxMsgSize: -1,
-			MaxConsumers: -1, MaxAge: ttl, Discard: jetstream.DiscardNew, DenyDelete: true, Duplicates: dup}
-	}
-	for _, cfg := range []jetstream.StreamConfig{
-		chat,
-		stream(n.InboxStream(), "dinbox", 1000, testBackstopDedup),
-		stream(n.DLVStream(), "dlv", 1000, testBackstopDedup),
-		kv(n.PresenceBucket(), testPresenceTTL),
-		kv(n.ChannelsBucket(), 0),
-		kv(n.MembersBucket(), 0),
-	} {
+	for _, cfg := range jsconfig.Streams(n.Streams(), jetstream.FileStorage) {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			t.Fatalf("create stream %s: %v", cfg.Name, err)
 		}
@@ -296,10 +272,8 @@ func (h *harness) newAgent(name string, allow ...string) *agent {
 	h.acl.set(id, allow...)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	_, err = h.js.CreateOrUpdateConsumer(ctx, testNames.DLVStream(), jetstream.ConsumerConfig{
-		Durable: testNames.DLVConsumer(id), FilterSubject: testNames.DLVSubject(id),
-		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-	})
+	_, err = h.js.CreateOrUpdateConsumer(ctx, testNames.DLVStream(),
+		jsconfig.Consumer(testNames.DLVConsumerSpec(id, wire.DefaultAckWait)))
 	if err != nil {
 		h.t.Fatalf("create dlv consumer: %v", err)
 	}
@@ -363,17 +337,17 @@ func (h *harness) request(subject, reply string, data []byte) wire.ControlReply 
 }
 
 // join asks for durable membership and returns the reply data.
-func (a *agent) join(channel string) JoinReply {
+func (a *agent) join(channel string) wire.DurableJoinReply {
 	a.h.t.Helper()
-	var out JoinReply
-	a.h.decodeOK(a.control(OpDurableJoin, map[string]any{"channel": channel}), &out)
+	var out wire.DurableJoinReply
+	a.h.decodeOK(a.control(wire.OpDurableJoin, map[string]any{"channel": channel}), &out)
 	return out
 }
 
-func (a *agent) leave(channel string, generation uint64) LeaveReply {
+func (a *agent) leave(channel string, generation uint64) wire.DurableLeaveReply {
 	a.h.t.Helper()
-	var out LeaveReply
-	a.h.decodeOK(a.control(OpDurableLeave, map[string]any{"channel": channel, "generation": generation}), &out)
+	var out wire.DurableLeaveReply
+	a.h.decodeOK(a.control(wire.OpDurableLeave, map[string]any{"channel": channel, "generation": generation}), &out)
 	return out
 }
 
@@ -409,7 +383,7 @@ func (a *agent) membership(channel string) wire.Membership {
 // settle waits until the fan-out and the reader have consumed and acknowledged everything.
 func (h *harness) settle() {
 	h.t.Helper()
-	checkFor(h.t, func() error {
+	await.Check(h.t, waitFor, pollEvery, func() error {
 		for _, c := range []struct{ stream, name string }{
 			{testNames.ChatStream(), wire.FanoutConsumer},
 			{testNames.InboxStream(), wire.ReaderConsumer},
@@ -475,22 +449,6 @@ func (a *agent) received() []string {
 	return ids
 }
 
-// checkFor polls fn until it returns nil, failing the test at the deadline.
-func checkFor(t testing.TB, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v: %v", waitFor, err)
-		}
-		time.Sleep(pollEvery)
-	}
-}
-
 // ids returns the ids of msgs.
 func ids(msgs ...*wire.CotalMessage) []string {
 	out := make([]string, len(msgs))
@@ -533,7 +491,7 @@ func (h *harness) fannedOut(n int64) func() error {
 // waitPresence waits until the Service's presence view holds every agent's latest row.
 func (h *harness) waitPresence(agents ...*agent) {
 	h.t.Helper()
-	checkFor(h.t, func() error {
+	await.Check(h.t, waitFor, pollEvery, func() error {
 		for _, a := range agents {
 			if _, ok := h.svc.presence.get(a.id); !ok {
 				return fmt.Errorf("no presence row for %s yet", a.name)

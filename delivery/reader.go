@@ -8,23 +8,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/wire"
 )
-
-// readerMaxAckPending is the reader consumer's max ack pending (LAYOUT.md "Consumers").
-const readerMaxAckPending = 1000
-
-// readerConsumerConfig is the reader durable on INBOX_<s> (LAYOUT.md "Consumers").
-func readerConsumerConfig(n wire.Names) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       wire.ReaderConsumer,
-		FilterSubject: n.Prefix() + ".dinbox.>",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       ackWait,
-		MaxAckPending: readerMaxAckPending,
-	}
-}
 
 // runReader is the trusted reader (SPEC §8, §9 item 5): it re-authorizes every INBOX entry
 // against the member's current read ACL and membership interval, and hands what passes to the
@@ -33,7 +19,7 @@ func (s *Service) runReader(ctx context.Context, up func()) error {
 	if err := s.members.loaded.wait(ctx); err != nil {
 		return err
 	}
-	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.InboxStream(), readerConsumerConfig(s.names))
+	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.InboxStream(), jsconfig.Consumer(s.names.ReaderConsumerSpec()))
 	if err != nil {
 		return fmt.Errorf("create consumer %s on %s: %w", wire.ReaderConsumer, s.names.InboxStream(), err)
 	}

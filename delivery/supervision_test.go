@@ -10,6 +10,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cotal-go/cotal/wire"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 func TestHealthTurnsRedWhenALoopDiesAndGreenAfterRestart(t *testing.T) {
@@ -33,7 +35,7 @@ func TestHealthTurnsRedWhenALoopDiesAndGreenAfterRestart(t *testing.T) {
 				}
 			}
 			release()
-			checkFor(t, h.svc.Healthy)
+			await.Check(t, waitFor, pollEvery, h.svc.Healthy)
 			if got := h.svc.Stats().Restarts; got <= restarts {
 				t.Fatalf("restarts = %d, want more than %d", got, restarts)
 			}
@@ -59,7 +61,7 @@ func TestMeshRestartLosesNothingStored(t *testing.T) {
 		m, _ := alice.publish("team")
 		sent = append(sent, m)
 	}
-	checkFor(t, h.fannedOut(5))
+	await.Check(t, waitFor, pollEvery, h.fannedOut(5))
 	h.restartMesh()
 	// The membership is reloaded from the registry, so later messages are fanned out too.
 	for range 5 {
@@ -127,7 +129,7 @@ func TestMembershipRecordOverwrittenBehindOurBackIsRestored(t *testing.T) {
 	if _, err := kv.Put(context.Background(), key, []byte(`{"stream":"CHAT_main","seq":7}`)); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, func() error {
+	await.Check(t, waitFor, pollEvery, func() error {
 		e, err := kv.Get(context.Background(), key)
 		if err != nil {
 			return err

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // crashingHandler reports every delivery it is handed and never returns, as a receiver that
@@ -29,7 +31,7 @@ func crashingHandler(t *testing.T) (endpoint.Handler, <-chan endpoint.Delivery) 
 // is redelivered to the next binding of the same consumer (SPEC §4, §8), for DMs from dm_<id>
 // and for durable-channel copies from dlv_<id>.
 func TestACrashBeforeAckRedeliversToTheNextBinding(t *testing.T) {
-	m := space.NewTest(t, func(o *space.Options) { o.AckWait = time.Second })
+	m := spacetest.New(t, func(o *space.Options) { o.AckWait = time.Second })
 	team := []string{"team"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
 	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team})
@@ -67,7 +69,7 @@ func TestACrashBeforeAckRedeliversToTheNextBinding(t *testing.T) {
 
 	next := meshConnect(t, m, bobCred)
 	for id, kind := range want {
-		waitFor(t, string(kind)+" copy redelivered to the next binding", func() bool { return len(next.rec.withID(id)) == 1 })
+		await.True(t, settle, string(kind)+" copy redelivered to the next binding", func() bool { return len(next.rec.withID(id)) == 1 })
 		if d := next.rec.withID(id)[0]; !d.Meta.Redelivered || d.Meta.Kind != kind {
 			t.Errorf("redelivered %s meta %+v: want Redelivered %s", id, d.Meta, kind)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -22,7 +23,7 @@ func TestSendMulticastArrivesAsChannelDelivery(t *testing.T) {
 	if r.Stream != h.names.ChatStream() || r.Seq == 0 || r.Duplicate {
 		t.Fatalf("receipt %+v, want stored in %s", r, h.names.ChatStream())
 	}
-	waitFor(t, "bob's channel delivery", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
+	await.True(t, settle, "bob's channel delivery", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
 	d := bob.rec.withID(r.ID)[0]
 	if d.Meta.Kind != endpoint.MetaChannel || d.Meta.Channel != "team.backend" || d.Meta.Historical || d.Meta.Durable {
 		t.Errorf("meta %+v, want a live channel delivery on team.backend", d.Meta)
@@ -30,7 +31,7 @@ func TestSendMulticastArrivesAsChannelDelivery(t *testing.T) {
 	if d.Message.From.ID != alice.ID() || d.Message.ContextID != "ctx-1" || len(d.Message.Mentions) != 1 || d.Message.Mentions[0] != "bob" {
 		t.Errorf("message %+v lost its sender, context or lowercased mention", d.Message)
 	}
-	waitFor(t, "alice's own echo counted", func() bool { return alice.Stats().OwnEchoes == 1 })
+	await.True(t, settle, "alice's own echo counted", func() bool { return alice.Stats().OwnEchoes == 1 })
 	if got := alice.rec.withID(r.ID); len(got) != 0 {
 		t.Errorf("alice surfaced her own message %d times with EchoOwn off", len(got))
 	}
@@ -48,11 +49,11 @@ func TestSendUnicastArrivesAsDM(t *testing.T) {
 	if r.Stream != h.names.DMStream() {
 		t.Errorf("receipt stream %s, want %s", r.Stream, h.names.DMStream())
 	}
-	waitFor(t, "bob's DM", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
+	await.True(t, settle, "bob's DM", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
 	if d := bob.rec.withID(r.ID)[0]; d.Meta.Kind != endpoint.MetaDM || d.Message.To != bob.ID() {
 		t.Errorf("delivery %+v, want kind dm addressed to bob", d.Meta)
 	}
-	waitFor(t, "the DM acknowledged", func() bool {
+	await.True(t, settle, "the DM acknowledged", func() bool {
 		info := h.consumerInfo(h.names.DMStream(), h.names.DMConsumer(bob.ID()))
 		return info.NumAckPending == 0 && info.NumPending == 0
 	})
@@ -73,7 +74,7 @@ func TestSendAnycastReachesExactlyOneHolderOfTheRole(t *testing.T) {
 		}
 		ids[i] = r.ID
 	}
-	waitFor(t, "every task handled", func() bool { return len(r1.rec.all())+len(r2.rec.all()) >= n })
+	await.True(t, settle, "every task handled", func() bool { return len(r1.rec.all())+len(r2.rec.all()) >= n })
 	for _, id := range ids {
 		got := append(r1.rec.withID(id), r2.rec.withID(id)...)
 		if len(got) != 1 {
@@ -154,7 +155,7 @@ func TestSendBatchReturnsReceiptsInOrder(t *testing.T) {
 			t.Fatalf("receipt %d is %+v, want message %s stored after the previous one", i, r, msgs[i].ID)
 		}
 	}
-	waitFor(t, "bob got the batch", func() bool { return len(bob.rec.all()) == len(msgs) })
+	await.True(t, settle, "bob got the batch", func() bool { return len(bob.rec.all()) == len(msgs) })
 }
 
 func TestReceiveHandlerErrorRedeliversAndSuccessAcks(t *testing.T) {
@@ -172,12 +173,12 @@ func TestReceiveHandlerErrorRedeliversAndSuccessAcks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the redelivery", func() bool { return len(bob.rec.withID(r.ID)) == 2 })
+	await.True(t, settle, "the redelivery", func() bool { return len(bob.rec.withID(r.ID)) == 2 })
 	got := bob.rec.withID(r.ID)
 	if got[0].Meta.Redelivered || !got[1].Meta.Redelivered {
 		t.Errorf("redelivered flags %v, %v; want false then true", got[0].Meta.Redelivered, got[1].Meta.Redelivered)
 	}
-	waitFor(t, "the ack after success", func() bool {
+	await.True(t, settle, "the ack after success", func() bool {
 		info := h.consumerInfo(h.names.DMStream(), h.names.DMConsumer(bob.ID()))
 		return info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream > 0
 	})
@@ -194,7 +195,7 @@ func TestReceiveEchoOwnSurfacesTheInstancesOwnChannelMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "alice's own message", func() bool { return len(alice.rec.withID(r.ID)) == 1 })
+	await.True(t, settle, "alice's own message", func() bool { return len(alice.rec.withID(r.ID)) == 1 })
 	if d := alice.rec.withID(r.ID)[0]; d.Meta.Kind != endpoint.MetaChannel || d.Message.From.ID != alice.ID() {
 		t.Fatalf("echo %+v, want her own channel message", d.Meta)
 	}

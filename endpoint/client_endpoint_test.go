@@ -17,7 +17,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -151,7 +153,7 @@ func TestEndpointReportsACredentialTooLargeForTheControlLine(t *testing.T) {
 }
 
 func TestEndpointConnectsThroughAJoinLinkWithACredsFile(t *testing.T) {
-	m := space.NewTest(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
 	team := []string{"team"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
 	cred, err := m.MintSpec(ctxT(t), space.MintSpec{Space: "main", Name: "bob", Profile: "agent",
@@ -204,7 +206,7 @@ func TestEndpointReportsABindOnlyConsumerThatDoesNotExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(context.Background())
-	waitFor(t, "dm_, dlv_ and svc_ reported missing", func() bool { return missing.Load() == 3 })
+	await.True(t, settle, "dm_, dlv_ and svc_ reported missing", func() bool { return missing.Load() == 3 })
 	for _, name := range []string{h.names.DMConsumer(e.ID()), h.names.DLVConsumer(e.ID()), h.names.SvcConsumer("ghost")} {
 		for _, stream := range []string{h.names.DMStream(), h.names.DLVStream(), h.names.TaskStream()} {
 			if _, err := h.js.Consumer(ctxT(t), stream, name); err == nil {
@@ -255,13 +257,13 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the DM and the channel message", func() bool {
+	await.True(t, settle, "the DM and the channel message", func() bool {
 		return len(bob.rec.withID(dm.ID)) == 1 && len(bob.rec.withID(live.ID)) == 1
 	})
 	if err := alice.SetStatus(ctxT(t), wire.StatusWorking, "post-reconnect"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the roster to follow", func() bool {
+	await.True(t, settle, "the roster to follow", func() bool {
 		p, _ := bob.Roster().Peer(alice.ID())
 		return p.Presence.Activity == "post-reconnect"
 	})
@@ -281,7 +283,7 @@ func TestEndpointCloseLeavesNoGoroutineBehind(t *testing.T) {
 		if _, err := bob.SendDM(ctxT(t), alice.ID(), text("hi")); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "both deliveries", func() bool { return len(alice.rec.all()) == 1 && len(bob.rec.all()) == 1 })
+		await.True(t, settle, "both deliveries", func() bool { return len(alice.rec.all()) == 1 && len(bob.rec.all()) == 1 })
 		if err := bob.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}

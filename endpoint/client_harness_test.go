@@ -13,7 +13,9 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -22,7 +24,7 @@ import (
 // newHarness runs the open mesh of package space (its streams, buckets and services);
 // newBareHarness runs a bare nats-server provisioned here with LAYOUT.md's streams and no
 // mesh services, for tests that stand in their own delivery service or tune the broker.
-// Authenticated behaviour (ACL refusals, minted identities) is tested on space.NewTest in
+// Authenticated behaviour (ACL refusals, minted identities) is tested on spacetest.New in
 // client_mesh_test.go.
 type harness struct {
 	t        *testing.T
@@ -39,7 +41,7 @@ const testSpace = "main"
 // newHarness starts an open (unauthenticated) test mesh.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	m := space.NewTest(t, func(o *space.Options) { o.Open = true })
+	m := spacetest.New(t, func(o *space.Options) { o.Open = true })
 	h := &harness{t: t, srv: m.Broker().Server(), provider: m.InProcess()}
 	h.attach()
 	return h
@@ -88,30 +90,9 @@ func (h *harness) attach() {
 	h.nc, h.js, h.space, h.names = nc, js, testSpace, wire.NewNames(testSpace)
 }
 
-// provision creates the space's streams and buckets as LAYOUT.md describes them.
+// provision creates the space's streams and buckets from wire's layout, as package space does.
 func (h *harness) provision() {
-	n := h.names
-	stream := func(name, subject string) jetstream.StreamConfig {
-		return jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Storage: jetstream.MemoryStorage,
-			Duplicates: 2 * time.Minute}
-	}
-	chat := stream(n.ChatStream(), n.Prefix()+".chat.>")
-	chat.MaxMsgsPerSubject, chat.AllowDirect = 1000, true
-	task := stream(n.TaskStream(), n.Prefix()+".svc.>")
-	task.Retention = jetstream.WorkQueuePolicy
-	kv := func(bucket string, ttl time.Duration) jetstream.StreamConfig {
-		c := stream(wire.KVStream(bucket), "$KV."+bucket+".>")
-		c.MaxMsgsPerSubject, c.MaxAge, c.DenyDelete = 1, ttl, true
-		if ttl > 0 {
-			c.Duplicates = ttl
-		}
-		return c
-	}
-	for _, cfg := range []jetstream.StreamConfig{
-		chat, stream(n.DMStream(), n.Prefix()+".inst.>"), task,
-		stream(n.InboxStream(), n.Prefix()+".dinbox.>"), stream(n.DLVStream(), n.Prefix()+".dlv.>"),
-		kv(n.PresenceBucket(), wire.DefaultLivenessWindow), kv(n.ChannelsBucket(), 0),
-	} {
+	for _, cfg := range jsconfig.Streams(h.names.Streams(), jetstream.MemoryStorage) {
 		if _, err := h.js.CreateStream(context.Background(), cfg); err != nil {
 			h.t.Fatalf("create stream %s: %v", cfg.Name, err)
 		}
@@ -145,22 +126,12 @@ func (h *harness) putJSON(bucket, key string, v any) {
 	}
 }
 
-// provisionInstance creates the bind-only consumers of an instance, as the provisioner does.
+// provisionInstance creates the bind-only consumers of an instance, as the mesh does.
 func (h *harness) provisionInstance(id, role string) {
-	n := h.names
-	consumer := func(stream, name, filter string) {
-		_, err := h.js.CreateOrUpdateConsumer(context.Background(), stream, jetstream.ConsumerConfig{
-			Durable: name, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
-			AckWait: 60 * time.Second, DeliverPolicy: jetstream.DeliverAllPolicy,
-		})
-		if err != nil {
-			h.t.Fatalf("create consumer %s: %v", name, err)
+	for _, c := range h.names.InstanceConsumerSpecs(id, role, wire.DefaultAckWait) {
+		if _, err := h.js.CreateOrUpdateConsumer(context.Background(), c.Stream, jsconfig.Consumer(c)); err != nil {
+			h.t.Fatalf("create consumer %s: %v", c.Name, err)
 		}
-	}
-	consumer(n.DMStream(), n.DMConsumer(id), n.Prefix()+".inst."+id+".*")
-	consumer(n.DLVStream(), n.DLVConsumer(id), n.DLVSubject(id))
-	if role != "" {
-		consumer(n.TaskStream(), n.SvcConsumer(role), n.Prefix()+".svc."+role+".*")
 	}
 }
 
@@ -274,20 +245,8 @@ func (r *recorder) withID(id string) []endpoint.Delivery {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes (nats-server's checkFor).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(15 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
+// settle bounds every wait for a condition in these tests.
+const settle = 15 * time.Second
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

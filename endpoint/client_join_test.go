@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -47,7 +48,7 @@ func TestJoinLateJoinerGetsHistoryOnceAndThenLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the live message", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
+	await.True(t, settle, "the live message", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
 	if d := bob.rec.withID(r.ID)[0]; d.Meta.Historical {
 		t.Error("the live message was marked historical")
 	}
@@ -163,7 +164,7 @@ func TestJoinDurableChannelWithoutBackstopReportsItAndRetries(t *testing.T) {
 	}
 	defer stop()
 	fake.setAccept(true)
-	waitFor(t, "the background retry to establish the backstop", func() bool {
+	await.True(t, settle, "the background retry to establish the backstop", func() bool {
 		st, ok := bob.JoinStatus("team")
 		return ok && st.State == endpoint.JoinedDurable
 	})
@@ -221,7 +222,7 @@ func TestJoinLateRefusalDropsTheChannelAndEndsItsMembership(t *testing.T) {
 	if got := bob.Joined(); len(got) != 0 {
 		t.Fatalf("joined %v after a late refusal, want none", got)
 	}
-	waitFor(t, "the membership removed", func() bool {
+	await.True(t, settle, "the membership removed", func() bool {
 		fake.mu.Lock()
 		defer fake.mu.Unlock()
 		return len(fake.leaves) == 1 && fake.leaves[0]["channel"] == "ops"

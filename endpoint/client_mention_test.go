@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -12,7 +14,7 @@ import (
 // is offline, and nothing for a target outside the channel's read ACL or a name held by two
 // live instances (SPEC §4).
 func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	live := wire.DeliveryLive
 	if _, err := m.SetChannel(ctxT(t), "main", space.ChannelUpdate{Channel: "lobby", DeliveryClass: &live, Create: true}); err != nil {
 		t.Fatal(err)
@@ -25,12 +27,12 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 	dup2 := meshAgent(t, m, space.MintSpec{Name: "dup", AllowSubscribe: lobby})
 	for _, c := range []*space.MintedCredential{carolCred, eveCred} {
 		p := meshConnect(t, m, c) // announce presence once, then go offline gracefully
-		waitFor(t, c.Name+" in alice's roster", func() bool { _, ok := alice.Roster().Peer(c.ID); return ok })
+		await.True(t, settle, c.Name+" in alice's roster", func() bool { _, ok := alice.Roster().Peer(c.ID); return ok })
 		if err := p.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "both dups in alice's roster", func() bool {
+	await.True(t, settle, "both dups in alice's roster", func() bool {
 		_, a := alice.Roster().Peer(dup1.ID())
 		_, b := alice.Roster().Peer(dup2.ID())
 		return a && b
@@ -40,7 +42,7 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	carol := meshConnect(t, m, carolCred)
-	waitFor(t, "carol's mention copy on reconnect", func() bool { return len(carol.rec.withID(sent.ID)) == 1 })
+	await.True(t, settle, "carol's mention copy on reconnect", func() bool { return len(carol.rec.withID(sent.ID)) == 1 })
 	if d := carol.rec.withID(sent.ID)[0]; !d.Meta.Durable || d.Meta.Channel != "lobby" {
 		t.Fatalf("carol's copy meta %+v, want a durable copy on lobby", d.Meta)
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -57,7 +59,7 @@ func meshConnect(t *testing.T, m *space.Mesh, cred *space.MintedCredential, conf
 // TestClientInteropScenarioOnAnAuthenticatedMesh runs SPEC §12's interop scenario with minted
 // credentials and the broker enforcing Appendix B.
 func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	team := []string{"team.backend"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", Role: "planner", AllowSubscribe: team, AllowPublish: team})
 	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
@@ -73,7 +75,7 @@ func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 			t.Errorf("%s: class %s, want the authenticated mesh's default durable", p.Name(), res.Class)
 		}
 	}
-	waitFor(t, "bob sees alice in presence", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && p.Online })
+	await.True(t, settle, "bob sees alice in presence", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && p.Online })
 
 	multi, err := alice.Send(ctxT(t), "team.backend", text("can you review this?"), endpoint.WithMentions("bob"))
 	if err != nil {
@@ -83,7 +85,7 @@ func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "bob's channel message and DM", func() bool {
+	await.True(t, settle, "bob's channel message and DM", func() bool {
 		return len(bob.rec.withID(multi.ID)) == 1 && len(bob.rec.withID(dm.ID)) == 1
 	})
 	if k := bob.rec.withID(multi.ID)[0].Meta.Kind; k != endpoint.MetaChannel {
@@ -97,7 +99,7 @@ func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "one reviewer gets the task", func() bool { return len(r1.rec.withID(task.ID))+len(r2.rec.withID(task.ID)) == 1 })
+	await.True(t, settle, "one reviewer gets the task", func() bool { return len(r1.rec.withID(task.ID))+len(r2.rec.withID(task.ID)) == 1 })
 
 	late := meshAgent(t, m, space.MintSpec{Name: "late", AllowSubscribe: team})
 	res, err := late.Join(ctxT(t), "team.backend")
@@ -113,7 +115,7 @@ func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 }
 
 func TestJoinOutsideTheReadACLIsRefusedByTheBroker(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
 	_, err := bob.Join(ctxT(t), "secret")
 	if !errors.Is(err, endpoint.ErrJoinRefused) {
@@ -128,7 +130,7 @@ func TestJoinOutsideTheReadACLIsRefusedByTheBroker(t *testing.T) {
 }
 
 func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
 	if _, err := bob.Send(ctxT(t), "team", text("read-only here")); !errors.Is(err, endpoint.ErrPublishRefused) {
 		t.Fatalf("publish outside allowPublish: %v, want ErrPublishRefused", err)
@@ -140,12 +142,12 @@ func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
 }
 
 func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	var peers []*peer
 	for i := range 3 {
 		peers = append(peers, meshAgent(t, m, space.MintSpec{Name: fmt.Sprintf("agent-%d", i)}))
 	}
-	waitFor(t, "every agent in every roster", func() bool {
+	await.True(t, settle, "every agent in every roster", func() bool {
 		for _, p := range peers {
 			if n := len(p.Roster().Snapshot()); n != len(peers) {
 				return false
@@ -161,7 +163,7 @@ func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
 }
 
 func TestJoinDurableOnAnAuthenticatedMeshDeliversWhatAnOfflineMemberMissed(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	team := []string{"team"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
 	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team})
@@ -178,7 +180,7 @@ func TestJoinDurableOnAnAuthenticatedMeshDeliversWhatAnOfflineMemberMissed(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the durable copy of a live message dropped as a duplicate", func() bool {
+	await.True(t, settle, "the durable copy of a live message dropped as a duplicate", func() bool {
 		return bob.Stats().Duplicates >= 1
 	})
 	if n := len(bob.rec.withID(both.ID)); n != 1 {
@@ -193,7 +195,7 @@ func TestJoinDurableOnAnAuthenticatedMeshDeliversWhatAnOfflineMemberMissed(t *te
 		t.Fatal(err)
 	}
 	back := meshConnect(t, m, bobCred)
-	waitFor(t, "the missed message from the durable backstop", func() bool { return len(back.rec.withID(missed.ID)) == 1 })
+	await.True(t, settle, "the missed message from the durable backstop", func() bool { return len(back.rec.withID(missed.ID)) == 1 })
 	if d := back.rec.withID(missed.ID)[0]; !d.Meta.Durable || d.Meta.Kind != endpoint.MetaChannel || d.Meta.Channel != "team" {
 		t.Fatalf("meta %+v, want a durable channel delivery on team", d.Meta)
 	}

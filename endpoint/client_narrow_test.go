@@ -4,15 +4,17 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // A re-mint that narrows the read ACL also closes the backstop: a durable copy the trusted
 // reader handed over under the old ACL, still waiting in dlv_<id>, is terminated unsurfaced,
 // while copies of channels the new ACL still covers arrive (SPEC §9 item 6, §12 item 14).
 func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	both := []string{"team", "ops"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: both, AllowPublish: both})
 	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: both})
@@ -37,7 +39,7 @@ func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both copies handed over to bob's dlv_", func() bool { return svc.Stats().ReaderDelivered >= 2 })
+	await.True(t, settle, "both copies handed over to bob's dlv_", func() bool { return svc.Stats().ReaderDelivered >= 2 })
 
 	seed, err := provisioner.SeedFromCreds(bobCred.Creds)
 	if err != nil {
@@ -45,8 +47,8 @@ func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
 	}
 	narrowed := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}, IdentitySeed: seed})
 	back := meshConnect(t, m, narrowed)
-	waitFor(t, "the still-readable copy", func() bool { return len(back.rec.withID(kept.ID)) == 1 })
-	waitFor(t, "the copy outside the new ACL terminated", func() bool { return back.Stats().OutsideACL == 1 })
+	await.True(t, settle, "the still-readable copy", func() bool { return len(back.rec.withID(kept.ID)) == 1 })
+	await.True(t, settle, "the copy outside the new ACL terminated", func() bool { return back.Stats().OutsideACL == 1 })
 	if got := back.rec.withID(dropped.ID); len(got) != 0 {
 		t.Fatalf("a durable copy of ops surfaced after the re-mint dropped ops: %+v", got[0].Meta)
 	}

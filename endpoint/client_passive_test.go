@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -14,7 +16,7 @@ import (
 // its Endpoint is passive: it reads the roster, channel history and live chat, never appears
 // in the roster itself, and connects and closes without a refusal.
 func TestObserverAndAdminEndpointsArePassiveReaders(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	general := []string{"general"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
 	before, err := alice.Send(ctxT(t), "general", text("before the observer joined"))
@@ -40,7 +42,7 @@ func TestObserverAndAdminEndpointsArePassiveReaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the live copy", func() bool { return len(rec.withID(live.ID)) == 1 })
+			await.True(t, settle, "the live copy", func() bool { return len(rec.withID(live.ID)) == 1 })
 			select {
 			case <-watcher.Roster().Loaded():
 			case <-ctxT(t).Done():

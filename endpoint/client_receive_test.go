@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -40,8 +41,8 @@ func TestReceiveTerminatesPermanentAnomaliesOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := bob.Stats().Terminated[tt.reason]
 			h.publishRaw(tt.subject, tt.data)
-			waitFor(t, "the termination", func() bool { return bob.Stats().Terminated[tt.reason] == before+1 })
-			waitFor(t, "nothing pending on dm_bob", func() bool {
+			await.True(t, settle, "the termination", func() bool { return bob.Stats().Terminated[tt.reason] == before+1 })
+			await.True(t, settle, "nothing pending on dm_bob", func() bool {
 				info := h.consumerInfo(h.names.DMStream(), h.names.DMConsumer(bob.ID()))
 				return info.NumAckPending == 0 && info.NumPending == 0 && info.NumRedelivered == 0
 			})
@@ -65,7 +66,7 @@ func TestReceiveSpoofedLiveChannelCopyIsDroppedAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.publishRaw(h.names.ChatSubject(mallory, "team"), data)
-	waitFor(t, "the sender mismatch counted", func() bool {
+	await.True(t, settle, "the sender mismatch counted", func() bool {
 		return bob.Stats().Terminated[wire.ReasonSenderMismatch] == 1
 	})
 	if len(bob.rec.all()) != 0 {
@@ -82,7 +83,7 @@ func TestReceiveDurableCopyAndLiveCopySurfaceOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the live copy", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
+	await.True(t, settle, "the live copy", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
 	copyOf := func(id string) []byte {
 		entries := h.chatMessages(t, "team")
 		for _, m := range entries {
@@ -99,7 +100,7 @@ func TestReceiveDurableCopyAndLiveCopySurfaceOnce(t *testing.T) {
 	}
 	// The trusted reader hands the same message over on dlv_<bob>.
 	h.publishRaw(h.names.DLVSubject(bob.ID()), copyOf(r.ID))
-	waitFor(t, "the durable copy acked as a duplicate", func() bool {
+	await.True(t, settle, "the durable copy acked as a duplicate", func() bool {
 		info := h.consumerInfo(h.names.DLVStream(), h.names.DLVConsumer(bob.ID()))
 		return bob.Stats().Duplicates == 1 && info.NumAckPending == 0 && info.NumPending == 0
 	})
@@ -114,7 +115,7 @@ func TestReceiveDurableCopyAndLiveCopySurfaceOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.publishRaw(h.names.DLVSubject(bob.ID()), data)
-	waitFor(t, "the durable copy", func() bool { return len(bob.rec.withID(missed.ID)) == 1 })
+	await.True(t, settle, "the durable copy", func() bool { return len(bob.rec.withID(missed.ID)) == 1 })
 	if d := bob.rec.withID(missed.ID)[0]; d.Meta.Kind != endpoint.MetaChannel || !d.Meta.Durable || d.Meta.Channel != "team" {
 		t.Fatalf("meta %+v, want a durable channel delivery on team", d.Meta)
 	}
@@ -129,7 +130,7 @@ func TestReceiveDurableCopyThatIsNotAChannelMessageIsTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.publishRaw(h.names.DLVSubject(bob.ID()), dm)
-	waitFor(t, "the termination", func() bool { return bob.Stats().Terminated[wire.ReasonMalformedJSON] == 1 })
+	await.True(t, settle, "the termination", func() bool { return bob.Stats().Terminated[wire.ReasonMalformedJSON] == 1 })
 	if len(bob.rec.all()) != 0 {
 		t.Fatal("a unicast message surfaced from the durable path")
 	}

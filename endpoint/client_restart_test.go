@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
@@ -97,7 +98,7 @@ func TestEndpointsRecoverFromAMeshRestart(t *testing.T) {
 	if d.err != nil {
 		t.Fatalf("a DM sent during the outage was not stored after the restart: %v", d.err)
 	}
-	waitFor(t, "the DM sent during the outage", func() bool { return got.count(d.r.ID) == 1 })
+	await.True(t, settle, "the DM sent during the outage", func() bool { return got.count(d.r.ID) == 1 })
 	dm, err := alice.SendDM(ctxT(t), bob.ID(), text("after the restart"))
 	if err != nil {
 		t.Fatalf("DM after restart: %v", err)
@@ -106,10 +107,10 @@ func TestEndpointsRecoverFromAMeshRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("multicast after restart: %v", err)
 	}
-	waitFor(t, "the DM and the channel message after the restart", func() bool {
+	await.True(t, settle, "the DM and the channel message after the restart", func() bool {
 		return got.count(dm.ID) == 1 && got.count(live.ID) == 1
 	})
-	waitFor(t, "alice online in bob's roster again", func() bool {
+	await.True(t, settle, "alice online in bob's roster again", func() bool {
 		p, ok := bob.Roster().Peer(alice.ID())
 		return ok && p.Online
 	})

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -17,7 +18,7 @@ func TestRosterShowsPeersWithTheirPresence(t *testing.T) {
 	alice := h.connect("alice", func(o *endpoint.Options) { o.Role = "planner"; o.Description = "plans" })
 	bob := h.connect("bob")
 
-	waitFor(t, "alice in bob's roster", func() bool {
+	await.True(t, settle, "alice in bob's roster", func() bool {
 		p, ok := peerOf(bob.Roster(), alice.ID())
 		return ok && p.Online
 	})
@@ -27,7 +28,7 @@ func TestRosterShowsPeersWithTheirPresence(t *testing.T) {
 	if err := alice.SetAttention(ctxT(t), wire.AttentionFocus, map[string]wire.ChannelMode{"noise": wire.ChannelModeMuted}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "alice's status and attention", func() bool {
+	await.True(t, settle, "alice's status and attention", func() bool {
 		p, _ := peerOf(bob.Roster(), alice.ID())
 		return p.Presence.Status == wire.StatusWorking && p.Presence.Activity == "reviewing" &&
 			p.Presence.Attention == wire.AttentionFocus && p.Presence.ChannelModes["noise"] == wire.ChannelModeMuted
@@ -41,7 +42,7 @@ func TestRosterShowsPeersWithTheirPresence(t *testing.T) {
 	if err := alice.SetStatus(ctxT(t), wire.StatusOffline, ""); err == nil {
 		t.Error("a live instance announced offline")
 	}
-	waitFor(t, "a fresh roster", bob.Roster().Fresh)
+	await.True(t, settle, "a fresh roster", bob.Roster().Fresh)
 }
 
 func TestRosterMarksAPeerOfflineAtOnceWhenItsKeyIsDeleted(t *testing.T) {
@@ -50,7 +51,7 @@ func TestRosterMarksAPeerOfflineAtOnceWhenItsKeyIsDeleted(t *testing.T) {
 	bob := h.connect("bob")
 	events, cancel := bob.Roster().Subscribe()
 	defer cancel()
-	waitFor(t, "alice online", func() bool { p, ok := peerOf(bob.Roster(), alice.ID()); return ok && p.Online })
+	await.True(t, settle, "alice online", func() bool { p, ok := peerOf(bob.Roster(), alice.ID()); return ok && p.Online })
 
 	if err := h.kv(h.names.PresenceBucket()).Delete(ctxT(t), alice.ID()); err != nil {
 		t.Fatal(err)
@@ -72,11 +73,11 @@ func TestRosterShowsAClosedPeerOffline(t *testing.T) {
 	h := newHarness(t)
 	alice := h.connect("alice")
 	bob := h.connect("bob")
-	waitFor(t, "alice online", func() bool { p, ok := peerOf(bob.Roster(), alice.ID()); return ok && p.Online })
+	await.True(t, settle, "alice online", func() bool { p, ok := peerOf(bob.Roster(), alice.ID()); return ok && p.Online })
 	if err := alice.Close(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "alice's final offline record", func() bool {
+	await.True(t, settle, "alice's final offline record", func() bool {
 		p, ok := peerOf(bob.Roster(), alice.ID())
 		return ok && !p.Online && p.Presence.Status == wire.StatusOffline
 	})
@@ -99,7 +100,7 @@ func TestRosterDropsRowsThatAreNotTheirKeysPresence(t *testing.T) {
 			if _, err := kv.Put(ctxT(t), mallory, []byte(row)); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the row dropped", func() bool { return bob.Stats().PresenceDropped == before+1 })
+			await.True(t, settle, "the row dropped", func() bool { return bob.Stats().PresenceDropped == before+1 })
 		})
 	}
 	if _, ok := peerOf(bob.Roster(), mallory); ok {
@@ -111,7 +112,7 @@ func TestRosterRecoversAfterItsWatchConsumerIsDeleted(t *testing.T) {
 	h := newHarness(t)
 	alice := h.connect("alice")
 	bob := h.connect("bob")
-	waitFor(t, "alice online", func() bool { p, ok := peerOf(bob.Roster(), alice.ID()); return ok && p.Online })
+	await.True(t, settle, "alice online", func() bool { p, ok := peerOf(bob.Roster(), alice.ID()); return ok && p.Online })
 
 	stream, err := h.js.Stream(ctxT(t), wire.KVStream(h.names.PresenceBucket()))
 	if err != nil {
@@ -130,9 +131,9 @@ func TestRosterRecoversAfterItsWatchConsumerIsDeleted(t *testing.T) {
 	if err := alice.SetStatus(ctxT(t), wire.StatusWaiting, "after the loss"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "bob's roster to see alice's new status", func() bool {
+	await.True(t, settle, "bob's roster to see alice's new status", func() bool {
 		p, _ := peerOf(bob.Roster(), alice.ID())
 		return p.Presence.Activity == "after the loss"
 	})
-	waitFor(t, "a fresh roster", bob.Roster().Fresh)
+	await.True(t, settle, "a fresh roster", bob.Roster().Fresh)
 }

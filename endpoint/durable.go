@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cotal-go/cotal/wire"
 	"time"
+
+	"github.com/cotal-go/cotal/wire"
 )
 
 // durableJoinTimeout bounds the durable-join request inside Join: without a delivery service
@@ -16,25 +17,18 @@ const durableJoinTimeout = 2 * time.Second
 // durableRetryMax caps the background retry of an unavailable durable backstop.
 const durableRetryMax = time.Minute
 
-// durableJoinReply is the data of a durableJoin reply (LAYOUT.md "Control service").
-type durableJoinReply struct {
-	Durable    bool   `json:"durable"`
-	Reason     string `json:"reason,omitempty"`
-	Generation uint64 `json:"generation,omitempty"`
-}
-
 // requestDurable asks the delivery service for durable membership of name (SPEC §7). It
 // returns the generation when established, and otherwise why not.
 func (e *Endpoint) requestDurable(ctx context.Context, name string) (gen uint64, ok bool, reason string) {
 	ctx, cancel := context.WithTimeout(ctx, min(durableJoinTimeout, e.opts.ControlTimeout))
 	defer cancel()
-	r, err := e.Request(ctx, wire.DeliveryService, "durableJoin", map[string]string{"channel": name})
+	r, err := e.Request(ctx, wire.DeliveryService, wire.OpDurableJoin, wire.DurableJoinArgs{Channel: name})
 	if err != nil {
 		return 0, false, err.Error()
 	}
-	var d durableJoinReply
+	var d wire.DurableJoinReply
 	if err := json.Unmarshal(r.Data, &d); err != nil {
-		return 0, false, fmt.Sprintf("durableJoin reply data: %v", err)
+		return 0, false, fmt.Sprintf("%s reply data: %v", wire.OpDurableJoin, err)
 	}
 	if !d.Durable {
 		if d.Reason == "" {
@@ -47,7 +41,8 @@ func (e *Endpoint) requestDurable(ctx context.Context, name string) (gen uint64,
 
 // durableLeave ends the durable membership of generation gen (LAYOUT.md "Control service").
 func (e *Endpoint) durableLeave(ctx context.Context, name string, gen uint64) error {
-	_, err := e.Request(ctx, wire.DeliveryService, "durableLeave", map[string]any{"channel": name, "generation": gen})
+	_, err := e.Request(ctx, wire.DeliveryService, wire.OpDurableLeave,
+		wire.DurableLeaveArgs{Channel: name, Generation: gen})
 	return err
 }
 

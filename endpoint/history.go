@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/internal/jsconfig"
 )
 
 // History read settings of the pinned chathist_<id> consumer (SPEC §8; LAYOUT.md "Consumers").
 const (
-	historyInactive = 30 * time.Second
-	historyBatch    = 256
-	historyFetch    = 5 * time.Second // bound on one fetch round trip
+	historyBatch = 256
+	historyFetch = 5 * time.Second // bound on one fetch round trip
 )
 
 // backfill reads the channel's retained messages up to watermark through the pinned
@@ -38,21 +39,14 @@ func (e *Endpoint) backfill(ctx context.Context, name string, watermark uint64, 
 func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint64, window time.Duration, keep int) ([]inbound, error) {
 	e.histMu.Lock()
 	defer e.histMu.Unlock()
-	stream, consumer := e.names.ChatStream(), e.names.HistoryConsumer(e.id)
-	e.deleteHistory(ctx, stream, consumer)
-	cfg := jetstream.ConsumerConfig{
-		Durable:           consumer,
-		FilterSubject:     e.names.ChatFilter(name),
-		AckPolicy:         jetstream.AckNonePolicy,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		MemoryStorage:     true,
-		InactiveThreshold: historyInactive,
-	}
+	var since time.Time
 	if window > 0 {
-		start := time.Now().Add(-window)
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+		since = time.Now().Add(-window)
 	}
-	cons, err := e.js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	spec := e.names.HistoryConsumerSpec(e.id, name, since)
+	stream, consumer := spec.Stream, spec.Name
+	e.deleteHistory(ctx, stream, consumer)
+	cons, err := e.js.CreateOrUpdateConsumer(ctx, stream, jsconfig.Consumer(spec))
 	if err != nil {
 		return nil, fmt.Errorf("create history consumer %s: %w", consumer, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 // an observer .creds file, as against `cotal up`.
 func TestObserverOfARunningMesh(t *testing.T) {
 	bin(t, "observer") // build first, so the mesh below is not idle while the build runs
-	m := space.NewTest(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	link, err := m.Link("main")

@@ -27,7 +27,9 @@
 // # Profiles (SPEC Appendix B)
 //
 // Permissions is a pure function from a profile, the space's names, an instance id and
-// agent grants to a jwt.Permissions; testdata/*.golden pins every list.
+// agent grants to a jwt.Permissions; testdata/*.golden pins every list. The lists themselves
+// are data in package wire (wire.AgentPermissions and its siblings), the one definition the
+// delivery service's tests also run under; this package validates grants and signs.
 //
 //   - agent: Appendix B's agent grants, plus LAYOUT.md's additions: control replies on
 //     cotal.<s>.ctl.delivery.<id>.> (the request subject is Appendix B's ctl.<manager>.<id>
@@ -42,7 +44,7 @@
 //   - admin: the observer's grants with sub.allow = [cotal.<s>.>, inbox] plus Appendix B's
 //     DM history grants; the same fanout denies.
 //   - provisioner and delivery: narrow infrastructure profiles that replace Appendix B's
-//     allow-all manager. Each grant is commented with its reason in profile_infra.go.
+//     allow-all manager. Each grant is commented with its reason in wire/grants_infra.go.
 //
 // Every profile may subscribe to its own _INBOX_<id>.> and publish $JS.API.INFO; none needs
 // response permissions. The presence bucket's rollup denial (LAYOUT.md Trap "Presence wipe")

@@ -59,80 +59,34 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 	if profile != ProfileAgent && !g.IsZero() {
 		return jwt.Permissions{}, fmt.Errorf("%w: the %s profile takes no subscribe, allowSubscribe, allowPublish or role (--subscribe, --allow-subscribe, --allow-publish and --role apply only to the agent profile)", ErrGrantsNotAllowed, profile)
 	}
-	var p jwt.Permissions
-	// SPEC §9 item 1: replies, pull responses and KV watch deliveries ride the per-identity
-	// inbox. Every profile but delivery may call $JS.API.INFO, which clients use to detect
-	// JetStream; the delivery service never does, so its credential does without.
-	p.Sub.Allow.Add(wire.InboxPrefix(id) + ".>")
-	if profile != ProfileDelivery {
-		p.Pub.Allow.Add("$JS.API.INFO")
-	}
+	var w wire.Permissions
 	switch profile {
 	case ProfileAgent:
 		g = g.withDefaults()
 		if err := g.validate(); err != nil {
 			return jwt.Permissions{}, err
 		}
-		agentPermissions(&p, names, id, g)
+		w = wire.AgentPermissions(names, id, wire.AgentScope{AllowSubscribe: g.AllowSubscribe, AllowPublish: g.AllowPublish, Role: g.Role})
 	case ProfileObserver:
-		observerPermissions(&p, names)
+		w = wire.ObserverPermissions(names, id)
 	case ProfileAdmin:
-		adminPermissions(&p, names)
+		w = wire.AdminPermissions(names, id)
 	case ProfileProvisioner:
-		provisionerPermissions(&p, names)
+		w = wire.ProvisionerPermissions(names, id)
 	case ProfileDelivery:
-		deliveryPermissions(&p, names)
+		w = wire.DeliveryPermissions(names, wire.InboxPrefix(id))
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w %q: use agent, observer or admin", ErrUnknownProfile, profile)
 	}
-	return p, nil
+	return jwtPermissions(w), nil
 }
 
-// Subject builders for the JetStream API, KV and ack subjects the profiles grant.
-
-func streamAPI(verb, stream string) string { return "$JS.API.STREAM." + verb + "." + stream }
-
-func consumerAPI(verb, stream, consumer string) string {
-	return "$JS.API.CONSUMER." + verb + "." + stream + "." + consumer
-}
-
-// ackSubject covers every ack, nak, term and in-progress reply of one consumer.
-func ackSubject(stream, consumer string) string { return "$JS.ACK." + stream + "." + consumer + ".>" }
-
-// kvKeys is the write subject of every key of a bucket.
-func kvKeys(bucket string) string { return "$KV." + bucket + ".>" }
-
-// createDenies are the three consumer-create forms that accept a consumer name or filter
-// outside the subject (SPEC §9 item 3): bare, extended and legacy durable.
-func createDenies(stream string) []string {
-	return []string{
-		"$JS.API.CONSUMER.CREATE." + stream,
-		"$JS.API.CONSUMER.CREATE." + stream + ".>",
-		"$JS.API.CONSUMER.DURABLE.CREATE." + stream + ".>",
-	}
-}
-
-// kvGetGrants let a client bind a bucket (STREAM.INFO) and get a key by subject or by
-// revision: Direct Get when the bucket allows it, else STREAM.MSG.GET.
-func kvGetGrants(bucket string) []string {
-	s := wire.KVStream(bucket)
-	return []string{
-		streamAPI("INFO", s),
-		"$JS.API.DIRECT.GET." + s,
-		"$JS.API.DIRECT.GET." + s + ".>",
-		streamAPI("MSG.GET", s),
-	}
-}
-
-// kvReadGrants are kvGetGrants plus watching: the ordered consumers a watch creates, inspects
-// and deletes (deleting stops leaked watch consumers, LAYOUT.md), and their flow-control
-// replies, scoped to the bucket's stream.
-func kvReadGrants(bucket string) []string {
-	s := wire.KVStream(bucket)
-	return append(kvGetGrants(bucket),
-		consumerAPI("CREATE", s, ">"),
-		consumerAPI("INFO", s, ">"),
-		consumerAPI("DELETE", s, ">"),
-		"$JS.FC."+s+".>",
-	)
+// jwtPermissions carries wire's permissions into a JWT, in the same order.
+func jwtPermissions(w wire.Permissions) jwt.Permissions {
+	var p jwt.Permissions
+	p.Pub.Allow.Add(w.Pub.Allow...)
+	p.Pub.Deny.Add(w.Pub.Deny...)
+	p.Sub.Allow.Add(w.Sub.Allow...)
+	p.Sub.Deny.Add(w.Sub.Deny...)
+	return p
 }

@@ -10,11 +10,12 @@ import (
 
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
 func TestPendingReportsWhatWaitsForAnInstance(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	ctx := context.Background()
 	alice := mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{Role: "reviewer"})
 	bob := mint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{})
@@ -82,7 +83,7 @@ func TestPendingReportsWhatWaitsForAnInstance(t *testing.T) {
 }
 
 func TestSetChannel(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	ctx := context.Background()
 	alice := mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{AllowPublish: []string{"general"}})
 	js, err := jetstream.New(connect(t, m, alice))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // reportMedian reports the median of samples as ms/op-median, the figure the issue notes use:
@@ -38,7 +39,7 @@ func BenchmarkPerTestSpace(b *testing.B) {
 // BenchmarkEndpointConnect measures an in-process Endpoint's Connect: mint, bind consumers,
 // first presence, roster watch, one channel joined with its history read.
 func BenchmarkEndpointConnect(b *testing.B) {
-	m := space.NewTest(b)
+	m := spacetest.New(b)
 	ctx := context.Background()
 	var samples []time.Duration
 	for b.Loop() {

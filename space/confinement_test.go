@@ -16,6 +16,7 @@ import (
 
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -38,7 +39,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	w := &world{m: m, n: wire.NewNames("main")}
 	w.alice = mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"},
 		AllowSubscribe: []string{"general", "team.>"}, AllowPublish: []string{"general"}, Role: "reviewer"})
@@ -566,7 +567,7 @@ func controlCall(n wire.Names) attempt {
 
 func TestCredentialLifecycleCutsConnectionsOff(t *testing.T) {
 	t.Parallel()
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	n := wire.NewNames("main")
 	general := provisioner.Grants{Subscribe: []string{"general"}}
 
@@ -623,7 +624,7 @@ func TestCredentialLifecycleCutsConnectionsOff(t *testing.T) {
 
 func TestSpacesAreSeparateAccounts(t *testing.T) {
 	t.Parallel()
-	m := space.NewTest(t, func(o *space.Options) { o.Spaces = []string{"a", "b"} })
+	m := spacetest.New(t, func(o *space.Options) { o.Spaces = []string{"a", "b"} })
 	na, nb := wire.NewNames("a"), wire.NewNames("b")
 	// One key minted in both spaces: every per-identity name (inbox, consumers) is the same
 	// string in a and in b, so only the account boundary keeps them apart.

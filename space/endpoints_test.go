@@ -8,13 +8,14 @@ import (
 
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
 // An in-process agent's credential must outlive any expiry an embedding program could trip
 // over, and must be useless to anyone who copies it out of the process.
 func TestInProcessAgentsHoldNonExpiringInProcessOnlyCredentials(t *testing.T) {
-	m := space.NewTest(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
 	ctx := context.Background()
 	ep, err := m.Endpoint(ctx, space.AgentSpec{Name: "worker", Grants: provisioner.Grants{Subscribe: []string{"jobs"}}})
 	if err != nil {

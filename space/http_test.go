@@ -14,8 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/delivery"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -30,20 +32,8 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestHealthzTurnsRedWhileTheFanoutLoopIsDown(t *testing.T) {
-	m := space.NewTest(t, func(o *space.Options) { o.HTTP = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.HTTP = "127.0.0.1:0" })
 	url := m.HTTPURL() + "/healthz"
 	if code, body := get(t, url); code != http.StatusOK || !strings.Contains(body, `"status":"ok"`) {
 		t.Fatalf("fresh mesh /healthz = %d %s", code, body)
@@ -57,7 +47,7 @@ func TestHealthzTurnsRedWhileTheFanoutLoopIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	var body string
-	waitFor(t, "/healthz to turn red", 10*time.Second, func() bool {
+	await.True(t, 10*time.Second, "/healthz to turn red", func() bool {
 		var code int
 		code, body = get(t, url)
 		return code == http.StatusServiceUnavailable
@@ -73,7 +63,7 @@ func TestHealthzTurnsRedWhileTheFanoutLoopIsDown(t *testing.T) {
 		t.Fatalf("red /healthz does not name the fanout loop: %s", body)
 	}
 	release()
-	waitFor(t, "/healthz to turn green after the supervisor restarts fanout", 30*time.Second, func() bool {
+	await.True(t, 30*time.Second, "/healthz to turn green after the supervisor restarts fanout", func() bool {
 		code, _ := get(t, url)
 		return code == http.StatusOK
 	})
@@ -82,7 +72,7 @@ func TestHealthzTurnsRedWhileTheFanoutLoopIsDown(t *testing.T) {
 var channelCounter = regexp.MustCompile(`(?m)^cotal_messages_total\{kind="channel",space="main"\} (\d+)$`)
 
 func TestMetricsMoveWhenMessagesFlow(t *testing.T) {
-	m := space.NewTest(t, func(o *space.Options) { o.HTTP = "127.0.0.1:0" })
+	m := spacetest.New(t, func(o *space.Options) { o.HTTP = "127.0.0.1:0" })
 	count := func() int {
 		_, body := get(t, m.HTTPURL()+"/metrics")
 		match := channelCounter.FindStringSubmatch(body)

@@ -9,12 +9,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/provisioner"
-	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
 func TestStartProvisionsTheLayout(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	admin := mint(t, m, "root", provisioner.ProfileAdmin, provisioner.Grants{})
 	alice := mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"team.>"}, AllowPublish: []string{"team.backend"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -17,8 +18,7 @@ import (
 // puts drifted settings back, and an existing `=defaults` record is left as the operator
 // last set it.
 func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, storage jetstream.StorageType, class wire.DeliveryClass) error {
-	cfgs := append(streamConfigs(n, storage), kvConfigs(n, storage)...)
-	for _, cfg := range cfgs {
+	for _, cfg := range jsconfig.Streams(n.Streams(), storage) {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
@@ -39,23 +39,12 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, storag
 	return nil
 }
 
-// provisionInstance pre-creates the bind-only consumers of one instance: dm_<id>, dlv_<id>
-// and, with a role, svc_<role> (SPEC §8, §9 item 3). Agents may bind but never create them.
+// provisionInstance pre-creates the bind-only consumers of one instance (SPEC §8, §9 item 3):
+// agents may bind but never create them.
 func provisionInstance(ctx context.Context, js jetstream.JetStream, n wire.Names, id, role string, ackWait time.Duration) error {
-	type want struct {
-		stream string
-		cfg    jetstream.ConsumerConfig
-	}
-	wants := []want{
-		{n.DMStream(), dmConsumer(n, id, ackWait)},
-		{n.DLVStream(), dlvConsumer(n, id, ackWait)},
-	}
-	if role != "" {
-		wants = append(wants, want{n.TaskStream(), svcConsumer(n, role, ackWait)})
-	}
-	for _, w := range wants {
-		if _, err := js.CreateOrUpdateConsumer(ctx, w.stream, w.cfg); err != nil {
-			return fmt.Errorf("create consumer %s on %s: %w", w.cfg.Durable, w.stream, err)
+	for _, c := range n.InstanceConsumerSpecs(id, role, ackWait) {
+		if _, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jsconfig.Consumer(c)); err != nil {
+			return fmt.Errorf("create consumer %s on %s: %w", c.Name, c.Stream, err)
 		}
 	}
 	return nil

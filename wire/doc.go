@@ -23,6 +23,15 @@
 //     membership alike.
 //   - Registry records (LAYOUT.md): ACLRecord and Membership, decoded strictly.
 //   - Join links (SPEC §10): ParseLink and Link.
+//   - The delivery control ops (LAYOUT.md "Control service delivery"): OpDurableJoin,
+//     OpDurableLeave and OpListMemberships with their args and replies, which the delivery
+//     service serves and endpoint sends.
+//   - The layout (LAYOUT.md "Streams", "KV buckets", "Consumers"): Names.Streams and the
+//     consumer specs (Names.InstanceConsumerSpecs, HistoryConsumerSpec, FanoutConsumerSpec,
+//     ReaderConsumerSpec) as plain data; internal/jsconfig turns them into JetStream configs.
+//   - Profile grants (SPEC §9, Appendix B, LAYOUT.md "Agent credential additions"):
+//     AgentPermissions, ObserverPermissions, AdminPermissions, ProvisionerPermissions and
+//     DeliveryPermissions, which provisioner signs into credentials.
 //
 // What it does not guarantee: authenticity beyond a single trusted broker (SPEC §9), nor any
 // meaning of the payload beyond its shape. Decoders of values an agent can influence refuse

@@ -2,7 +2,7 @@
 // answers anycast requests to the role "shouter" (SPEC §4) with the request's text in upper
 // case, sent back to the requester as a direct message marked as a reply (SPEC §5).
 //
-// pertest_test.go is the point of the example: space.NewTest starts a private, in-memory mesh
+// pertest_test.go is the point of the example: spacetest.New starts a private, in-memory mesh
 // for one test and closes it at cleanup, so the service is tested against the real broker
 // with nothing to install or tear down by hand. Run it with
 //

@@ -8,13 +8,14 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
-// TestShouterAnswersAnycastRequests gives the test its own mesh with space.NewTest: a
+// TestShouterAnswersAnycastRequests gives the test its own mesh with spacetest.New: a
 // temporary directory, in-memory streams, authentication on, closed by t.Cleanup.
 func TestShouterAnswersAnycastRequests(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 

@@ -1,76 +1,63 @@
-package provisioner
-
-import (
-	"github.com/cotal-go/cotal/wire"
-	"github.com/nats-io/jwt/v2"
-)
+package wire
 
 // provisionerPermissions scope cotal's provisioner connection to one space's setup work
 // (SPEC §8, §9 item 3, LAYOUT.md). It holds no chat, DM or backstop content grant.
-func provisionerPermissions(p *jwt.Permissions, n wire.Names) {
+func provisionerPermissions(p *Permissions, n Names) {
 	// Create, or reconcile the settings of, every stream and KV bucket of the space, and
 	// inspect it. No delete, purge or message-level verb.
-	for _, s := range []string{
-		n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream(),
-		wire.KVStream(n.PresenceBucket()), wire.KVStream(n.ChannelsBucket()),
-		wire.KVStream(n.MembersBucket()), wire.KVStream(n.ACLBucket()),
-		wire.KVStream(n.MembershipBucket()),
-	} {
-		p.Pub.Allow.Add(streamAPI("CREATE", s), streamAPI("UPDATE", s), streamAPI("INFO", s))
+	for _, s := range n.Streams() {
+		p.Pub.Allow.add(streamAPI("CREATE", s.Name), streamAPI("UPDATE", s.Name), streamAPI("INFO", s.Name))
 	}
 	// SPEC §9 item 3: pre-create the bind-only dm_<id>, svc_<role> and dlv_<id> durables, and
 	// delete them when an instance is retired. Pull and ack are withheld: the provisioner never
 	// reads what they hold.
 	for _, s := range []string{n.DMStream(), n.TaskStream(), n.DLVStream()} {
-		p.Pub.Allow.Add(consumerAPI("CREATE", s, ">"), consumerAPI("INFO", s, ">"), consumerAPI("DELETE", s, ">"))
+		p.Pub.Allow.add(consumerAPI("CREATE", s, ">"), consumerAPI("INFO", s, ">"), consumerAPI("DELETE", s, ">"))
 	}
 	// The privileged registries it alone writes (SPEC §7, LAYOUT.md): the channel registry
 	// with =defaults, and the ACL records written at mint, re-mint and revoke. Gets serve
 	// create-if-absent and compare-and-set writes.
 	for _, b := range []string{n.ChannelsBucket(), n.ACLBucket()} {
-		p.Pub.Allow.Add(kvKeys(b))
-		p.Pub.Allow.Add(kvGetGrants(b)...)
+		p.Pub.Allow.add(kvKeys(b))
+		p.Pub.Allow.add(kvGetGrants(b)...)
 	}
 }
 
 // deliveryPermissions scope the durable backstop (SPEC §4, §8; LAYOUT.md "The durable
-// backstop" and "Control service delivery") to one space: exactly what delivery.ServiceGrants
-// lists (space's tests hold the two equal). It reads chat content through its own fanout
-// consumer only and writes nothing an agent reads except DLV handoffs and control replies.
-// The read ACL comes from the registry in process, never from the cotal_acl_<s> bucket.
-func deliveryPermissions(p *jwt.Permissions, n wire.Names) {
-	chat, inbox := n.ChatStream(), n.InboxStream()
-	ctl := n.Prefix() + ".ctl." + wire.DeliveryService
+// backstop" and "Control service delivery") to one space: exactly what the delivery service
+// uses, and the delivery tests run the service under nothing more. It reads chat content
+// through its own fanout consumer only and writes nothing an agent reads except DLV handoffs
+// and control replies. The read ACL comes from the registry in process, never from the
+// cotal_acl_<s> bucket.
+func deliveryPermissions(p *Permissions, n Names) {
+	chat := n.ChatStream()
+	ctl := n.Prefix() + ".ctl." + DeliveryService
 	// The control service: requests from any sender, replies only inside a request's own
 	// .reply. subtree, the subjects the client names (LAYOUT.md's reply-injection guard).
-	p.Sub.Allow.Add(ctl + ".*")
-	p.Pub.Allow.Add(ctl + ".*.reply.>")
+	p.Sub.Allow.add(ctl + ".*")
+	p.Pub.Allow.add(ctl + ".*.reply.>")
 	// Its two durables, fanout on CHAT and reader on INBOX: create with the filter pinned in
 	// the subject, inspect, pull and ack. No delete: losing either one stops durable delivery.
-	for _, c := range [][3]string{
-		{chat, wire.FanoutConsumer, n.Prefix() + ".chat.>"},
-		{inbox, wire.ReaderConsumer, n.Prefix() + ".dinbox.>"},
-	} {
-		s, name, filter := c[0], c[1], c[2]
-		p.Pub.Allow.Add(
-			consumerAPI("CREATE", s, name)+"."+filter,
-			consumerAPI("INFO", s, name),
-			consumerAPI("MSG.NEXT", s, name),
-			ackSubject(s, name),
+	for _, c := range []ConsumerSpec{n.FanoutConsumerSpec(), n.ReaderConsumerSpec()} {
+		p.Pub.Allow.add(
+			pinnedCreate(c),
+			consumerAPI("INFO", c.Stream, c.Name),
+			consumerAPI("MSG.NEXT", c.Stream, c.Name),
+			ackSubject(c.Stream, c.Name),
 		)
 	}
 	// The CHAT frontier (last sequence), taken as join and leave cursors.
-	p.Pub.Allow.Add(streamAPI("INFO", chat))
+	p.Pub.Allow.add(streamAPI("INFO", chat))
 	// Fan-out writes backstop entries; the trusted reader hands re-authorized copies over.
-	p.Pub.Allow.Add(n.Prefix()+".dinbox.>", n.Prefix()+".dlv.>")
+	p.Pub.Allow.add(n.Prefix()+".dinbox.>", n.Prefix()+".dlv.>")
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a
 	// compare-and-set conflict.
-	p.Pub.Allow.Add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", wire.KVStream(n.MembersBucket())))
+	p.Pub.Allow.add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", KVStream(n.MembersBucket())))
 	// One long-lived watch each on members, channel registry and presence (LAYOUT.md trap
 	// "One consumer per message"): bind, an ordered consumer with flow control, its delete.
 	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.PresenceBucket()} {
-		s := wire.KVStream(b)
-		p.Pub.Allow.Add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
+		s := KVStream(b)
+		p.Pub.Allow.add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
 			consumerAPI("DELETE", s, ">"), "$JS.FC."+s+".>")
 	}
 }

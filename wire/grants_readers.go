@@ -1,23 +1,18 @@
-package provisioner
-
-import (
-	"github.com/cotal-go/cotal/wire"
-	"github.com/nats-io/jwt/v2"
-)
+package wire
 
 // observerPermissions adds SPEC Appendix B's observer grants: all chat, live and history.
-func observerPermissions(p *jwt.Permissions, n wire.Names) {
-	p.Sub.Allow.Add(n.Prefix() + ".chat.>")
+func observerPermissions(p *Permissions, n Names) {
+	p.Sub.Allow.add(n.Prefix() + ".chat.>")
 	readerPermissions(p, n)
 }
 
 // adminPermissions adds SPEC Appendix B's admin grants: the observer's read verbs, the whole
 // space's live tap and DM history. Admin still has no application publish.
-func adminPermissions(p *jwt.Permissions, n wire.Names) {
-	p.Sub.Allow.Add(n.Prefix() + ".>")
+func adminPermissions(p *Permissions, n Names) {
+	p.Sub.Allow.add(n.Prefix() + ".>")
 	readerPermissions(p, n)
 	dm := n.DMStream()
-	p.Pub.Allow.Add(
+	p.Pub.Allow.add(
 		streamAPI("INFO", dm),
 		"$JS.API.CONSUMER.CREATE."+dm,
 		consumerAPI("CREATE", dm, ">"),
@@ -31,11 +26,11 @@ func adminPermissions(p *jwt.Permissions, n wire.Names) {
 // readerPermissions are the observer's pub grants of SPEC Appendix B, shared with admin, with
 // two changes that keep the delivery package's `fanout` consumer on CHAT out of reach
 // (LAYOUT.md Trap "Observer against delivery") and two read grants LAYOUT.md implies.
-func readerPermissions(p *jwt.Permissions, n wire.Names) {
+func readerPermissions(p *Permissions, n Names) {
 	chat := n.ChatStream()
-	kv := wire.KVStream(n.PresenceBucket())
-	chkv := wire.KVStream(n.ChannelsBucket())
-	p.Pub.Allow.Add(
+	kv := KVStream(n.PresenceBucket())
+	chkv := KVStream(n.ChannelsBucket())
+	p.Pub.Allow.add(
 		streamAPI("INFO", chat),
 		streamAPI("INFO", kv),
 		streamAPI("INFO", chkv),
@@ -59,12 +54,12 @@ func readerPermissions(p *jwt.Permissions, n wire.Names) {
 	)
 	// LAYOUT.md's reason for the agent's KV watch delete holds for the observer's presence
 	// watch too: without it every watch leaks an ordered consumer.
-	p.Pub.Allow.Add(consumerAPI("DELETE", kv, ">"))
+	p.Pub.Allow.add(consumerAPI("DELETE", kv, ">"))
 	// SPEC §8: the display-only membership feed is read by the observer and admin profiles,
 	// by get and by watch (flow control is covered by $JS.FC.> above).
-	mkv := wire.KVStream(n.MembershipBucket())
-	p.Pub.Allow.Add(kvGetGrants(n.MembershipBucket())...)
-	p.Pub.Allow.Add(consumerAPI("CREATE", mkv, ">"), consumerAPI("INFO", mkv, ">"), consumerAPI("DELETE", mkv, ">"))
+	mkv := KVStream(n.MembershipBucket())
+	p.Pub.Allow.add(kvGetGrants(n.MembershipBucket())...)
+	p.Pub.Allow.add(consumerAPI("CREATE", mkv, ">"), consumerAPI("INFO", mkv, ">"), consumerAPI("DELETE", mkv, ">"))
 
 	fanoutDenies(p, n)
 }
@@ -73,9 +68,9 @@ func readerPermissions(p *jwt.Permissions, n wire.Names) {
 // would otherwise cover (LAYOUT.md Trap "Observer against delivery": cotal's own consumers are
 // out of every non-infrastructure credential's reach, its info included), plus the bare
 // create withheld above.
-func fanoutDenies(p *jwt.Permissions, n wire.Names) {
-	chat, f := n.ChatStream(), wire.FanoutConsumer
-	p.Pub.Deny.Add(
+func fanoutDenies(p *Permissions, n Names) {
+	chat, f := n.ChatStream(), FanoutConsumer
+	p.Pub.Deny.add(
 		"$JS.API.CONSUMER.CREATE."+chat,
 		consumerAPI("CREATE", chat, f),
 		consumerAPI("CREATE", chat, f)+".>",
