@@ -9,10 +9,11 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 func TestParseCredentialReadsWhatTheMintWrote(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	expires := time.Now().Add(time.Hour).Truncate(time.Second)
 	tests := []struct {
 		name string

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -53,7 +55,7 @@ func sendN(t *testing.T, from *peer, channel string, n int) []string {
 }
 
 func TestHistoryReturnsTheLastMessagesOldestFirstForEveryProfile(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	general := []string{"general"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
 	ids := sendN(t, alice, "general", 5)
@@ -92,7 +94,7 @@ func TestHistoryReturnsTheLastMessagesOldestFirstForEveryProfile(t *testing.T) {
 }
 
 func TestHistoryOutsideTheReadACLIsRefusedAtOnce(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowPublish: []string{"secret"}})
 	sendN(t, alice, "secret", 1)
 	bob := meshReader(t, m, "agent", space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
@@ -121,7 +123,7 @@ func TestHistoryOutsideTheReadACLIsRefusedAtOnce(t *testing.T) {
 }
 
 func TestChannelsListsCountsAndEffectiveConfig(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	chans := []string{"general", "random"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: chans, AllowPublish: chans})
 	sendN(t, alice, "general", 3)
@@ -197,7 +199,7 @@ func (c *tap) withID(id string) []endpoint.Delivery {
 }
 
 func TestFollowTapsLiveTrafficWithinTheGrants(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	chans := []string{"general", "team"}
 	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: chans, AllowPublish: chans})
 	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: chans, AllowPublish: chans})
@@ -225,7 +227,7 @@ func TestFollowTapsLiveTrafficWithinTheGrants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the live copy", func() bool { return len(c.withID(general.ID)) == 1 })
+			await.True(t, settle, "the live copy", func() bool { return len(c.withID(general.ID)) == 1 })
 			if d := c.withID(general.ID)[0]; d.Meta.Kind != endpoint.MetaChannel || d.Meta.Channel != "general" || d.Meta.Historical {
 				t.Fatalf("live copy meta %+v", d.Meta)
 			}
@@ -234,7 +236,7 @@ func TestFollowTapsLiveTrafficWithinTheGrants(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.dms {
-				waitFor(t, "the DM", func() bool { return len(c.withID(dm.ID)) == 1 })
+				await.True(t, settle, "the DM", func() bool { return len(c.withID(dm.ID)) == 1 })
 				if d := c.withID(dm.ID)[0]; d.Meta.Kind != endpoint.MetaDM {
 					t.Fatalf("DM meta %+v", d.Meta)
 				}
@@ -244,20 +246,20 @@ func TestFollowTapsLiveTrafficWithinTheGrants(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(tt.opts.Channels) == 0 {
-				waitFor(t, "the team copy", func() bool { return len(c.withID(team.ID)) == 1 })
+				await.True(t, settle, "the team copy", func() bool { return len(c.withID(team.ID)) == 1 })
 			}
 			if !tt.dms && len(c.withID(dm.ID)) != 0 {
 				t.Fatal("a DM reached a follow without Unicast")
 			}
 			before := r.Conn().NumSubscriptions()
 			cancel()
-			waitFor(t, "the follow's subscriptions to end", func() bool { return r.Conn().NumSubscriptions() < before })
+			await.True(t, settle, "the follow's subscriptions to end", func() bool { return r.Conn().NumSubscriptions() < before })
 		})
 	}
 }
 
 func TestFollowOutsideTheGrantsIsRefused(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	tests := []struct {
 		name    string
 		profile string
@@ -289,7 +291,7 @@ func TestFollowOutsideTheGrantsIsRefused(t *testing.T) {
 // A passive agent Endpoint reads with the agent's credential and takes nothing the agent is
 // owed: it is not in the roster, and the DM waiting for the agent stays for the agent.
 func TestAPassiveAgentReadsWithoutTakingPart(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	general := []string{"general"}
 	cred := meshMint(t, m, space.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
 	reader := meshConnect(t, m, cred, func(o *endpoint.Options) { o.Passive = true })
@@ -310,7 +312,7 @@ func TestAPassiveAgentReadsWithoutTakingPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice := meshConnect(t, m, cred)
-	waitFor(t, "the DM at the agent", func() bool { return len(alice.rec.withID(dm.ID)) == 1 })
+	await.True(t, settle, "the DM at the agent", func() bool { return len(alice.rec.withID(dm.ID)) == 1 })
 	if got := reader.rec.withID(dm.ID); len(got) != 0 {
 		t.Fatalf("the passive reader received the agent's DM: %+v", got)
 	}
@@ -320,15 +322,15 @@ func TestRosterMarksADeletedKeyRemovedUntilTheNextRow(t *testing.T) {
 	h := newHarness(t)
 	alice := h.connect("alice", func(o *endpoint.Options) { o.Heartbeat = wire.DefaultHeartbeat })
 	bob := h.connect("bob")
-	waitFor(t, "alice online", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && p.Online && !p.Removed })
+	await.True(t, settle, "alice online", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && p.Online && !p.Removed })
 	if err := h.kv(h.names.PresenceBucket()).Delete(ctxT(t), alice.ID()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "alice removed", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && !p.Online && p.Removed })
+	await.True(t, settle, "alice removed", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && !p.Online && p.Removed })
 	if err := alice.SetStatus(ctxT(t), wire.StatusWorking, "back"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "alice back", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && p.Online && !p.Removed })
+	await.True(t, settle, "alice back", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && p.Online && !p.Removed })
 }
 
 func TestFollowReportsACopyThatFailsTheChecks(t *testing.T) {

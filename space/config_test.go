@@ -20,6 +20,7 @@ import (
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // configKeys lists the koanf keys of t's fields by reflection, sections joined with "."
@@ -142,7 +143,7 @@ func TestConfiguredExpiryReachesTheMintedJWT(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := space.NewTest(t, func(o *space.Options) {
+			m := spacetest.New(t, func(o *space.Options) {
 				*o = space.OptionsFromConfig(cfg, nil)
 				o.Memory = true
 			})
@@ -171,7 +172,7 @@ func TestMeshRunsWithTheConfiguredValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	m := space.NewTest(t, func(o *space.Options) { *o = space.OptionsFromConfig(cfg, logs) })
+	m := spacetest.New(t, func(o *space.Options) { *o = space.OptionsFromConfig(cfg, logs) })
 	js := m.Broker().Server().JetStreamConfig()
 	checks := []struct {
 		name string
