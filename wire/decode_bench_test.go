@@ -52,3 +52,19 @@ func BenchmarkMarshalMessage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendJSON measures the send-side encode into a reused buffer.
+func BenchmarkAppendJSON(b *testing.B) {
+	for _, bs := range benchSizes {
+		m := benchMessage(bs.size)
+		b.Run(bs.name, func(b *testing.B) {
+			var buf []byte
+			for b.Loop() {
+				var err error
+				if buf, err = m.AppendJSON(buf[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -171,6 +171,29 @@ func appendRawJSON(dst, raw []byte) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// safeRun returns the length of the prefix of s that appendJSONString copies as it stands:
+// ASCII with no byte htmlSafe refuses. It tests eight bytes at a time.
+func safeRun(s string) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		stop := w | (w-ones*0x20)&^w
+		for _, c := range [...]uint64{'"', '\\', '<', '>', '&'} {
+			x := w ^ (ones * c)
+			stop |= (x - ones) &^ x
+		}
+		if stop&highs != 0 {
+			break
+		}
+	}
+	for i < len(s) && s[i] < utf8.RuneSelf && htmlSafe[s[i]] {
+		i++
+	}
+	return i
+}
+
 // htmlSafe marks the ASCII bytes a JSON string carries unescaped: json.Marshal escapes the
 // quote, the backslash, control bytes, and <, > and & against HTML sniffing.
 var htmlSafe = func() (safe [utf8.RuneSelf]bool) {
@@ -185,7 +208,7 @@ var htmlSafe = func() (safe [utf8.RuneSelf]bool) {
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i := safeRun(s); i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
 			if htmlSafe[c] {
 				i++
