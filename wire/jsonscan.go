@@ -18,14 +18,11 @@ var errJSONSyntax = errors.New("invalid JSON")
 // jsonScanner is a strict, single-pass reader of RFC 8259 JSON over a byte slice. It accepts
 // exactly what encoding/json's scanner accepts and unescapes strings exactly as encoding/json
 // does (an unpaired surrogate becomes U+FFFD), so a decoder built on it agrees with
-// json.Unmarshal on every input.
+// json.Unmarshal on every input. It allocates only to unescape a string; a string without
+// escapes is returned as a slice of the input, which the caller copies.
 type jsonScanner struct {
 	data []byte
-	// str is data as a string. An unescaped string value is a substring of it, so the strings
-	// of a decoded value cost no copy beyond the one of the whole payload. Only string needs
-	// it; a scanner that only checks JSON leaves it empty.
-	str string
-	pos int
+	pos  int
 	// depth counts the open objects and arrays, bounded by maxJSONDepth.
 	depth int
 	// utf8Checked says data is known to be valid UTF-8; otherwise strings are coerced to
@@ -99,13 +96,13 @@ func (s *jsonScanner) more(first bool, closing byte) (bool, error) {
 }
 
 // key reads an object key and its colon; the caller has seen more return true.
-func (s *jsonScanner) key() (string, error) {
+func (s *jsonScanner) key() ([]byte, error) {
 	if s.ws() != '"' {
-		return "", s.errorf("want a string key")
+		return nil, s.errorf("want a string key")
 	}
 	k, err := s.string()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	return k, s.expect(':')
 }
@@ -248,21 +245,20 @@ func stringRun(b []byte) int {
 	return i
 }
 
-// string reads a string value and returns it unescaped. A string without escapes is a
-// substring of the input.
-func (s *jsonScanner) string() (string, error) {
+// string reads a string value and returns it unescaped: a string without escapes as a slice
+// of the input, any other in a new buffer.
+func (s *jsonScanner) string() ([]byte, error) {
 	s.pos++
 	start := s.pos
 	s.pos += stringRun(s.data[s.pos:])
 	if s.pos < len(s.data) && s.data[s.pos] == '"' {
-		plain := s.str[start:s.pos]
-		if s.utf8Checked || utf8.ValidString(plain) {
+		plain := s.data[start:s.pos:s.pos]
+		if s.utf8Checked || utf8.Valid(plain) {
 			s.pos++
 			return plain, nil
 		}
 	}
-	b, err := s.unescape(start)
-	return string(b), err
+	return s.unescape(start)
 }
 
 // skipString reads and checks a string value without building it.

@@ -153,8 +153,8 @@ type wireRef struct {
 // (absent, null or empty), malformed-json for anything else (invalid UTF-8 or JSON, not an
 // object, a field of the wrong type, a missing required field, or a message failing Validate).
 //
-// The message's strings share one copy of data, so data may be reused once DecodeMessage
-// returns.
+// The message shares no memory with data, which may be reused once DecodeMessage returns; its
+// short strings share one allocation, and each text part has its own.
 func DecodeMessage(data []byte) (*CotalMessage, error) {
 	m := new(CotalMessage)
 	if err := decodeEnvelope(data, m); err != nil {

@@ -128,7 +128,7 @@ func (p Part) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil) }
 // Extension; Validate then decides whether the kind is conformant. When a key repeats, its
 // last value counts.
 func (p *Part) UnmarshalJSON(b []byte) error {
-	s := jsonScanner{data: b, str: string(b)}
+	s := jsonScanner{data: b}
 	part, err := s.part()
 	if err == nil {
 		err = s.end()
@@ -140,8 +140,8 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// part reads one part object (SPEC §5) in one pass, keeping a text part's text as a substring
-// of the input; only an extension part is read twice, into its map.
+// part reads one part object (SPEC §5) in one pass; only an extension part is read twice,
+// into its map.
 func (s *jsonScanner) part() (Part, error) {
 	if s.ws() != '{' {
 		return Part{}, fmt.Errorf("%w: a part must be a JSON object", ErrInvalidPart)
@@ -151,9 +151,8 @@ func (s *jsonScanner) part() (Part, error) {
 		return Part{}, err
 	}
 	var (
-		kind, text     string
-		kindOK, textOK bool
-		data           []byte
+		kind, text, data []byte
+		kindOK, textOK   bool
 	)
 	for first := true; ; first = false {
 		more, err := s.more(first, '}')
@@ -167,7 +166,7 @@ func (s *jsonScanner) part() (Part, error) {
 		if err != nil {
 			return Part{}, err
 		}
-		switch key {
+		switch string(key) {
 		case "kind":
 			kind, kindOK, err = s.stringOrSkip()
 		case "text":
@@ -184,23 +183,23 @@ func (s *jsonScanner) part() (Part, error) {
 	switch {
 	case !kindOK:
 		return Part{}, fmt.Errorf("%w: kind must be a string", ErrInvalidPart)
-	case kind == PartText && !textOK:
+	case string(kind) == PartText && !textOK:
 		return Part{}, fmt.Errorf("%w: a text part needs a string text field", ErrInvalidPart)
-	case kind == PartText:
-		return Part{Kind: kind, Text: text}, nil
-	case kind == PartData && data == nil:
+	case string(kind) == PartText:
+		return Part{Kind: PartText, Text: string(text)}, nil
+	case string(kind) == PartData && data == nil:
 		return Part{}, fmt.Errorf("%w: a data part needs a data field", ErrInvalidPart)
-	case kind == PartData:
-		return Part{Kind: kind, Data: append(json.RawMessage(nil), data...)}, nil
+	case string(kind) == PartData:
+		return Part{Kind: PartData, Data: append(json.RawMessage(nil), data...)}, nil
 	}
 	ext, err := s.extensionFields(start)
-	return Part{Kind: kind, Extension: ext}, err
+	return Part{Kind: string(kind), Extension: ext}, err
 }
 
 // stringOrSkip reads a string value, reporting false for a value of another type.
-func (s *jsonScanner) stringOrSkip() (string, bool, error) {
+func (s *jsonScanner) stringOrSkip() ([]byte, bool, error) {
 	if s.ws() != '"' {
-		return "", false, s.skip()
+		return nil, false, s.skip()
 	}
 	v, err := s.string()
 	return v, err == nil, err
@@ -229,8 +228,8 @@ func (s *jsonScanner) extensionFields(start int) (map[string]json.RawMessage, er
 		if err != nil {
 			return nil, err
 		}
-		if key != "kind" {
-			ext[key] = append(json.RawMessage(nil), raw...)
+		if string(key) != "kind" {
+			ext[string(key)] = append(json.RawMessage(nil), raw...)
 		}
 	}
 }
