@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -133,8 +134,11 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 	if err == nil {
 		err = s.end()
 	}
+	if err != nil && !errors.Is(err, ErrInvalidPart) {
+		err = fmt.Errorf("%w: %w", ErrInvalidPart, err)
+	}
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidPart, err)
+		return err
 	}
 	*p = part
 	return nil
