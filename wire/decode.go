@@ -76,7 +76,8 @@ func decodeEnvelope(data []byte, m *CotalMessage) error {
 	if err := d.object(); err != nil {
 		return anomalyf(ReasonMalformedJSON, "%w", err)
 	}
-	if d.wrong != 0 {
+	// A ts of the wrong type is found after the sender check, as the old decoder found it.
+	if d.wrong&^fieldTS != 0 {
 		if d.wrong&fieldParts != 0 {
 			return anomalyf(ReasonMalformedJSON, "%w: parts: %w", ErrInvalidMessage, d.partsErr)
 		}
@@ -85,6 +86,9 @@ func decodeEnvelope(data []byte, m *CotalMessage) error {
 	}
 	if d.present&fieldFrom == 0 || d.present&fieldFromID == 0 || len(d.strs[fieldIndex(fieldFromID)]) == 0 {
 		return anomalyf(ReasonSenderMismatch, "message has no from.id")
+	}
+	if d.wrong&fieldTS != 0 {
+		return anomalyf(ReasonMalformedJSON, "%w: ts is not a number", ErrInvalidMessage)
 	}
 	if err := d.checkPresent(); err != nil {
 		return anomalyf(ReasonMalformedJSON, "%w", err)

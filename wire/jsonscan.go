@@ -304,8 +304,10 @@ func (s *jsonScanner) skipEscape() error {
 // unescape builds the string that starts at start (after its quote) the way encoding/json's
 // unquote does, and leaves the position after its closing quote.
 func (s *jsonScanner) unescape(start int) ([]byte, error) {
+	// The plain run before the first escape is already scanned; size the buffer by it, not by
+	// the rest of the input, so that many short escaped strings cost linear memory.
+	b := make([]byte, 0, s.pos-start+16)
 	s.pos = start
-	b := make([]byte, 0, len(s.data)-start)
 	for {
 		run := stringRun(s.data[s.pos:])
 		b = s.appendValid(b, s.data[s.pos:s.pos+run])
