@@ -308,3 +308,31 @@ func FuzzAppendJSONMatchesMarshal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONScannerMatchesEncodingJSON checks the scanner alone against encoding/json on any
+// bytes: it accepts exactly what json.Valid accepts, and reads a string value as json.Unmarshal
+// does, invalid UTF-8 and unpaired surrogates included.
+func FuzzJSONScannerMatchesEncodingJSON(f *testing.F) {
+	for _, s := range append([]string{`"a\u00e9\ud83d\ude00\ud800\u0041\udc00"`, "\"\xff\xe2\x80\"",
+		` [1, -0.5e+3, true, {"a": null}] `, `null`, `{"a":1,}`, `01`, `"\/\b"`, `1 2`, ``}, decodeSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := jsonScanner{data: b}
+		err := s.skip()
+		if err == nil {
+			err = s.end()
+		}
+		if (err == nil) != json.Valid(b) {
+			t.Fatalf("scanning %q = %v, json.Valid = %v", b, err, json.Valid(b))
+		}
+		var want string
+		if s = (jsonScanner{data: b}); s.ws() != '"' || json.Unmarshal(b, &want) != nil {
+			return
+		}
+		got, err := s.string()
+		if err != nil || string(got) != want {
+			t.Fatalf("string of %q = %q, %v; json.Unmarshal reads %q", b, got, err, want)
+		}
+	})
+}
