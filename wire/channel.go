@@ -22,18 +22,19 @@ func ValidateChannel(ch string) error {
 	if len(ch) > MaxChannelLen {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidChannel, len(ch), MaxChannelLen)
 	}
-	segs := strings.Split(ch, ".")
-	for i, s := range segs {
+	i, afterGT := 0, false
+	for s := range strings.SplitSeq(ch, ".") {
 		switch {
+		case afterGT:
+			return fmt.Errorf("%w %q: `>` must be the last segment", ErrInvalidChannel, ch)
 		case s == "":
 			return fmt.Errorf("%w %q: empty segment %d; segments are separated by single dots",
 				ErrInvalidChannel, ch, i)
-		case s == ">" && i != len(segs)-1:
-			return fmt.Errorf("%w %q: `>` must be the last segment", ErrInvalidChannel, ch)
 		case s != "*" && s != ">" && strings.ContainsAny(s, "*>"):
 			return fmt.Errorf("%w %q: segment %q mixes a wildcard with text; `*` and `>` stand alone",
 				ErrInvalidChannel, ch, s)
 		}
+		i, afterGT = i+1, s == ">"
 	}
 	return nil
 }
@@ -91,7 +92,7 @@ func MatchChannel(pattern, channel string) bool {
 
 // hasWildcard reports whether a channel has a `*` or `>` segment.
 func hasWildcard(ch string) bool {
-	for _, s := range strings.Split(ch, ".") {
+	for s := range strings.SplitSeq(ch, ".") {
 		if s == "*" || s == ">" {
 			return true
 		}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strconv"
@@ -191,6 +192,147 @@ func FuzzDecodeACLRecord(f *testing.F) {
 		again, err := DecodeACLRecord(encoded)
 		if err != nil || !bytes.Equal(mustMarshal(t, again), encoded) {
 			t.Fatalf("re-decoding %s = %+v, %v", encoded, again, err)
+		}
+	})
+}
+
+// decodeSeeds are payloads on the edges of the envelope decoder: escapes and surrogates, every
+// number form, repeated and case-variant keys, nulls, and nesting at encoding/json's limit.
+var decodeSeeds = []string{
+	`{"id":"m\u0031","ts":-0,"space":"s\/p","from":{"id":"i","name":"\ud83d\ude00\ud800x\udc00"},` +
+		`"channel":"a.b","parts":[{"kind":"text","text":"\"\\\b\f\n\r\t\u2028<&>"}]}`,
+	`{"id":"m","ts":1.5e3,"space":"s","from":{"id":"i","name":"n","role":""},"to":"t","mentions":[],` +
+		`"parts":[],"replyTo":"r","contextId":"c","x":[{"y":[true,false,null,-1.0E+2]}]}`,
+	`{"id":"m","ts":9223372036854775807,"space":"s","from":{"id":"i","name":"n"},"toService":"r","parts":[]}`,
+	`{"id":"m","ts":-9223372036854775809,"space":"s","from":{"id":"i","name":"n"},"toService":"r","parts":[]}`,
+	`{"id":1,"id":"m","ts":1,"space":"s","from":{"id":"i"},"from":{"id":"i","name":"n"},"to":"t","parts":[1],"parts":[]}`,
+	`{"ID":"m","id":"n","ts":1,"space":"s","from":{"id":"i","Name":"n","name":"m"},"to":"t","channel":null,"parts":[]}`,
+	`{"id":"m","ts":1,"space":"s","from":{"id":null,"name":"n"},"to":"t","parts":[]}`,
+	`{"id":"m","ts":1,"space":"s","from":{"id":"i","name":"n","role":null},"to":"t","mentions":["a",null],"parts":[]}`,
+	`{"id":"m","ts":1,"space":"s","from":{"id":"i","name":"n"},"to":"t","parts":[{"kind":"data","data": { "a" : [ 1 , "<" ] } },` +
+		`{"kind":"com.acme.x","kind":"org.x.y","f":{"g":"\u2029"},"f":2},{"text":"t","kind":"text","text":"u"}]}`,
+	` {"id":"m","ts":1e400,"space":"s","from":{"id":"i","name":"n"},"to":"t","parts":[]} `,
+	`{"id":"m","ts":01,"space":"s"}`, `{"a":1,}`, `{"a":[1,]}`, `{"a":"\x"}`, `{"a":"\u12"}`, `{"a":tru}`,
+	`{"id":"m","ts":1,"space":"s","from":{"id":"i","name":"n"},"to":"t","parts":[{"kind":"data","data":[` +
+		strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `]}]}`,
+	`{"id":"m","ts":1,"space":"s","from":{"id":"i","name":"n"},"to":"t","parts":[{"kind":"data","data":[` +
+		strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `]}]}`,
+}
+
+// FuzzDecodeMatchesLegacy checks the single-pass decoder against the encoding/json-based
+// decoder it replaced (decode_oracle_test.go): they accept and refuse the same payloads, with
+// the same reason, and decode the same message, except where legacyDiverges names a fix of
+// the old reading against the schema. An accepted payload validates against the schema, and
+// AppendJSON writes what the old json.Marshal wrote.
+func FuzzDecodeMatchesLegacy(f *testing.F) {
+	for _, file := range []string{"sample-multicast.json", "sample-unicast.json"} {
+		f.Add(readRepoTestdata(f, file))
+	}
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	sch := compileMessageSchema(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeMessage(data)
+		if err == nil {
+			if err := validateAgainstSchema(sch, data); err != nil {
+				t.Fatalf("DecodeMessage accepted %q, which the schema refuses: %v", data, err)
+			}
+			encoded, err := got.AppendJSON([]byte("prefix"))
+			want, wantErr := legacyMarshalMessage(got)
+			if err != nil || wantErr != nil || string(encoded) != "prefix"+string(want) {
+				t.Fatalf("AppendJSON = %s, %v; the old encoding is %s, %v", encoded, err, want, wantErr)
+			}
+		}
+		if legacyDiverges(data) {
+			return
+		}
+		want, wantErr := legacyDecodeMessage(data)
+		gotReason, _ := ReasonOf(err)
+		wantReason, _ := ReasonOf(wantErr)
+		if gotReason != wantReason || !reflect.DeepEqual(got, want) {
+			t.Fatalf("DecodeMessage(%q)\n= %#v, %v\nthe old decoder: %#v, %v", data, got, err, want, wantErr)
+		}
+	})
+}
+
+// FuzzPartUnmarshalMatchesLegacy checks Part.UnmarshalJSON, called directly on any bytes, against
+// the encoding/json-based one it replaced, and the hand-written extension-kind matcher against
+// the schema's pattern.
+func FuzzPartUnmarshalMatchesLegacy(f *testing.F) {
+	for _, s := range []string{`{"kind":"text","text":"a\u00e9\ud800"}`, `{"kind":"data","data":null}`,
+		`{"kind":"data"}`, `{"kind":"com.x.y","kind":"a.b","k\u0069nd":"c.d","v":[1, 2]}`, `{"kind":1}`,
+		"{\"kind\":\"text\",\"text\":\"\xff\xe2\x80\"}", "{\"kind\":\"x.y\",\"\xc3\":\"\xed\xa0\x80\"}",
+		`{"kind":"text","text":"x"} x`, `[]`, `null`, `com.acme.snapshot`, `a-b.c-d`, `com..acme`, `.a.b`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := isExtensionKind(string(b)), legacyExtensionKind.Match(b); got != want {
+			t.Fatalf("isExtensionKind(%q) = %v, the schema's pattern says %v", b, got, want)
+		}
+		var got Part
+		var want legacyPart
+		err, wantErr := got.UnmarshalJSON(b), want.UnmarshalJSON(b)
+		if (err == nil) != (wantErr == nil) || (err == nil && !reflect.DeepEqual(got, Part(want))) {
+			t.Fatalf("UnmarshalJSON(%q) = %#v, %v; the old one %#v, %v", b, got, err, want, wantErr)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidPart) {
+			t.Fatalf("UnmarshalJSON(%q) error %v does not wrap ErrInvalidPart", b, err)
+		}
+	})
+}
+
+// FuzzAppendJSONMatchesMarshal checks that AppendJSON writes, for any message, exactly what
+// the old json.Marshal wrote, failing where it failed: invalid UTF-8, HTML-sensitive and
+// control characters in strings, raw data and extension values with whitespace or not JSON.
+func FuzzAppendJSONMatchesMarshal(f *testing.F) {
+	f.Add("m", int64(-1), "s", "i", "n", "", "a.b", "hi <&> \u2028", "com.x.y", []byte(` {"a" : [1, "<\u2029>"]} `))
+	f.Add("\xff", int64(0), "\x00\x1f\"\\", "i", "", "r", "", "\xe2\x80", "image", []byte(`1 2`))
+	f.Add("m", int64(7), "s", "i", "n", "", "", "", "kind", []byte{})
+	f.Fuzz(func(t *testing.T, id string, ts int64, space, fromID, name, role, channel, text, kind string, raw []byte) {
+		data := json.RawMessage(raw)
+		if len(raw) == 0 {
+			data = nil
+		}
+		m := &CotalMessage{ID: id, TS: ts, Space: space, From: EndpointRef{ID: fromID, Name: name, Role: role},
+			Channel: channel, To: text, Mentions: []string{name, text}, ReplyTo: role, ContextID: kind,
+			Parts: []Part{TextPart(text), {Kind: PartData, Data: data}, {Kind: kind, Text: text,
+				Extension: map[string]json.RawMessage{"f": data, text: json.RawMessage(`"x"`), "kind": data}}}}
+		got, err := m.AppendJSON(nil)
+		want, wantErr := legacyMarshalMessage(m)
+		if (err == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("AppendJSON = %s, %v; the old encoding is %s, %v", got, err, want, wantErr)
+		}
+		if viaMarshal, err := json.Marshal(m); (err == nil) != (wantErr == nil) || !bytes.Equal(viaMarshal, want) {
+			t.Fatalf("json.Marshal = %s, %v; the old encoding is %s, %v", viaMarshal, err, want, wantErr)
+		}
+	})
+}
+
+// FuzzJSONScannerMatchesEncodingJSON checks the scanner alone against encoding/json on any
+// bytes: it accepts exactly what json.Valid accepts, and reads a string value as json.Unmarshal
+// does, invalid UTF-8 and unpaired surrogates included.
+func FuzzJSONScannerMatchesEncodingJSON(f *testing.F) {
+	for _, s := range append([]string{`"a\u00e9\ud83d\ude00\ud800\u0041\udc00"`, "\"\xff\xe2\x80\"",
+		` [1, -0.5e+3, true, {"a": null}] `, `null`, `{"a":1,}`, `01`, `"\/\b"`, `1 2`, ``}, decodeSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := jsonScanner{data: b}
+		err := s.skip()
+		if err == nil {
+			err = s.end()
+		}
+		if (err == nil) != json.Valid(b) {
+			t.Fatalf("scanning %q = %v, json.Valid = %v", b, err, json.Valid(b))
+		}
+		var want string
+		if s = (jsonScanner{data: b}); s.ws() != '"' || json.Unmarshal(b, &want) != nil {
+			return
+		}
+		got, err := s.string()
+		if err != nil || string(got) != want {
+			t.Fatalf("string of %q = %q, %v; json.Unmarshal reads %q", b, got, err, want)
 		}
 	})
 }

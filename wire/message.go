@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -83,7 +82,11 @@ func newMessage(space string, from EndpointRef, parts []Part) *CotalMessage {
 // Validate checks what SPEC §5 and the schema require of a message before it is published or
 // surfaced: non-empty id, space and from.id, exactly one routing field, a concrete valid
 // channel when multicast, and conformant parts. Errors wrap ErrInvalidMessage.
-func (m *CotalMessage) Validate() error {
+func (m *CotalMessage) Validate() error { return m.validate(true) }
+
+// validate is Validate; checkJSON false skips the check that raw part values are JSON, for a
+// message just decoded, whose raw values the decoder has checked.
+func (m *CotalMessage) validate(checkJSON bool) error {
 	switch {
 	case m.ID == "":
 		return fmt.Errorf("%w: id is empty; use NewMessageID", ErrInvalidMessage)
@@ -108,21 +111,16 @@ func (m *CotalMessage) Validate() error {
 		}
 	}
 	for i, p := range m.Parts {
-		if err := p.Validate(); err != nil {
+		if err := p.validate(checkJSON); err != nil {
 			return fmt.Errorf("%w: part %d: %w", ErrInvalidMessage, i, err)
 		}
 	}
 	return nil
 }
 
-// MarshalJSON encodes the message with parts always an array and empty optional fields omitted.
-func (m CotalMessage) MarshalJSON() ([]byte, error) {
-	type plain CotalMessage
-	if m.Parts == nil {
-		m.Parts = []Part{}
-	}
-	return json.Marshal(plain(m))
-}
+// MarshalJSON encodes the message with parts always an array and empty optional fields
+// omitted. It writes what AppendJSON writes.
+func (m CotalMessage) MarshalJSON() ([]byte, error) { return m.AppendJSON(nil) }
 
 // NormalizeMentions trims and lowercases mention names (SPEC §5), drops empty ones and
 // duplicates keeping the first occurrence, and returns nil when nothing remains, so the field
@@ -141,22 +139,8 @@ func NormalizeMentions(names []string) []string {
 	return out
 }
 
-// wireMessage mirrors CotalMessage with pointers, so decoding can tell an absent or null
-// field from an empty one, as the schema does.
-type wireMessage struct {
-	ID        *string         `json:"id"`
-	TS        json.RawMessage `json:"ts"`
-	Space     *string         `json:"space"`
-	From      *wireRef        `json:"from"`
-	Channel   *string         `json:"channel"`
-	To        *string         `json:"to"`
-	ToService *string         `json:"toService"`
-	Mentions  []string        `json:"mentions"`
-	Parts     *[]Part         `json:"parts"`
-	ReplyTo   string          `json:"replyTo"`
-	ContextID string          `json:"contextId"`
-}
-
+// wireRef mirrors EndpointRef with pointers, so decoding can tell an absent or null field from
+// an empty one, as the schema does.
 type wireRef struct {
 	ID   *string `json:"id"`
 	Name *string `json:"name"`
@@ -164,62 +148,22 @@ type wireRef struct {
 }
 
 // DecodeMessage decodes and validates a delivery payload (SPEC §5). Unknown fields are
-// ignored (SPEC §11). Every error is an *Anomaly: sender-mismatch when from or from.id is
-// missing, malformed-json for anything else (invalid UTF-8 or JSON, not an object, a field of
-// the wrong type, a missing required field, or a message failing Validate).
+// ignored (SPEC §11); keys match exactly, as in the schema, and of a repeated key the last
+// value counts. Every error is an *Anomaly: sender-mismatch when from or from.id is missing
+// (absent, null or empty), malformed-json for anything else (invalid UTF-8 or JSON, not an
+// object, a field of the wrong type, a missing required field, or a message failing Validate).
+//
+// The message shares no memory with data, which may be reused once DecodeMessage returns; its
+// short strings share one allocation, and each text part has its own.
 func DecodeMessage(data []byte) (*CotalMessage, error) {
-	var w wireMessage
-	if err := decodeObject(data, &w); err != nil {
+	m := new(CotalMessage)
+	if err := decodeEnvelope(data, m); err != nil {
 		return nil, err
 	}
-	if w.From == nil || w.From.ID == nil || *w.From.ID == "" {
-		return nil, anomalyf(ReasonSenderMismatch, "message has no from.id")
-	}
-	if err := w.checkPresent(); err != nil {
-		return nil, anomalyf(ReasonMalformedJSON, "%w", err)
-	}
-	ts, err := epochMillis(w.TS)
-	if err != nil {
-		return nil, anomalyf(ReasonMalformedJSON, "%w: ts: %w", ErrInvalidMessage, err)
-	}
-	m := &CotalMessage{
-		ID: *w.ID, TS: ts, Space: *w.Space,
-		From:    EndpointRef{ID: *w.From.ID, Name: *w.From.Name, Role: w.From.Role},
-		Channel: deref(w.Channel), To: deref(w.To), ToService: deref(w.ToService),
-		Mentions: w.Mentions, Parts: *w.Parts, ReplyTo: w.ReplyTo, ContextID: w.ContextID,
-	}
-	if err := m.Validate(); err != nil {
+	if err := m.validate(false); err != nil {
 		return nil, anomalyf(ReasonMalformedJSON, "%w", err)
 	}
 	return m, nil
-}
-
-// checkPresent reports the first required field the payload lacks, and a payload with other
-// than exactly one routing field present (the schema's oneOf).
-func (w *wireMessage) checkPresent() error {
-	switch {
-	case w.ID == nil:
-		return fmt.Errorf("%w: id is missing", ErrInvalidMessage)
-	case isNull(w.TS):
-		return fmt.Errorf("%w: ts is missing", ErrInvalidMessage)
-	case w.Space == nil:
-		return fmt.Errorf("%w: space is missing", ErrInvalidMessage)
-	case w.From.Name == nil:
-		return fmt.Errorf("%w: from.name is missing", ErrInvalidMessage)
-	case w.Parts == nil:
-		return fmt.Errorf("%w: parts is missing", ErrInvalidMessage)
-	}
-	routes := 0
-	for _, r := range []*string{w.Channel, w.To, w.ToService} {
-		if r != nil {
-			routes++
-		}
-	}
-	if routes != 1 {
-		return fmt.Errorf("%w: %d routing fields present, want exactly one of channel, to and toService",
-			ErrInvalidMessage, routes)
-	}
-	return nil
 }
 
 // decodeObject decodes data, which must be UTF-8 JSON whose top level is an object, into v.
@@ -235,23 +179,6 @@ func decodeObject(data []byte, v any) error {
 		return anomalyf(ReasonMalformedJSON, "%w", err)
 	}
 	return nil
-}
-
-// epochMillis converts a JSON number to integral epoch milliseconds. The schema allows any
-// number, so a fractional value is truncated; a string, or a number outside int64, is refused.
-func epochMillis(raw json.RawMessage) (int64, error) {
-	var n json.Number
-	if raw = bytes.TrimSpace(raw); raw[0] == '"' || json.Unmarshal(raw, &n) != nil {
-		return 0, fmt.Errorf("%s is not a number", raw)
-	}
-	if i, err := n.Int64(); err == nil {
-		return i, nil
-	}
-	f, err := n.Float64()
-	if err != nil || f >= math.MaxInt64 || f < math.MinInt64 {
-		return 0, fmt.Errorf("%s is not an epoch-milliseconds number", n)
-	}
-	return int64(f), nil
 }
 
 func deref(s *string) string {

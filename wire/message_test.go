@@ -306,3 +306,90 @@ func mustMarshal(t testing.TB, v any) []byte {
 	}
 	return b
 }
+
+// TestDecodeMessageReadsKeysAsTheSchemaDoes covers where the encoding/json-based decoder read
+// a payload otherwise than the schema: it matched keys without regard to case, merged or
+// failed on a repeated key whose last value the schema takes, and read a null string or
+// mention as absent. DecodeMessage now accepts exactly what the schema accepts there.
+func TestDecodeMessageReadsKeysAsTheSchemaDoes(t *testing.T) {
+	sch := compileMessageSchema(t)
+	const from, parts = `"from":{"id":"` + vecAlice + `","name":"alice"}`, `"parts":[{"kind":"text","text":"x"}]`
+	base := `"id":"m1","ts":1,"space":"main",` + from + `,` + parts
+	tests := []struct {
+		name    string
+		payload string
+		reason  string
+	}{
+		{"a key in another case is an unknown field", `{"ID":"m1","ts":1,"space":"main",` + from + `,"channel":"c",` + parts + `}`, ReasonMalformedJSON},
+		{"a routing key in another case is not routing", `{` + base + `,"Channel":"c"}`, ReasonMalformedJSON},
+		{"of a repeated key the last value counts", `{"id":1,` + base + `,"channel":"c"}`, ""},
+		{"a repeated from replaces the earlier one whole", `{` + base + `,"from":{"name":"bob"},"channel":"c"}`, ReasonSenderMismatch},
+		{"a repeated parts replaces an earlier wrong one", `{"parts":[{"kind":1}],` + base + `,"channel":"c"}`, ""},
+		{"a repeated part key takes the last value", `{` + base + `,"channel":"c","parts":[{"kind":"text","text":1,"text":"y"}]}`, ""},
+		{"a null routing field is not absent", `{` + base + `,"channel":"c","to":null}`, ReasonMalformedJSON},
+		{"a null optional string is refused", `{` + base + `,"channel":"c","replyTo":null}`, ReasonMalformedJSON},
+		{"null mentions are refused", `{` + base + `,"channel":"c","mentions":null}`, ReasonMalformedJSON},
+		{"a null mention is refused", `{` + base + `,"channel":"c","mentions":["bob",null]}`, ReasonMalformedJSON},
+		{"a null role is refused", `{"id":"m1","ts":1,"space":"main","from":{"id":"a","name":"a","role":null},"channel":"c",` + parts + `}`, ReasonMalformedJSON},
+		{"a null from.id is still a sender mismatch", `{"id":"m1","ts":1,"space":"main","from":{"id":null,"name":"a"},"channel":"c",` + parts + `}`, ReasonSenderMismatch},
+		{"an escaped key is read unescaped", `{` + base + `,"ch\u0061nnel":"c"}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := DecodeMessage([]byte(tt.payload))
+			reason, _ := ReasonOf(err)
+			if reason != tt.reason || (err == nil) != (m != nil) {
+				t.Fatalf("DecodeMessage(%s) = %+v, %v; want reason %q", tt.payload, m, err, tt.reason)
+			}
+			if schemaErr := validateAgainstSchema(sch, []byte(tt.payload)); (schemaErr == nil) != (err == nil) {
+				t.Fatalf("DecodeMessage(%s) = %v but the schema says %v", tt.payload, err, schemaErr)
+			}
+		})
+	}
+}
+
+func TestDecodeMessageKeepsNothingOfTheInputBuffer(t *testing.T) {
+	data := readRepoTestdata(t, "sample-multicast.json")
+	m, err := DecodeMessage(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustMarshal(t, m)
+	for i := range data {
+		data[i] = ' '
+	}
+	if got := mustMarshal(t, m); !slices.Equal(got, want) {
+		t.Fatalf("overwriting the payload changed the decoded message:\n%s\nwas\n%s", got, want)
+	}
+}
+
+func TestDecodeMessageRefusesNestingBeyondTheLimit(t *testing.T) {
+	payload := func(depth int) []byte {
+		return msgJSON(t, map[string]any{"x": json.RawMessage(strings.Repeat("[", depth) + strings.Repeat("]", depth))})
+	}
+	if _, err := DecodeMessage(payload(maxJSONDepth - 1)); err != nil {
+		t.Fatalf("nesting to the limit: %v", err)
+	}
+	if reason, _ := ReasonOf(func() error { _, err := DecodeMessage(payload(maxJSONDepth)); return err }()); reason != ReasonMalformedJSON {
+		t.Fatalf("nesting beyond the limit: reason %q, want %s", reason, ReasonMalformedJSON)
+	}
+}
+
+func TestAppendJSONAppendsToTheBufferItIsGiven(t *testing.T) {
+	m := NewChannelMessage("main", vecFrom, "team.backend", TextPart("hi"))
+	buf := []byte("head:")
+	for range 3 {
+		out, err := m.AppendJSON(buf[:5])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "head:" + string(mustMarshal(t, m)); string(out) != want {
+			t.Fatalf("AppendJSON = %s, want %s", out, want)
+		}
+		buf = out
+	}
+	bad := NewChannelMessage("main", vecFrom, "c", Part{Kind: PartData, Data: json.RawMessage(`{`)})
+	if out, err := bad.AppendJSON(buf[:5]); !errors.Is(err, ErrInvalidPart) || string(out) != "head:" {
+		t.Fatalf("AppendJSON of invalid data = %q, %v; want head: and ErrInvalidPart", out, err)
+	}
+}

@@ -3,8 +3,8 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"regexp"
 )
 
 // The core Part kinds (SPEC §5). Other core kinds are reserved to the spec; anything else must
@@ -13,9 +13,6 @@ const (
 	PartText = "text"
 	PartData = "data"
 )
-
-// extensionKind is the schema's ExtensionPartKind: reverse-DNS, at least two dotted labels.
-var extensionKind = regexp.MustCompile(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$`)
 
 // Part is one item of a message's content (SPEC §5): a text part, a data part, or an extension
 // part whose kind is namespaced reverse-DNS (SPEC §11). Build parts with TextPart, DataPart and
@@ -63,12 +60,35 @@ func ExtensionPart(kind string, fields map[string]any) (Part, error) {
 
 // IsExtension reports whether the part has a namespaced extension kind. A receiver that does
 // not support that extension must ignore the part (SPEC §5).
-func (p Part) IsExtension() bool { return extensionKind.MatchString(p.Kind) }
+func (p Part) IsExtension() bool { return isExtensionKind(p.Kind) }
+
+// isExtensionKind matches the schema's ExtensionPartKind, ^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$:
+// reverse-DNS, at least two dotted labels.
+func isExtensionKind(kind string) bool {
+	labels, size := 1, 0
+	for i := 0; i < len(kind); i++ {
+		switch c := kind[i]; {
+		case c == '.':
+			if size == 0 {
+				return false
+			}
+			labels, size = labels+1, 0
+		case c == '-' || ('0' <= c && c <= '9') || ('A' <= c && c <= 'Z') || ('a' <= c && c <= 'z'):
+			size++
+		default:
+			return false
+		}
+	}
+	return labels >= 2 && size > 0
+}
 
 // Validate checks the part against SPEC §5 and the schema: a core kind carries only its own
 // field, an extension kind is namespaced and has no second "kind", and a bare kind that is
 // neither ("image") is not conformant.
-func (p Part) Validate() error {
+func (p Part) Validate() error { return p.validate(true) }
+
+// validate is Validate; checkJSON false skips the check that raw values are JSON.
+func (p Part) validate(checkJSON bool) error {
 	switch {
 	case p.Kind == PartText:
 		if p.Data != nil || p.Extension != nil {
@@ -78,7 +98,7 @@ func (p Part) Validate() error {
 		if p.Text != "" || p.Extension != nil {
 			return fmt.Errorf("%w: a data part carries only data", ErrInvalidPart)
 		}
-		if p.Data != nil && !json.Valid(p.Data) {
+		if checkJSON && p.Data != nil && !json.Valid(p.Data) {
 			return fmt.Errorf("%w: data is not valid JSON", ErrInvalidPart)
 		}
 	case p.IsExtension():
@@ -89,7 +109,7 @@ func (p Part) Validate() error {
 			return fmt.Errorf("%w: extension part %q has a second kind field", ErrInvalidPart, p.Kind)
 		}
 		for k, v := range p.Extension {
-			if !json.Valid(v) {
+			if checkJSON && !json.Valid(v) {
 				return fmt.Errorf("%w: extension part %q field %q is not valid JSON", ErrInvalidPart, p.Kind, k)
 			}
 		}
@@ -101,65 +121,121 @@ func (p Part) Validate() error {
 }
 
 // MarshalJSON encodes the part with exactly the fields of its kind; text and data are always
-// present on core parts, as the schema requires.
-func (p Part) MarshalJSON() ([]byte, error) {
-	switch p.Kind {
-	case PartText:
-		return json.Marshal(struct {
-			Kind string `json:"kind"`
-			Text string `json:"text"`
-		}{p.Kind, p.Text})
-	case PartData:
-		data := p.Data
-		if data == nil {
-			data = json.RawMessage("null")
-		}
-		return json.Marshal(struct {
-			Kind string          `json:"kind"`
-			Data json.RawMessage `json:"data"`
-		}{p.Kind, data})
-	}
-	obj := make(map[string]json.RawMessage, len(p.Extension)+1)
-	for k, v := range p.Extension {
-		obj[k] = v
-	}
-	kind, err := json.Marshal(p.Kind)
-	if err != nil {
-		return nil, err
-	}
-	obj["kind"] = kind
-	return json.Marshal(obj)
-}
+// present on core parts, as the schema requires. It writes what AppendJSON writes.
+func (p Part) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil) }
 
 // UnmarshalJSON decodes a part object. kind must be a string; a text part needs a string text
 // and a data part a data field (null allowed). Other kinds keep all their other fields in
-// Extension; Validate then decides whether the kind is conformant.
+// Extension; Validate then decides whether the kind is conformant. When a key repeats, its
+// last value counts.
 func (p *Part) UnmarshalJSON(b []byte) error {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
-		return fmt.Errorf("%w: a part must be a JSON object", ErrInvalidPart)
+	s := jsonScanner{data: b}
+	part, err := s.part()
+	if err == nil {
+		err = s.end()
 	}
-	var kind string
-	if err := json.Unmarshal(obj["kind"], &kind); err != nil || isNull(obj["kind"]) {
-		return fmt.Errorf("%w: kind must be a string", ErrInvalidPart)
+	if err != nil && !errors.Is(err, ErrInvalidPart) {
+		err = fmt.Errorf("%w: %w", ErrInvalidPart, err)
 	}
-	*p = Part{Kind: kind}
-	switch kind {
-	case PartText:
-		if err := json.Unmarshal(obj["text"], &p.Text); err != nil || isNull(obj["text"]) {
-			return fmt.Errorf("%w: a text part needs a string text field", ErrInvalidPart)
-		}
-	case PartData:
-		data, ok := obj["data"]
-		if !ok {
-			return fmt.Errorf("%w: a data part needs a data field", ErrInvalidPart)
-		}
-		p.Data = data
-	default:
-		delete(obj, "kind")
-		p.Extension = obj
+	if err != nil {
+		return err
 	}
+	*p = part
 	return nil
+}
+
+// part reads one part object (SPEC §5) in one pass; only an extension part is read twice,
+// into its map.
+func (s *jsonScanner) part() (Part, error) {
+	if s.ws() != '{' {
+		return Part{}, fmt.Errorf("%w: a part must be a JSON object", ErrInvalidPart)
+	}
+	start := s.pos
+	if err := s.enter(); err != nil {
+		return Part{}, err
+	}
+	var (
+		kind, text, data []byte
+		kindOK, textOK   bool
+	)
+	for first := true; ; first = false {
+		more, err := s.more(first, '}')
+		if err != nil {
+			return Part{}, err
+		}
+		if !more {
+			break
+		}
+		key, err := s.key()
+		if err != nil {
+			return Part{}, err
+		}
+		switch string(key) {
+		case "kind":
+			kind, kindOK, err = s.stringOrSkip()
+		case "text":
+			text, textOK, err = s.stringOrSkip()
+		case "data":
+			data, err = s.span()
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return Part{}, err
+		}
+	}
+	switch {
+	case !kindOK:
+		return Part{}, fmt.Errorf("%w: kind must be a string", ErrInvalidPart)
+	case string(kind) == PartText && !textOK:
+		return Part{}, fmt.Errorf("%w: a text part needs a string text field", ErrInvalidPart)
+	case string(kind) == PartText:
+		return Part{Kind: PartText, Text: string(text)}, nil
+	case string(kind) == PartData && data == nil:
+		return Part{}, fmt.Errorf("%w: a data part needs a data field", ErrInvalidPart)
+	case string(kind) == PartData:
+		return Part{Kind: PartData, Data: append(json.RawMessage(nil), data...)}, nil
+	}
+	ext, err := s.extensionFields(start)
+	return Part{Kind: string(kind), Extension: ext}, err
+}
+
+// stringOrSkip reads a string value, reporting false for a value of another type.
+func (s *jsonScanner) stringOrSkip() ([]byte, bool, error) {
+	if s.ws() != '"' {
+		return nil, false, s.skip()
+	}
+	v, err := s.string()
+	return v, err == nil, err
+}
+
+// extensionFields reads again the part object at start, already checked, into a map of its
+// fields other than kind, each value verbatim.
+func (s *jsonScanner) extensionFields(start int) (map[string]json.RawMessage, error) {
+	end, depth := s.pos, s.depth
+	defer func() { s.pos, s.depth = end, depth }()
+	s.pos = start
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	ext := make(map[string]json.RawMessage)
+	for first := true; ; first = false {
+		more, err := s.more(first, '}')
+		if err != nil || !more {
+			return ext, err
+		}
+		key, err := s.key()
+		if err != nil {
+			return nil, err
+		}
+		raw, err := s.span()
+		if err != nil {
+			return nil, err
+		}
+		if string(key) != "kind" {
+			ext[string(key)] = append(json.RawMessage(nil), raw...)
+		}
+	}
 }
 
 // isNull reports whether raw is absent or the JSON null, which encoding/json would silently
