@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -136,4 +138,50 @@ func TestMCPWithoutACredentialSaysHowToMintOne(t *testing.T) {
 	if code != exitError || !strings.Contains(stderr, "cotal auth mint") {
 		t.Fatalf("exit %d, stderr %q; want exit 1 saying to mint a credential with `cotal auth mint`", code, stderr)
 	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestMCPServerRecoversFromAMeshRestart(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	up := startUp(t, bin, dir, "--listen", listen)
+	alice := startMCP(t, bin, up.link, mintAgent(t, bin, dir, "alice"), "alice")
+	bob := startMCP(t, bin, up.link, mintAgent(t, bin, dir, "bob"), "bob")
+	alice.ok(t, "cotal_dm", map[string]any{"to": "bob", "text": "before the restart"}, nil)
+	bob.waitText(t, "before the restart")
+
+	up.stop(t)
+	startUp(t, bin, dir, "--listen", listen)
+
+	// Calls made while the servers reconnect are error results that say to try again; one
+	// succeeds once the mesh is back.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := alice.cs.CallTool(ctx, &mcp.CallToolParams{Name: "cotal_dm",
+			Arguments: map[string]any{"to": "bob", "text": "after the restart"}})
+		cancel()
+		if err != nil {
+			t.Fatalf("cotal mcp of alice stopped serving during the restart: %v; stderr:\n%s", err, alice.stderr)
+		}
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cotal_dm still fails 90s after the restart: %+v", res.Content)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	bob.waitText(t, "after the restart")
 }
