@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -102,8 +103,32 @@ func runMCP(cmd *cobra.Command, link, credsPath string, inboxSize int) error {
 	srv := mcpserver.NewServer(e, inbox, opts)
 	defer srv.Close()
 	log.Info("serving MCP on stdio", "name", e.Name(), "id", e.ID(), "channels", channels)
-	err = srv.Run(ctx, &mcp.StdioTransport{})
-	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
+	return serveMCP(ctx, e, srv)
+}
+
+// serveMCP serves srv on stdio until the client closes its end, ctx ends, or the Endpoint's
+// connection is gone for good; in the last case it fails, so that the runtime sees the server
+// end rather than tools failing forever.
+func serveMCP(ctx context.Context, e *endpoint.Endpoint, srv *mcpserver.Server) error {
+	serveCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-e.Done():
+			stop()
+		case <-serveCtx.Done():
+		}
+	}()
+	err := srv.Run(serveCtx, &mcp.StdioTransport{})
+	select {
+	case <-e.Done():
+		if ctx.Err() == nil {
+			return fmt.Errorf("%w: the connection ended for good (%v); check that the mesh runs, then start cotal mcp again",
+				errUnreachable, e.Err())
+		}
+	default:
+	}
+	if err != nil && serveCtx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("serve MCP: %w", err)
 	}
 	return nil

@@ -29,7 +29,7 @@ type agent struct {
 
 // newAgent mints an agent credential with grants on m, connects its Endpoint with the inbox
 // as Handler, and connects an MCP client to the server in memory.
-func newAgent(t *testing.T, m *space.Mesh, name string, grants provisioner.Grants) *agent {
+func newAgent(t testing.TB, m *space.Mesh, name string, grants provisioner.Grants) *agent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), callWait)
 	defer cancel()
@@ -69,7 +69,7 @@ func newAgent(t *testing.T, m *space.Mesh, name string, grants provisioner.Grant
 }
 
 // call calls tool with args and returns the raw result; a protocol error fails the test.
-func (a *agent) call(t *testing.T, tool string, args any) *mcp.CallToolResult {
+func (a *agent) call(t testing.TB, tool string, args any) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), callWait)
 	defer cancel()
@@ -81,7 +81,7 @@ func (a *agent) call(t *testing.T, tool string, args any) *mcp.CallToolResult {
 }
 
 // ok calls tool, fails the test on an error result and decodes the structured result into out.
-func (a *agent) ok(t *testing.T, tool string, args, out any) {
+func (a *agent) ok(t testing.TB, tool string, args, out any) {
 	t.Helper()
 	res := a.call(t, tool, args)
 	if res.IsError {
@@ -118,7 +118,7 @@ type inbox struct {
 
 // waitMessage reads the inbox, waiting in the tool, until a message matches or the deadline
 // passes; it returns the match and every message read on the way.
-func (a *agent) waitMessage(t *testing.T, match func(mcpserver.InboxMessage) bool) (mcpserver.InboxMessage, []mcpserver.InboxMessage) {
+func (a *agent) waitMessage(t testing.TB, match func(mcpserver.InboxMessage) bool) (mcpserver.InboxMessage, []mcpserver.InboxMessage) {
 	t.Helper()
 	var seen []mcpserver.InboxMessage
 	deadline := time.Now().Add(callWait)
@@ -137,7 +137,7 @@ func (a *agent) waitMessage(t *testing.T, match func(mcpserver.InboxMessage) boo
 }
 
 // eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(callWait)
 	for !cond() {
