@@ -7,6 +7,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,16 @@ func TestMCPProcessesExchangeMessagesOverStdio(t *testing.T) {
 		if m.Kind != "dm" || m.From != "alice" {
 			t.Errorf("bob got %+v, want a dm from alice", m)
 		}
+		var rtts []time.Duration
+		for i := range 20 {
+			text := fmt.Sprintf("ping %d", i)
+			start := time.Now()
+			alice.ok(t, "cotal_dm", map[string]any{"to": "bob", "text": text}, nil)
+			bob.waitText(t, text)
+			rtts = append(rtts, time.Since(start))
+		}
+		slices.Sort(rtts)
+		t.Logf("over 20 more DMs: min %v, median %v, max %v", rtts[0], rtts[len(rtts)/2], rtts[len(rtts)-1])
 	})
 	t.Run("a post on the default channel reaches the other process", func(t *testing.T) {
 		bob.ok(t, "cotal_send", map[string]any{"text": "hello general"}, nil)
