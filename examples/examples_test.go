@@ -18,7 +18,7 @@ import (
 )
 
 // names are the example commands, each a directory of this one.
-var names = []string{"embed", "pertest", "workers", "tcp", "observer"}
+var names = []string{"embed", "pertest", "workers", "tcp", "observer", "mcp"}
 
 // runTimeout bounds one run of an example; each finishes in well under a second when idle.
 const runTimeout = 30 * time.Second

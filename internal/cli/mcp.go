@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/mcpserver"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// errMCPSetup: `cotal mcp` lacks the link or credential it joins the mesh with.
+var errMCPSetup = errors.New("cotal mcp needs a join link and an agent credential")
+
+func newMCPCmd() *cobra.Command {
+	var link, creds string
+	var inboxSize int
+	cmd := &cobra.Command{
+		Use:   "mcp --link LINK --creds FILE",
+		Short: "Serve the mesh to an MCP agent runtime over stdio, as one agent",
+		Long: `mcp joins the mesh as the agent of --creds and serves the Model Context Protocol on
+standard input and output, so an agent runtime (Claude Code, Cursor, OpenCode, ...) takes part
+as a peer through the cotal_* tools: cotal_send, cotal_dm, cotal_anycast, cotal_inbox,
+cotal_roster, cotal_status, cotal_channels, cotal_channel_info, cotal_join, cotal_leave and
+cotal_history. The agent joins the concrete channels its credential may read; messages for it
+collect in an inbox (also the resource cotal://inbox, with update notifications).
+
+Standard output carries MCP messages only; logs go to standard error.
+
+--link (or COTAL_LINK) is the join link "cotal up" prints; --creds (or COTAL_CREDS) is an agent
+.creds file from "cotal auth mint --profile agent".`,
+		Example: `  cotal auth mint --profile agent --name alice --subscribe general --allow-publish general --out alice.creds
+  cotal mcp --link cotal://127.0.0.1:4222/main --creds alice.creds`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMCP(cmd, orEnv(link, envLink), orEnv(creds, envCreds), inboxSize)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&link, "link", "", "join link of the mesh, e.g. cotal://127.0.0.1:4222/main (env "+envLink+")")
+	fs.StringVar(&creds, "creds", "", "agent .creds file to join as (env "+envCreds+")")
+	fs.IntVar(&inboxSize, "inbox-size", mcpserver.DefaultInboxSize, "messages the inbox holds before it drops live channel copies")
+	_ = cmd.MarkFlagFilename("creds", "creds")
+	return cmd
+}
+
+// orEnv is v, else the environment variable name.
+func orEnv(v, name string) string {
+	if v != "" {
+		return v
+	}
+	return os.Getenv(name)
+}
+
+func runMCP(cmd *cobra.Command, link, credsPath string, inboxSize int) error {
+	switch {
+	case credsPath == "":
+		return fmt.Errorf("%w: pass --creds (or set %s) with an agent credential; mint one with "+
+			"`cotal auth mint --profile agent --name NAME --subscribe CHANNEL --allow-publish CHANNEL --out NAME.creds`", errMCPSetup, envCreds)
+	case link == "":
+		return fmt.Errorf("%w: pass --link (or set %s) with the join link `cotal up` prints (`cotal link` shows it)", errMCPSetup, envLink)
+	}
+	l, err := wire.ParseLink(link)
+	if err != nil {
+		return fmt.Errorf("--link: %w; pass the join link `cotal up` prints", err)
+	}
+	data, cred, err := readCreds(credsPath)
+	if err != nil {
+		return err
+	}
+	if cred.Profile != "" && cred.Profile != endpoint.ProfileAgent {
+		return fmt.Errorf("%w: %s is a %s credential, which cannot take part; mint one with `cotal auth mint --profile agent`",
+			errMCPSetup, credsPath, cred.Profile)
+	}
+	format, _ := cmd.Flags().GetString("log-format")
+	level, _ := cmd.Flags().GetString("log-level")
+	log := newLogger(format, level, cmd.ErrOrStderr())
+	channels := joinableChannels(cred.ReadACL)
+	inbox := mcpserver.NewInbox(inboxSize)
+	s := &session{link: l, raw: link, creds: data, cred: cred}
+	ctx := cmd.Context()
+	e, err := endpoint.Connect(ctx, endpoint.Options{Link: link, Creds: data, Channels: channels,
+		Handler: inbox.Handle, Logger: log})
+	if err != nil {
+		return s.connectError(err)
+	}
+	defer func() {
+		ctx, cancel := newTimeoutContext(5 * time.Second)
+		defer cancel()
+		_ = e.Close(ctx)
+	}()
+	opts := mcpserver.Options{Version: cotalVersion(), Logger: log}
+	if len(channels) > 0 {
+		opts.DefaultChannel = channels[0]
+	}
+	srv := mcpserver.NewServer(e, inbox, opts)
+	defer srv.Close()
+	log.Info("serving MCP on stdio", "name", e.Name(), "id", e.ID(), "channels", channels)
+	return serveMCP(ctx, e, srv)
+}
+
+// serveMCP serves srv on stdio until the client closes its end, ctx ends, or the Endpoint's
+// connection is gone for good; in the last case it fails, so that the runtime sees the server
+// end rather than tools failing forever.
+func serveMCP(ctx context.Context, e *endpoint.Endpoint, srv *mcpserver.Server) error {
+	serveCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-e.Done():
+			stop()
+		case <-serveCtx.Done():
+		}
+	}()
+	err := srv.Run(serveCtx, &mcp.StdioTransport{})
+	select {
+	case <-e.Done():
+		if ctx.Err() == nil {
+			return fmt.Errorf("%w: the connection ended for good (%v); check that the mesh runs, then start cotal mcp again",
+				errUnreachable, e.Err())
+		}
+	default:
+	}
+	if err != nil && serveCtx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("serve MCP: %w", err)
+	}
+	return nil
+}
+
+// joinableChannels are the read ACL entries an agent can join: channels, not patterns.
+func joinableChannels(acl []string) []string {
+	var out []string
+	for _, ch := range acl {
+		if wire.ValidatePublishChannel(ch) == nil {
+			out = append(out, ch)
+		}
+	}
+	return out
+}

@@ -1,0 +1,21 @@
+// Package mcpserver serves a Cotal agent to a Model Context Protocol client: an agent runtime
+// (Claude Code, Cursor, OpenCode, ...) calls the cotal_* tools and is one peer of the mesh,
+// through one endpoint.Endpoint connected with the agent's credential (SPEC §2). It uses the
+// Endpoint's public API only and speaks MCP through the official Go SDK.
+//
+// Guarantees:
+//   - The tool names and parameters match the public TypeScript reference's cotal_* surface,
+//     so prompts written for it work; optional parameters are optional in the input schemas.
+//   - Every failure (a channel outside the ACL, an unknown or ambiguous name, an unreachable
+//     mesh) is a tool result with isError and a sentence that says what to do; no tool error
+//     ends the server.
+//   - Deliveries collect in a bounded Inbox (SPEC §4): each message once, since the Endpoint
+//     deduplicates a live copy and its durable or @mention twin by id; a JetStream copy is
+//     acknowledged only once it is in the buffer, and a full buffer refuses it for redelivery;
+//     a live copy that does not fit is dropped and counted, and cotal_inbox says so.
+//   - The inbox is also the resource InboxURI; subscribed clients are notified when messages
+//     arrive, so a runtime that supports it need not poll.
+//
+// It does not mint credentials, start a mesh or write to stdout: the command that embeds it
+// chooses the transport and where logs go.
+package mcpserver

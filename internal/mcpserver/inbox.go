@@ -1,0 +1,155 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// DefaultInboxSize is how many messages an Inbox holds when Options.InboxSize is zero.
+const DefaultInboxSize = 1000
+
+// ErrInboxFull: a JetStream copy (DM, anycast or durable) arrived while the inbox was full. It
+// is returned to the Endpoint, which naks the copy so that the mesh redelivers it later: the
+// copy is never acknowledged before it is in the buffer.
+var ErrInboxFull = errors.New("inbox is full")
+
+// InboxMessage is one message as cotal_inbox and the inbox resource show it.
+type InboxMessage struct {
+	// Kind is how the message reached this agent: channel, dm or anycast (SPEC §4).
+	Kind string `json:"kind"`
+	// Channel is the channel of a channel message, in its wire form.
+	Channel string `json:"channel,omitempty"`
+	// From and FromID are the sender's display name and instance id (SPEC §2).
+	From   string `json:"from"`
+	FromID string `json:"from_id"`
+	// ID is the message id; Time its send time in RFC 3339.
+	ID   string `json:"id"`
+	Time string `json:"time"`
+	// Text is the message's text parts joined by newlines.
+	Text string `json:"text"`
+	// Mentions are the names the sender mentioned, ReplyTo the message it answers.
+	Mentions []string `json:"mentions,omitempty"`
+	ReplyTo  string   `json:"reply_to,omitempty"`
+	// History marks a copy read from the channel's history on join (SPEC §7), not a new one.
+	History bool `json:"history"`
+}
+
+// Inbox is the bounded buffer between the Endpoint's receive pipeline and cotal_inbox. A
+// JetStream copy is acknowledged only once it is in the buffer; when the buffer is full a
+// JetStream copy is refused (and redelivered later by the mesh) and a live channel copy, which
+// nothing redelivers, is dropped and counted. Each message appears once: the Endpoint
+// deduplicates a live copy and its durable or @mention twin by id (SPEC §4). Safe for
+// concurrent use.
+type Inbox struct {
+	size int
+
+	mu       sync.Mutex
+	msgs     []InboxMessage
+	dropped  int           // live copies lost to a full buffer since the last drain
+	deferred int           // JetStream copies refused for redelivery since the last drain
+	arrived  chan struct{} // closed and replaced when a message arrives
+	notify   func()        // told of every arrival; must not block
+}
+
+// NewInbox returns an empty inbox holding at most size messages (DefaultInboxSize if size < 1).
+func NewInbox(size int) *Inbox {
+	if size < 1 {
+		size = DefaultInboxSize
+	}
+	return &Inbox{size: size, arrived: make(chan struct{})}
+}
+
+// Handle is the endpoint.Handler that fills the inbox; pass it as Options.Handler so that
+// nothing delivered before the server starts is lost.
+func (in *Inbox) Handle(_ context.Context, d endpoint.Delivery) error {
+	in.mu.Lock()
+	if len(in.msgs) >= in.size {
+		defer in.mu.Unlock()
+		if redeliverable(d.Meta) {
+			in.deferred++
+			return ErrInboxFull
+		}
+		in.dropped++
+		return nil
+	}
+	in.msgs = append(in.msgs, inboxMessage(d))
+	close(in.arrived)
+	in.arrived = make(chan struct{})
+	notify := in.notify
+	in.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
+	return nil
+}
+
+// redeliverable reports whether the mesh redelivers a copy the Handler refuses: DMs, anycasts
+// and durable copies come from JetStream consumers; live and history copies do not (SPEC §8).
+func redeliverable(m endpoint.Meta) bool {
+	return m.Durable || m.Kind == endpoint.MetaDM || m.Kind == endpoint.MetaAnycast
+}
+
+// InboxBatch is what one read of the inbox returns.
+type InboxBatch struct {
+	// Messages are oldest first.
+	Messages []InboxMessage `json:"messages"`
+	// Dropped counts live channel messages lost because the inbox was full; they can still be
+	// read with cotal_history.
+	Dropped int `json:"dropped,omitempty"`
+	// Deferred counts DMs, anycasts and durable copies the full inbox refused; the mesh
+	// delivers them again later.
+	Deferred int `json:"deferred,omitempty"`
+}
+
+// Read returns the buffered messages, oldest first, with the drop counts. Unless peek, the
+// messages and counts are cleared.
+func (in *Inbox) Read(peek bool) InboxBatch {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	b := InboxBatch{Messages: append([]InboxMessage{}, in.msgs...), Dropped: in.dropped, Deferred: in.deferred}
+	if !peek {
+		in.msgs, in.dropped, in.deferred = nil, 0, 0
+	}
+	return b
+}
+
+// Wait returns once the inbox holds a message, or when ctx ends.
+func (in *Inbox) Wait(ctx context.Context) {
+	in.mu.Lock()
+	if len(in.msgs) > 0 {
+		in.mu.Unlock()
+		return
+	}
+	arrived := in.arrived
+	in.mu.Unlock()
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+	}
+}
+
+// onArrival sets the function told of every arrival.
+func (in *Inbox) onArrival(f func()) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.notify = f
+}
+
+func inboxMessage(d endpoint.Delivery) InboxMessage {
+	m := d.Message
+	var text []string
+	for _, p := range m.Parts {
+		if p.Kind == wire.PartText {
+			text = append(text, p.Text)
+		}
+	}
+	return InboxMessage{Kind: string(d.Meta.Kind), Channel: d.Meta.Channel, From: m.From.Name, FromID: m.From.ID,
+		ID: m.ID, Time: time.UnixMilli(m.TS).UTC().Format(time.RFC3339Nano), Text: strings.Join(text, "\n"),
+		Mentions: m.Mentions, ReplyTo: m.ReplyTo, History: d.Meta.Historical}
+}

@@ -1,0 +1,244 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
+)
+
+type empty struct{}
+
+// peerView is one roster row.
+type peerView struct {
+	Name     string `json:"name"`
+	ID       string `json:"id"`
+	Role     string `json:"role,omitempty"`
+	Status   string `json:"status"`
+	Activity string `json:"activity,omitempty"`
+	LastSeen string `json:"last_seen"`
+	You      bool   `json:"you,omitempty"`
+}
+
+type rosterView struct {
+	Peers []peerView `json:"peers"`
+}
+
+func (s *Server) roster(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, rosterView, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	select {
+	case <-s.e.Roster().Loaded():
+	case <-ctx.Done():
+		return nil, rosterView{}, meshError("read the roster", ctx.Err())
+	}
+	v := rosterView{Peers: []peerView{}}
+	for _, p := range s.e.Roster().Snapshot() {
+		if p.Removed {
+			continue
+		}
+		status := string(p.Presence.Status)
+		if !p.Online {
+			status = string(wire.StatusOffline)
+		}
+		c := p.Presence.Card
+		v.Peers = append(v.Peers, peerView{Name: c.Name, ID: c.ID, Role: c.Role, Status: status,
+			Activity: p.Presence.Activity, LastSeen: p.LastSeen.UTC().Format(time.RFC3339), You: c.ID == s.e.ID()})
+	}
+	return nil, v, nil
+}
+
+type statusInput struct {
+	Status   string  `json:"status,omitempty" jsonschema:"idle, waiting or working; default unchanged"`
+	Activity *string `json:"activity,omitempty" jsonschema:"what you are doing, in a few words; default unchanged, empty clears it"`
+}
+
+type statusView struct {
+	Status   string `json:"status"`
+	Activity string `json:"activity,omitempty"`
+}
+
+func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, in statusInput) (*mcp.CallToolResult, statusView, error) {
+	s.statusMu.Lock()
+	defer s.statusMu.Unlock()
+	status, activity := s.state.Status, s.state.Activity
+	if in.Status == "" && in.Activity == nil {
+		return nil, s.state, nil
+	}
+	if in.Status != "" {
+		status = in.Status
+	}
+	if in.Activity != nil {
+		activity = *in.Activity
+	}
+	switch wire.PresenceStatus(status) {
+	case wire.StatusIdle, wire.StatusWaiting, wire.StatusWorking:
+	default:
+		return nil, statusView{}, fmt.Errorf("%w: status %q; use idle, waiting or working", ErrInvalidArgument, status)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	if err := s.e.SetStatus(ctx, wire.PresenceStatus(status), activity); err != nil {
+		return nil, statusView{}, meshError("announce the status", err)
+	}
+	s.state = statusView{Status: status, Activity: activity}
+	return nil, s.state, nil
+}
+
+// channelView is one channel with its effective config (SPEC §7) and this agent's join state.
+type channelView struct {
+	Name         string `json:"name"`
+	Messages     uint64 `json:"messages"`
+	Class        string `json:"class"`
+	Replay       bool   `json:"replay"`
+	ReplayWindow string `json:"replay_window,omitempty"`
+	Description  string `json:"description,omitempty"`
+	Instructions string `json:"instructions,omitempty"`
+	Joined       bool   `json:"joined"`
+	JoinState    string `json:"join_state,omitempty"`
+}
+
+type channelsView struct {
+	Channels []channelView `json:"channels"`
+	Joined   []string      `json:"joined"`
+}
+
+func (s *Server) channelView(c endpoint.ChannelInfo) channelView {
+	v := channelView{Name: c.Name, Messages: c.Messages, Class: string(c.Class), Replay: c.Replay}
+	if c.ReplayWindow > 0 {
+		v.ReplayWindow = c.ReplayWindow.String()
+	}
+	if c.Config != nil {
+		v.Description, v.Instructions = c.Config.Description, c.Config.Instructions
+	}
+	if j, ok := s.e.JoinStatus(c.Name); ok {
+		v.Joined, v.JoinState = true, string(j.State)
+	}
+	return v
+}
+
+func (s *Server) channels(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, channelsView, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	list, err := s.e.Channels(ctx)
+	if err != nil {
+		return nil, channelsView{}, meshError("list the channels", err)
+	}
+	v := channelsView{Channels: []channelView{}, Joined: append([]string{}, s.e.Joined()...)}
+	for _, c := range list.Channels {
+		v.Channels = append(v.Channels, s.channelView(c))
+	}
+	return nil, v, nil
+}
+
+type channelInput struct {
+	Channel string `json:"channel" jsonschema:"the channel, e.g. general"`
+}
+
+func (s *Server) channelInfo(ctx context.Context, _ *mcp.CallToolRequest, in channelInput) (*mcp.CallToolResult, channelView, error) {
+	if err := wire.ValidateChannel(in.Channel); err != nil {
+		return nil, channelView{}, fmt.Errorf("%w: %w; name a channel such as general", ErrInvalidArgument, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	list, err := s.e.Channels(ctx)
+	if err != nil {
+		return nil, channelView{}, meshError("read the channel "+in.Channel, err)
+	}
+	name := wire.SanitizeChannel(in.Channel)
+	c, ok := list.Channel(name)
+	if !ok {
+		if _, joined := s.e.JoinStatus(name); !joined {
+			return nil, channelView{}, fmt.Errorf("%w: %q has no messages and no configuration; cotal_channels lists the channels",
+				ErrUnknownChannel, name)
+		}
+		c = endpoint.ChannelInfo{Name: name, Class: wire.EffectiveClass(nil, list.Defaults),
+			Replay: wire.EffectiveReplay(nil, list.Defaults), ReplayWindow: wire.EffectiveReplayWindow(nil, list.Defaults)}
+	}
+	return nil, s.channelView(c), nil
+}
+
+type joinView struct {
+	Channel    string `json:"channel"`
+	State      string `json:"state"`
+	Class      string `json:"class"`
+	Backfilled int    `json:"backfilled"`
+	Note       string `json:"note,omitempty"`
+}
+
+func (s *Server) join(ctx context.Context, _ *mcp.CallToolRequest, in channelInput) (*mcp.CallToolResult, joinView, error) {
+	if err := wire.ValidatePublishChannel(in.Channel); err != nil {
+		return nil, joinView{}, fmt.Errorf("%w: %w; join one concrete channel such as general", ErrInvalidArgument, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	r, err := s.e.Join(ctx, in.Channel)
+	if errors.Is(err, endpoint.ErrJoinRefused) {
+		return nil, joinView{}, fmt.Errorf("the mesh refused to let you read %q: it is outside your credential's read ACL; "+
+			"join a channel it allows (cotal_channels), or ask whoever runs the mesh for a credential that may read it", in.Channel)
+	}
+	if err != nil {
+		return nil, joinView{}, meshError("join "+in.Channel, err)
+	}
+	v := joinView{Channel: r.Channel, State: string(r.State), Class: string(r.Class), Backfilled: r.Backfilled, Note: r.Reason}
+	if r.Backfilled > 0 {
+		v.Note = fmt.Sprintf("%d earlier messages are in your inbox, marked as history", r.Backfilled)
+	}
+	return nil, v, nil
+}
+
+func (s *Server) leave(ctx context.Context, _ *mcp.CallToolRequest, in channelInput) (*mcp.CallToolResult, channelsView, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	err := s.e.Leave(ctx, in.Channel)
+	if errors.Is(err, endpoint.ErrNotJoined) {
+		return nil, channelsView{}, fmt.Errorf("you have not joined %q; cotal_channels shows the channels you joined", in.Channel)
+	}
+	if err != nil {
+		return nil, channelsView{}, meshError("leave "+in.Channel, err)
+	}
+	return nil, channelsView{Channels: []channelView{}, Joined: append([]string{}, s.e.Joined()...)}, nil
+}
+
+type historyInput struct {
+	Channel string `json:"channel" jsonschema:"the channel, e.g. general"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"how many of the most recent messages; default 20"`
+}
+
+type historyView struct {
+	Channel  string         `json:"channel"`
+	Messages []InboxMessage `json:"messages"`
+}
+
+func (s *Server) history(ctx context.Context, _ *mcp.CallToolRequest, in historyInput) (*mcp.CallToolResult, historyView, error) {
+	limit := in.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultHistoryLimit
+	case limit < 0:
+		return nil, historyView{}, fmt.Errorf("%w: limit %d; pass a positive number or leave it out for %d", ErrInvalidArgument, limit, DefaultHistoryLimit)
+	}
+	limit = min(limit, MaxHistoryLimit)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	ds, err := s.e.History(ctx, in.Channel, limit)
+	switch {
+	case errors.Is(err, endpoint.ErrReadRefused):
+		return nil, historyView{}, fmt.Errorf("the mesh refused to show %q: it is outside your credential's read ACL; "+
+			"read a channel it allows (cotal_channels)", in.Channel)
+	case errors.Is(err, endpoint.ErrInvalidRead):
+		return nil, historyView{}, fmt.Errorf("%w: %w; name a channel such as general", ErrInvalidArgument, err)
+	case err != nil:
+		return nil, historyView{}, meshError("read the history of "+in.Channel, err)
+	}
+	v := historyView{Channel: wire.SanitizeChannel(in.Channel), Messages: make([]InboxMessage, 0, len(ds))}
+	for _, d := range ds {
+		v.Messages = append(v.Messages, inboxMessage(d))
+	}
+	return nil, v, nil
+}
