@@ -6,14 +6,14 @@ import (
 
 	"github.com/cotal-go/cotal/internal/mcpserver"
 	"github.com/cotal-go/cotal/provisioner"
-	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // BenchmarkMCPDMRoundTrip measures a DM from one MCP client's cotal_dm call (by name) to the
 // other client's cotal_inbox returning it, both servers in process over the SDK's in-memory
 // transport, on one embedded mesh.
 func BenchmarkMCPDMRoundTrip(b *testing.B) {
-	m := space.NewTest(b)
+	m := spacetest.New(b)
 	general := []string{"general"}
 	alice := newAgent(b, m, "alice", provisioner.Grants{Subscribe: general, AllowPublish: general})
 	bob := newAgent(b, m, "bob", provisioner.Grants{Subscribe: general, AllowPublish: general})

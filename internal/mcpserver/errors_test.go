@@ -7,10 +7,11 @@ import (
 
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 func TestMCPToolErrorsAreResultsThatSayWhatToDo(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	general := []string{"general"}
 	alice := newAgent(t, m, "alice", provisioner.Grants{Subscribe: general, AllowPublish: general})
 	newAgent(t, m, "carol", provisioner.Grants{Subscribe: general})

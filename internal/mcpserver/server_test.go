@@ -11,11 +11,11 @@ import (
 
 	"github.com/cotal-go/cotal/internal/mcpserver"
 	"github.com/cotal-go/cotal/provisioner"
-	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 func TestMCPTwoAgentsTalkThroughTheirTools(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	general := []string{"general"}
 	alice := newAgent(t, m, "alice", provisioner.Grants{Subscribe: general, AllowSubscribe: []string{"general", "team.*"},
 		AllowPublish: []string{"general", "team.*"}})
@@ -177,7 +177,7 @@ func TestMCPTwoAgentsTalkThroughTheirTools(t *testing.T) {
 }
 
 func TestMCPToolInputSchemasRequireOnlyTheRequiredParameters(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	a := newAgent(t, m, "alice", provisioner.Grants{Subscribe: []string{"general"}})
 	ctx, cancel := context.WithTimeout(context.Background(), callWait)
 	defer cancel()
