@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,8 +30,13 @@ type Mesh struct {
 
 	store  *provisioner.Store // nil in open mode
 	broker *broker.Broker
-	admin  *adminServer
 	ops    *opsServer
+
+	stopping chan struct{}  // closed when Close begins; stops the watcher
+	watcher  sync.WaitGroup // the goroutine that turns a dead broker into Done
+	done     chan struct{}  // closed once the mesh has stopped (see Done)
+	doneOnce sync.Once
+	err      error // why the mesh stopped; written before done is closed
 
 	mu        sync.Mutex // guards spaces and closed; held across a mint so re-mints serialize
 	spaces    map[string]*spaceRuntime
@@ -40,14 +46,16 @@ type Mesh struct {
 
 // Start starts a whole mesh and returns once every space is provisioned and ready: open (or
 // create) the key store, start the broker in operator mode with every account preloaded,
-// provision each space's streams and buckets, and start its delivery loops (ARCHITECTURE.md
-// "Start"). On error everything started so far is stopped again.
+// provision each space's streams and buckets, start its delivery loops (ARCHITECTURE.md
+// "Start"), and only then open the client listener, so a TCP client that reaches the port
+// finds a mesh ready for it. On error everything started so far is stopped again.
 func Start(ctx context.Context, opts Options) (*Mesh, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("space: %w", err)
 	}
-	m := &Mesh{opts: opts, log: opts.Logger, spaces: map[string]*spaceRuntime{}}
+	m := &Mesh{opts: opts, log: opts.Logger, spaces: map[string]*spaceRuntime{},
+		stopping: make(chan struct{}), done: make(chan struct{})}
 	if err := m.start(ctx); err != nil {
 		_ = m.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -80,11 +88,11 @@ func (m *Mesh) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if m.opts.AdminSocket && m.store != nil {
-		if m.admin, err = serveAdmin(m, filepath.Join(m.dir, AdminSocketName)); err != nil {
-			return err
-		}
+	if err := m.broker.Listen(); err != nil {
+		return err
 	}
+	m.watcher.Add(1)
+	go m.watch()
 	return nil
 }
 
@@ -121,6 +129,7 @@ func (m *Mesh) openDir() error {
 func (m *Mesh) brokerConfig() (broker.Config, error) {
 	c := broker.DefaultConfig()
 	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey
+	c.DeferListen = true // opened by start once every space is ready
 	c.Sync, c.Logger, c.Open = m.opts.Sync, m.log, m.opts.Open
 	if m.opts.SyncInterval > 0 {
 		c.SyncInterval = m.opts.SyncInterval
@@ -204,9 +213,9 @@ func (m *Mesh) space(name string) (*spaceRuntime, error) {
 // ErrClosed is returned by a Mesh method called after Close.
 var ErrClosed = errors.New("space: mesh is closed")
 
-// Close stops everything in the reverse order of Start: the admin socket, each space's
-// delivery loops and connections, the broker, the key store; a temporary data directory is
-// removed. It is idempotent.
+// Close stops everything in the reverse order of Start: each space's delivery loops and
+// connections, the broker, the key store; a temporary data directory is removed. Done is
+// closed when it returns. It is idempotent, and also releases a mesh whose broker died.
 func (m *Mesh) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -216,6 +225,9 @@ func (m *Mesh) Close(ctx context.Context) error {
 	m.closed = true
 	spaces, endpoints := m.spaces, m.endpoints
 	m.mu.Unlock()
+	close(m.stopping)
+	m.watcher.Wait()
+	defer m.stop(nil)
 
 	var errs []error
 	if m.ops != nil {
@@ -225,9 +237,6 @@ func (m *Mesh) Close(ctx context.Context) error {
 		if err := ep.Close(ctx); err != nil && !errors.Is(err, endpoint.ErrClosed) {
 			errs = append(errs, err)
 		}
-	}
-	if m.admin != nil {
-		errs = append(errs, m.admin.close())
 	}
 	for _, rt := range spaces {
 		errs = append(errs, rt.close(ctx))
@@ -242,4 +251,62 @@ func (m *Mesh) Close(ctx context.Context) error {
 		errs = append(errs, os.RemoveAll(m.dir))
 	}
 	return errors.Join(errs...)
+}
+
+// ErrBrokerStopped is the Err of a mesh whose embedded broker stopped, or whose JetStream was
+// turned off, while the mesh ran; it wraps the broker's cause.
+var ErrBrokerStopped = errors.New("space: the embedded broker stopped")
+
+// jetStreamCheck is how often the watcher checks that JetStream still runs: nats-server can
+// turn it off (a store it cannot write) without stopping.
+const jetStreamCheck = time.Second
+
+// Done is closed once the mesh has stopped for any reason: Close returned, or the broker or
+// its JetStream died underneath it. Err then says which. A mesh that died still holds its key
+// store and connections until Close.
+func (m *Mesh) Done() <-chan struct{} { return m.done }
+
+// Err is nil while the mesh runs and after a clean Close; once Done is closed because the
+// broker or JetStream died, it is an ErrBrokerStopped error naming the cause.
+func (m *Mesh) Err() error {
+	select {
+	case <-m.done:
+		return m.err
+	default:
+		return nil
+	}
+}
+
+// stop closes done once, recording err as the reason.
+func (m *Mesh) stop(err error) {
+	m.doneOnce.Do(func() {
+		m.err = err
+		close(m.done)
+	})
+}
+
+// watch turns the broker's death, or JetStream's, into Done until Close begins.
+func (m *Mesh) watch() {
+	defer m.watcher.Done()
+	tick := time.NewTicker(jetStreamCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stopping:
+			return
+		case <-m.broker.Done():
+			m.fail(m.broker.Err())
+			return
+		case <-tick.C:
+			if !m.broker.Server().JetStreamEnabled() {
+				m.fail(broker.ErrJetStreamDisabled)
+				return
+			}
+		}
+	}
+}
+
+func (m *Mesh) fail(cause error) {
+	m.log.Error("the mesh stopped working", "err", cause)
+	m.stop(fmt.Errorf("%w: %w", ErrBrokerStopped, cause))
 }

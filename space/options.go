@@ -14,7 +14,7 @@ import (
 // Options configures a mesh started by Start. The zero value is a valid per-test mesh: a
 // temporary directory, one space "main", no TCP listener, authentication on.
 type Options struct {
-	// Dir is the data directory (keys.db, the JetStream store, cotal.sock). Empty means a
+	// Dir is the data directory (keys.db, the JetStream store). Empty means a
 	// temporary directory that Close removes.
 	Dir string
 	// Spaces are the spaces to provision; default ["main"]. Each is one NATS account (SPEC §9).
@@ -39,9 +39,6 @@ type Options struct {
 	// redelivering (SPEC §8: 60 s, the default). A crashed receiver's unacked message reaches
 	// the next binding after this long; tests shorten it.
 	AckWait time.Duration
-	// AdminSocket serves `cotal auth` requests on Dir/cotal.sock while the mesh runs, so the
-	// command line can mint while bbolt's lock is held by this process.
-	AdminSocket bool
 }
 
 // FromConfig maps a loaded config.Config to Options for `cotal up`.
@@ -57,7 +54,6 @@ func FromConfig(c config.Config, logger *slog.Logger) Options {
 		SyncInterval: c.SyncInterval,
 		Open:         c.Open,
 		Logger:       logger,
-		AdminSocket:  true,
 	}
 }
 
