@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -302,5 +303,41 @@ func TestMintAsSoonAsThePortAnswers(t *testing.T) {
 			t.Fatalf("run %d: mint as the port answered had to wait for the mesh: %s", i, stderr)
 		}
 		t.Logf("run %d: port answered after %v, mint succeeded in %v", i, portAt.Round(time.Millisecond), mintTook.Round(time.Millisecond))
+	}
+}
+
+// TestAuthWaitsForAMeshThatHoldsTheKeyStore: a store held without an admin socket is a mesh
+// starting or stopping, so auth says once that it waits, and goes on when the lock is free.
+func TestAuthWaitsForAMeshThatHoldsTheKeyStore(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	store, err := provisioner.Open(dir, provisioner.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cmd := exec.Command(bin, "auth", "mint", "--dir", dir, "--name", "alice", "--out", filepath.Join(dir, "alice.creds"))
+	stderr := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = &lockedBuffer{}, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for !strings.Contains(stderr.String(), "waiting") {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("auth mint on a held store said nothing of waiting: %q", stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("auth mint after the store was released: %v; stderr:\n%s", err, stderr)
+	}
+	if n := strings.Count(stderr.String(), "waiting"); n != 1 {
+		t.Fatalf("auth mint said it waits %d times, want once:\n%s", n, stderr)
 	}
 }
