@@ -124,6 +124,10 @@ func TestErrorsCarryTheirStatusAndSentinel(t *testing.T) {
 			_, err := c.SetChannel(ctx, "main", space.ChannelUpdate{Channel: "genral", DeliveryClass: &live})
 			return err
 		}, http.StatusNotFound, space.ErrUnknownChannel},
+		{"an empty space is refused before it is sent", func() error {
+			_, err := c.Credentials(ctx, "")
+			return err
+		}, 0, ErrBadRequest},
 		{"a name two credentials carry is a conflict", func() error {
 			_, err := c.Pending(ctx, "main", "twin")
 			return err
@@ -133,6 +137,12 @@ func TestErrorsCarryTheirStatusAndSentinel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
 			var ae *Error
+			if tc.status == 0 {
+				if errors.As(err, &ae) || !errors.Is(err, tc.want) {
+					t.Fatalf("error = %v, want %v raised by the client", err, tc.want)
+				}
+				return
+			}
 			if !errors.As(err, &ae) || ae.Status != tc.status || !errors.Is(err, tc.want) {
 				t.Fatalf("error = %v (%+v), want status %d wrapping %v", err, ae, tc.status, tc.want)
 			}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
@@ -40,6 +41,8 @@ func Dial(ctx context.Context, dir string) (*Client, error) {
 	return &Client{path: path, http: &http.Client{
 		Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true},
 		Timeout:   requestTimeout,
+		// The API never redirects; ServeMux does only for a path with an empty element.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}, nil
 }
 
@@ -139,6 +142,9 @@ func spacePath(spaceName string, elems ...string) string {
 // do sends one request and decodes a reply of status want into out; any other status is an
 // *Error.
 func (c *Client) do(ctx context.Context, method, path string, in, out any, want int) error {
+	if strings.Contains(path, "//") || strings.HasSuffix(path, "/") {
+		return fmt.Errorf("%w: %s %s: a space, id or channel is empty", ErrBadRequest, method, path)
+	}
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
