@@ -31,6 +31,11 @@ type Broker struct {
 	stopped  chan struct{} // closed when the server has stopped and the store is released
 	stopErr  error         // written before stopped is closed
 	watchers sync.WaitGroup
+
+	listenMu sync.Mutex // serializes Listen, so AcceptLoop runs at most once
+
+	done    chan struct{} // closed when nats-server has stopped, for whatever reason
+	doneErr error         // why it stopped: nil after Shutdown; written before done is closed
 }
 
 // Start runs nats-server with cfg and returns once it accepts connections and JetStream is
@@ -59,8 +64,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		return nil, err
 	}
-	b.watchers.Add(1)
+	b.watchers.Add(2)
 	go b.watchFatal()
+	go b.watchServer()
 	return b, nil
 }
 
@@ -76,6 +82,7 @@ func newBroker(cfg Config) (*Broker, error) {
 		fatal:    newFatalSignal(),
 		stopping: make(chan struct{}),
 		stopped:  make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	if err := b.configureTrust(); err != nil {
 		return nil, err
@@ -186,6 +193,35 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return b.stopErr
 	case <-ctx.Done():
 		return fmt.Errorf("broker shutdown still in progress: %w", ctx.Err())
+	}
+}
+
+// watchServer closes done once nats-server has stopped, recording why: a fatal error, a
+// shutdown nobody asked for through Shutdown, or none.
+func (b *Broker) watchServer() {
+	defer b.watchers.Done()
+	b.srv.WaitForShutdown()
+	switch err := b.fatal.error(); {
+	case err != nil:
+		b.doneErr = err
+	case !b.isStopping():
+		b.doneErr = ErrStopped
+	}
+	close(b.done)
+}
+
+// Done is closed when nats-server has stopped: after Shutdown, after a fatal error, or when
+// something shut the server down underneath the broker. Err then says which.
+func (b *Broker) Done() <-chan struct{} { return b.done }
+
+// Err is nil while the server runs and after a Shutdown; once Done is closed for another
+// reason it is the cause: an ErrFatal error or ErrStopped.
+func (b *Broker) Err() error {
+	select {
+	case <-b.done:
+		return b.doneErr
+	default:
+		return nil
 	}
 }
 

@@ -38,6 +38,10 @@ type Config struct {
 	// Listen is the client "host:port"; port 0 picks a free port (read it back with ClientURL).
 	// Empty means no TCP listener at all: clients connect in process only (InProcess).
 	Listen string
+	// DeferListen leaves the Listen port closed when Start returns, so the caller can prepare
+	// the server through in-process connections (streams, consumers, its own services) before
+	// any TCP client can connect; Broker.Listen opens it. Default false: Start opens it.
+	DeferListen bool
 	// TLSCert and TLSKey are PEM files. When set, TLS is required on the TCP listener; in-process
 	// connections stay plaintext. Client certificates are not verified.
 	TLSCert, TLSKey string

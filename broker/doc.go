@@ -68,8 +68,11 @@
 //
 // # Connections
 //
-// Config.Listen "" runs no TCP listener at all; in-process connections (InProcess) work with
-// or without one, authenticate like any other, and are never TLS. The broker gives the
+// Config.Listen "" runs no TCP listener at all. With Config.DeferListen the port stays closed
+// when Start returns, so the owner can provision through in-process connections first, and
+// Broker.Listen opens it: nats-server's Start skips its AcceptLoop under DontListen, and Listen
+// runs the exported AcceptLoop on the same Host and Port later. In-process connections work with
+// or without a listener, authenticate like any other, and are never TLS. The broker gives the
 // client end of each in-process pipe a write buffer, because over a bare pipe a refused
 // CONNECT deadlocks until nats-server's 10 s write deadline and the client then sees a
 // closed-pipe error instead of "Authorization Violation". With TLSCert/TLSKey the TCP
@@ -85,5 +88,7 @@
 // installs no signal handlers (NoSigs): SIGINT and SIGTERM stay the embedding program's. A
 // fatal error never exits the process: during Start it
 // makes Start fail with ErrFatal; afterwards the broker shuts the server down, and Healthy
-// reports the ErrFatal error until the owner calls Shutdown.
+// reports the ErrFatal error until the owner calls Shutdown. Done is closed whenever the
+// server has stopped (Shutdown, a fatal error, or a shutdown underneath the broker) and Err
+// says which, so an owner can stop with it.
 package broker

@@ -21,6 +21,8 @@ var (
 	ErrFatal = errors.New("nats-server reported a fatal error")
 	// ErrClosed means the broker has been shut down.
 	ErrClosed = errors.New("broker is shut down")
+	// ErrStopped means nats-server stopped although Shutdown was not called.
+	ErrStopped = errors.New("nats-server stopped without a Shutdown")
 	// ErrNotRunning means the server stopped accepting work although Shutdown was not called.
 	ErrNotRunning = errors.New("nats-server is not running")
 	// ErrJetStreamDisabled means the server runs without JetStream.

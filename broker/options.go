@@ -46,8 +46,10 @@ func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
 // listenOptions sets the client listener, its TLS, and the monitoring listener. Port 0 means
 // "pick a free port", which nats-server spells RANDOM_PORT (its 0 means the default port).
 func listenOptions(cfg Config, opts *server.Options) error {
-	opts.DontListen = cfg.Listen == ""
-	if !opts.DontListen {
+	// DontListen only keeps nats-server's Start from running AcceptLoop: Host and Port stay
+	// set, so Broker.Listen can run AcceptLoop on them later (see listen.go).
+	opts.DontListen = cfg.Listen == "" || cfg.DeferListen
+	if cfg.Listen != "" {
 		host, port, err := splitHostPort(cfg.Listen)
 		if err != nil {
 			return fmt.Errorf("%w: Listen %q: %w", ErrInvalidConfig, cfg.Listen, err)

@@ -22,8 +22,12 @@
 //   - The trusted reader authorizes against the registry's ACLs kept in memory here, never
 //     against the cotal_acl_<s> bucket, which an agent can overwrite through reply-subject
 //     injection; the bucket is written for reference clients and observers.
-//   - While the mesh runs, bbolt's exclusive lock is held: `cotal auth` reaches it through the
-//     0600 Unix socket AdminSocketName in the data directory instead.
+//   - Ready means ready: the client listener opens last, once every space is provisioned and
+//     its delivery loops run, so a TCP client that reaches the port finds the mesh complete.
+//   - While the mesh runs, bbolt's exclusive lock on the key store is held; other processes
+//     administer it through the running Mesh (Mint, Revoke, ...), never by opening the store.
+//   - Mesh.Done is closed when the mesh stops for any reason, and Mesh.Err names the cause
+//     when the broker or JetStream died underneath it (etcd embed's shape).
 //   - Health (Mesh.Health, /healthz) names every component that is down; /metrics exposes
 //     message, backstop and endpoint counters (Options.HTTP).
 //

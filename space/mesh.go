@@ -29,8 +29,13 @@ type Mesh struct {
 
 	store  *provisioner.Store // nil in open mode
 	broker *broker.Broker
-	admin  *adminServer
 	ops    *opsServer
+
+	stopping chan struct{}  // closed when Close begins; stops the watcher
+	watcher  sync.WaitGroup // the goroutine that turns a dead broker into Done
+	done     chan struct{}  // closed once the mesh has stopped (see Done)
+	doneOnce sync.Once
+	err      error // why the mesh stopped; written before done is closed
 
 	mu        sync.Mutex // guards spaces and closed; held across a mint so re-mints serialize
 	spaces    map[string]*spaceRuntime
@@ -40,14 +45,16 @@ type Mesh struct {
 
 // Start starts a whole mesh and returns once every space is provisioned and ready: open (or
 // create) the key store, start the broker in operator mode with every account preloaded,
-// provision each space's streams and buckets, and start its delivery loops (ARCHITECTURE.md
-// "Start"). On error everything started so far is stopped again.
+// provision each space's streams and buckets, start its delivery loops (ARCHITECTURE.md
+// "Start"), and only then open the client listener, so a TCP client that reaches the port
+// finds a mesh ready for it. On error everything started so far is stopped again.
 func Start(ctx context.Context, opts Options) (*Mesh, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("space: %w", err)
 	}
-	m := &Mesh{opts: opts, log: opts.Logger, spaces: map[string]*spaceRuntime{}}
+	m := &Mesh{opts: opts, log: opts.Logger, spaces: map[string]*spaceRuntime{},
+		stopping: make(chan struct{}), done: make(chan struct{})}
 	if err := m.start(ctx); err != nil {
 		_ = m.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -80,11 +87,11 @@ func (m *Mesh) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if m.opts.AdminSocket && m.store != nil {
-		if m.admin, err = serveAdmin(m, filepath.Join(m.dir, AdminSocketName)); err != nil {
-			return err
-		}
+	if err := m.broker.Listen(); err != nil {
+		return err
 	}
+	m.watcher.Add(1)
+	go m.watch()
 	return nil
 }
 
@@ -121,6 +128,7 @@ func (m *Mesh) openDir() error {
 func (m *Mesh) brokerConfig() (broker.Config, error) {
 	c := broker.DefaultConfig()
 	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey
+	c.DeferListen = true // opened by start once every space is ready
 	c.Sync, c.Logger, c.Open = m.opts.Sync, m.log, m.opts.Open
 	// A logger at debug level (config log.level: debug) is asked for debug lines; nats-server
 	// writes none unless told to, and the mesh itself logs nothing at debug.
@@ -207,9 +215,9 @@ func (m *Mesh) space(name string) (*spaceRuntime, error) {
 // ErrClosed is returned by a Mesh method called after Close.
 var ErrClosed = errors.New("space: mesh is closed")
 
-// Close stops everything in the reverse order of Start: the admin socket, each space's
-// delivery loops and connections, the broker, the key store; a temporary data directory is
-// removed. It is idempotent.
+// Close stops everything in the reverse order of Start: each space's delivery loops and
+// connections, the broker, the key store; a temporary data directory is removed. Done is
+// closed when it returns. It is idempotent, and also releases a mesh whose broker died.
 func (m *Mesh) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -219,6 +227,9 @@ func (m *Mesh) Close(ctx context.Context) error {
 	m.closed = true
 	spaces, endpoints := m.spaces, m.endpoints
 	m.mu.Unlock()
+	close(m.stopping)
+	m.watcher.Wait()
+	defer m.stop(nil)
 
 	var errs []error
 	if m.ops != nil {
@@ -228,9 +239,6 @@ func (m *Mesh) Close(ctx context.Context) error {
 		if err := ep.Close(ctx); err != nil && !errors.Is(err, endpoint.ErrClosed) {
 			errs = append(errs, err)
 		}
-	}
-	if m.admin != nil {
-		errs = append(errs, m.admin.close())
 	}
 	for _, rt := range spaces {
 		errs = append(errs, rt.close(ctx))

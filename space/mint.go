@@ -13,7 +13,7 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// MintSpec is a credential request in the form the command line and the admin socket use.
+// MintSpec is a credential request in a form that travels as JSON.
 type MintSpec struct {
 	Space          string        `json:"space"`
 	Name           string        `json:"name"`
@@ -25,7 +25,8 @@ type MintSpec struct {
 	ExpiresIn      time.Duration `json:"expiresIn,omitempty"`
 	ExpiresAt      time.Time     `json:"expiresAt,omitzero"`
 	NoExpiry       bool          `json:"noExpiry,omitempty"`
-	// IdentitySeed keeps an existing nkey (re-mint); it travels only over the 0600 socket.
+	// IdentitySeed keeps an existing nkey (re-mint). It is a secret: send it only over a
+	// channel as private as the key store itself.
 	IdentitySeed string `json:"identitySeed,omitempty"`
 	// Provision pre-creates dm_<id>, dlv_<id> and svc_<role> (SPEC §8).
 	Provision bool `json:"provision,omitempty"`
@@ -58,7 +59,7 @@ func (s MintSpec) request() (provisioner.MintRequest, error) {
 	if s.IdentitySeed != "" {
 		kp, err := nkeys.FromSeed([]byte(s.IdentitySeed))
 		if err != nil {
-			return req, fmt.Errorf("--identity: not a user seed: %w", err)
+			return req, fmt.Errorf("%w: IdentitySeed is not a user seed: %w", provisioner.ErrInvalidRequest, err)
 		}
 		req.Identity = kp
 	}
@@ -77,6 +78,24 @@ func (m *Mesh) MintSpec(ctx context.Context, spec MintSpec) (*MintedCredential, 
 		return nil, err
 	}
 	return minted(cred, spec.Provision)
+}
+
+// MintInStore mints spec straight in a key store on which no mesh runs. The ACL record and
+// the instance's consumers are written by the mesh when it next starts (Start reconciles both
+// from the registry), so the result is never Provisioned.
+func MintInStore(store *provisioner.Store, spec MintSpec) (*MintedCredential, error) {
+	req, err := spec.request()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.EnsureSpace(spec.Space); err != nil {
+		return nil, err
+	}
+	cred, err := store.Mint(req)
+	if err != nil {
+		return nil, err
+	}
+	return minted(cred, false)
 }
 
 func minted(cred *provisioner.Credential, provisioned bool) (*MintedCredential, error) {

@@ -16,7 +16,7 @@ import (
 // Options configures a mesh started by Start. The zero value is a valid per-test mesh: a
 // temporary directory, one space "main", no TCP listener, authentication on.
 type Options struct {
-	// Dir is the data directory (keys.db, the JetStream store, cotal.sock). Empty means a
+	// Dir is the data directory (keys.db, the JetStream store). Empty means a
 	// temporary directory that Close removes.
 	Dir string
 	// Spaces are the spaces to provision; default ["main"]. Each is one NATS account (SPEC §9).
@@ -44,16 +44,13 @@ type Options struct {
 	// Expiry is the lifetime of a credential minted with no expiry of its own (the exp of
 	// the SPEC §9 user JWT is issue time + Expiry). Zero means 24 h, provisioner's default.
 	Expiry time.Duration
-	// AdminSocket serves `cotal auth` requests on Dir/cotal.sock while the mesh runs, so the
-	// command line can mint while bbolt's lock is held by this process.
-	AdminSocket bool
 }
 
 // OptionsFromConfig is the one mapping from a loaded config.Config to Options; `cotal up`,
 // `cotal auth` and every other command that reads the configuration go through it, and a test
 // enumerating Config's keys by reflection checks that each one lands here. Log output goes to
 // logs in c.Log's format and level; nil discards it. Fields that are not configuration
-// (Memory, AckWait, AdminSocket) stay zero for the caller to set.
+// (Memory, AckWait) stay zero for the caller to set.
 //
 // It lives in space rather than config so the import graph stays acyclic and pointing down:
 // config is a leaf that imports only koanf (ARCHITECTURE.md), so loading a configuration never

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
@@ -21,7 +20,9 @@ func newAuthCmd() *cobra.Command {
 		Use:   "auth",
 		Short: "Mint, list and revoke credentials",
 		Long: `auth manages the credentials of a mesh's spaces. While "cotal up" runs on the data
-directory it goes through the running mesh; otherwise it opens the key store directly.`,
+directory it goes through the running mesh's admin socket; otherwise it opens the key store
+directly. A mesh still starting (or stopping) holds the key store without answering yet: auth
+then waits up to 10s for it, and says so on stderr.`,
 	}
 	cmd.AddCommand(newMintCmd(), newListCmd(), newRevokeCmd())
 	return cmd
@@ -115,15 +116,14 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, asJSON bool) e
 		return err
 	}
 	dir := opts.Dir
-	ctx := cmd.Context()
 	var cred *space.MintedCredential
-	reply, err := space.AdminCall(ctx, dir, space.AdminRequest{Op: "mint", Mint: &spec})
-	switch {
-	case errors.Is(err, space.ErrNoMesh):
-		cred, err = space.MintOffline(dir, withDefaultExpiry(spec, opts.Expiry))
-	case err == nil:
-		cred = reply.Credential
-	}
+	err = withMeshOrStore(cmd, dir, func(c *admin.Client) (err error) {
+		cred, err = c.Mint(cmd.Context(), spec)
+		return err
+	}, func(s *provisioner.Store) (err error) {
+		cred, err = space.MintInStore(s, withDefaultExpiry(spec, opts.Expiry))
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func newListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			recs, err := listCredentials(cmd.Context(), dir, spaceName)
+			recs, err := listCredentials(cmd, dir, spaceName)
 			if err != nil {
 				return err
 			}
@@ -202,12 +202,16 @@ func newListCmd() *cobra.Command {
 	return cmd
 }
 
-func listCredentials(ctx context.Context, dir, spaceName string) ([]space.CredentialInfo, error) {
-	reply, err := space.AdminCall(ctx, dir, space.AdminRequest{Op: "list", Space: spaceName})
-	if errors.Is(err, space.ErrNoMesh) {
-		return space.ListOffline(dir, spaceName)
-	}
-	return reply.Credentials, err
+func listCredentials(cmd *cobra.Command, dir, spaceName string) ([]space.CredentialInfo, error) {
+	var recs []space.CredentialInfo
+	err := withMeshOrStore(cmd, dir, func(c *admin.Client) (err error) {
+		recs, err = c.Credentials(cmd.Context(), spaceName)
+		return err
+	}, func(s *provisioner.Store) (err error) {
+		recs, err = s.List(spaceName)
+		return err
+	})
+	return recs, err
 }
 
 func expiryText(t time.Time) string {
@@ -238,10 +242,12 @@ func newRevokeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = space.AdminCall(cmd.Context(), dir, space.AdminRequest{Op: "revoke", Space: spaceName, ID: args[0]})
-			if errors.Is(err, space.ErrNoMesh) {
-				err = space.RevokeOffline(dir, spaceName, args[0])
-			}
+			err = withMeshOrStore(cmd, dir, func(c *admin.Client) error {
+				return c.Revoke(cmd.Context(), spaceName, args[0])
+			}, func(s *provisioner.Store) error {
+				_, err := s.Revoke(spaceName, args[0])
+				return err
+			})
 			if err != nil {
 				return err
 			}

@@ -260,31 +260,37 @@ func runChannelUpdate(cmd *cobra.Command, op, spaceName string, u space.ChannelU
 	if err != nil {
 		return err
 	}
-	reply, err := adminCall(cmd.Context(), dir, space.AdminRequest{Op: op, Space: spaceName, Channel: &u})
+	c, err := meshClient(cmd, dir)
 	if err != nil {
 		return err
 	}
 	w := cmd.OutOrStdout()
 	if op == "channel-defaults" {
-		if asJSON {
-			return json.NewEncoder(w).Encode(reply.ChannelDefaults)
+		d, err := c.SetChannelDefaults(cmd.Context(), spaceName, u)
+		if err != nil {
+			return withHint(err)
 		}
-		d := reply.ChannelDefaults
+		if asJSON {
+			return json.NewEncoder(w).Encode(d)
+		}
 		row := effectiveRow("", 0, nil, d)
 		_, err = fmt.Fprintf(w, "space %s defaults: class %s, replay %s, window %s\n", spaceName, row.Class, onOff(row.Replay), dash(row.ReplayWindow))
 		return err
 	}
-	if asJSON {
-		return json.NewEncoder(w).Encode(reply.ChannelConfig)
+	cfg, err := c.SetChannel(cmd.Context(), spaceName, u)
+	if err != nil {
+		return withHint(err)
 	}
-	c := reply.ChannelConfig
+	if asJSON {
+		return json.NewEncoder(w).Encode(cfg)
+	}
 	replay := "default"
-	if c.Replay != nil {
-		replay = onOff(*c.Replay)
+	if cfg.Replay != nil {
+		replay = onOff(*cfg.Replay)
 	}
 	_, err = fmt.Fprintf(w, "channel %s in space %s: replay %s, window %s, class %s, description %s\n",
-		wire.SanitizeChannel(u.Channel), spaceName, replay, orDefault(c.ReplayWindow),
-		orDefault(string(c.DeliveryClass)), dash(c.Description))
+		wire.SanitizeChannel(u.Channel), spaceName, replay, orDefault(cfg.ReplayWindow),
+		orDefault(string(cfg.DeliveryClass)), dash(cfg.Description))
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -28,9 +29,6 @@ const (
 	oneShotLifetime   = 5 * time.Minute
 	streamingLifetime = 24 * time.Hour
 )
-
-// adminWait bounds one admin-socket exchange a client command makes.
-const adminWait = 30 * time.Second
 
 // Client command errors.
 var (
@@ -103,17 +101,6 @@ func chainPreRun(first, next func(*cobra.Command, []string) error) func(*cobra.C
 	}
 }
 
-// adminCall calls the mesh running on dir, turning "nothing listens" into what to do.
-func adminCall(ctx context.Context, dir string, req space.AdminRequest) (space.AdminReply, error) {
-	ctx, cancel := context.WithTimeout(ctx, adminWait)
-	defer cancel()
-	reply, err := space.AdminCall(ctx, dir, req)
-	if errors.Is(err, space.ErrNoMesh) {
-		return reply, fmt.Errorf("%w on %s: start one with `cotal up`, or pass --dir if it runs on another data directory", errNoMesh, dir)
-	}
-	return reply, err
-}
-
 // readCreds reads and checks the .creds file at path (SPEC §2: the identity it binds and
 // the profile it was minted with; the key pair stays in the file bytes).
 func readCreds(path string) ([]byte, endpoint.Credential, error) {
@@ -139,8 +126,8 @@ type session struct {
 	raw    string // the join link text; it may carry a token, so it is never printed
 	creds  []byte // nil: no credential (an open mesh)
 	cred   endpoint.Credential
-	dir    string // the data directory of a local mesh, "" for a remote one
-	minted bool   // creds were minted for this command
+	mesh   *admin.Client // the admin client of a local mesh, nil for a remote one
+	minted bool          // creds were minted for this command
 }
 
 // mintFor says which credential a command mints for itself beside `cotal up`.
@@ -187,25 +174,27 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 	if err != nil {
 		return err
 	}
-	s.dir = dir
-	reply, err := adminCall(cmd.Context(), dir, space.AdminRequest{Op: "link", Space: spaceName})
-	if err != nil {
+	if s.mesh, err = meshClient(cmd, dir); err != nil {
 		return err
 	}
-	if s.link, err = wire.ParseLink(reply.Link); err != nil {
-		return fmt.Errorf("the mesh on %s gave the link %q: %w", dir, reply.Link, err)
+	link, err := s.mesh.Link(cmd.Context(), spaceName)
+	if err != nil {
+		return withHint(err)
 	}
-	s.raw = reply.Link
+	if s.link, err = wire.ParseLink(link); err != nil {
+		return fmt.Errorf("the mesh on %s gave the link %q: %w", dir, link, err)
+	}
+	s.raw = link
 	if s.creds != nil {
 		return nil
 	}
 	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName(),
 		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime}
-	reply, err = adminCall(cmd.Context(), dir, space.AdminRequest{Op: "mint", Mint: &spec})
+	cred, err := s.mesh.Mint(cmd.Context(), spec)
 	if err != nil {
 		return fmt.Errorf("mint a credential for this command: %w", err)
 	}
-	s.creds, s.minted = reply.Credential.Creds, true
+	s.creds, s.minted = cred.Creds, true
 	s.cred, err = endpoint.ParseCredential(s.creds)
 	return err
 }
@@ -218,7 +207,7 @@ func (s *session) close(want mintFor) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = space.AdminCall(ctx, s.dir, space.AdminRequest{Op: "revoke", Space: s.link.Space, ID: s.cred.ID})
+	_ = s.mesh.Revoke(ctx, s.link.Space, s.cred.ID)
 }
 
 // describe names the mesh and identity for messages: never the link's token or password.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
@@ -43,14 +44,18 @@ It goes through the admin socket of the mesh on the data directory; exit codes a
 			if err != nil {
 				return err
 			}
-			reply, err := adminCall(cmd.Context(), dir, space.AdminRequest{Op: "pending", Space: spaceName, ID: args[0]})
+			c, err := meshClient(cmd, dir)
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(reply.Pending)
+			b, err := c.Pending(cmd.Context(), spaceName, args[0])
+			if err != nil {
+				return withHint(err)
 			}
-			return printPending(cmd.OutOrStdout(), spaceName, reply.Pending)
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(b)
+			}
+			return printPending(cmd.OutOrStdout(), spaceName, b)
 		},
 	}
 	addAdminFlags(cmd, &asJSON)
@@ -69,12 +74,16 @@ func completeAgentNames(spaceName *string) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		reply, err := space.AdminCall(cmd.Context(), dir, space.AdminRequest{Op: "list", Space: *spaceName})
+		c, err := admin.Dial(cmd.Context(), dir)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		recs, err := c.Credentials(cmd.Context(), *spaceName)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var names []cobra.Completion
-		for _, r := range reply.Credentials {
+		for _, r := range recs {
 			if r.Profile == provisioner.ProfileAgent && r.Active(time.Now()) {
 				names = append(names, r.Name)
 			}

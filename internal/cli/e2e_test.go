@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -245,4 +247,97 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 		nc.Close()
 		up.stop(t)
 	})
+}
+
+// freePort is a TCP port nothing listened on a moment ago, for a `cotal up` whose port the
+// test must know before the banner.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestMintAsSoonAsThePortAnswers is the script "start up, mint once the port answers": the
+// client listener opens last, so the mint must reach a ready mesh every time.
+func TestMintAsSoonAsThePortAnswers(t *testing.T) {
+	bin := cotalBin(t)
+	for i := range 10 {
+		dir, addr := t.TempDir(), freePort(t)
+		up := exec.Command(bin, "up", "--dir", dir, "--listen", addr)
+		out := &lockedBuffer{}
+		up.Stdout, up.Stderr = out, out
+		if err := up.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started := time.Now()
+		stopUp := func() {
+			_ = up.Process.Signal(syscall.SIGINT)
+			_ = up.Wait()
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				_ = c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				stopUp()
+				t.Fatalf("run %d: the port %s never answered; up said:\n%s", i, addr, out)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		portAt := time.Since(started)
+		_, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "alice", "--out", filepath.Join(dir, "alice.creds"))
+		mintTook := time.Since(started) - portAt
+		stopUp()
+		if code != 0 {
+			t.Fatalf("run %d: mint as the port answered: exit %d: %s\nup said:\n%s", i, code, stderr, out)
+		}
+		// A mint that had to wait on the key store found the port open before the mesh was.
+		if strings.Contains(stderr, "waiting") {
+			t.Fatalf("run %d: mint as the port answered had to wait for the mesh: %s", i, stderr)
+		}
+		t.Logf("run %d: port answered after %v, mint succeeded in %v", i, portAt.Round(time.Millisecond), mintTook.Round(time.Millisecond))
+	}
+}
+
+// TestAuthWaitsForAMeshThatHoldsTheKeyStore: a store held without an admin socket is a mesh
+// starting or stopping, so auth says once that it waits, and goes on when the lock is free.
+func TestAuthWaitsForAMeshThatHoldsTheKeyStore(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	store, err := provisioner.Open(dir, provisioner.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cmd := exec.Command(bin, "auth", "mint", "--dir", dir, "--name", "alice", "--out", filepath.Join(dir, "alice.creds"))
+	stderr := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = &lockedBuffer{}, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for !strings.Contains(stderr.String(), "waiting") {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("auth mint on a held store said nothing of waiting: %q", stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("auth mint after the store was released: %v; stderr:\n%s", err, stderr)
+	}
+	if n := strings.Count(stderr.String(), "waiting"); n != 1 {
+		t.Fatalf("auth mint said it waits %d times, want once:\n%s", n, stderr)
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
-
-	"github.com/cotal-go/cotal/space"
 )
 
 func newLinkCmd() *cobra.Command {
@@ -25,11 +23,14 @@ file ("cotal auth mint"). Exit codes as in "cotal help exit-codes".`,
 			if err != nil {
 				return err
 			}
-			reply, err := adminCall(cmd.Context(), dir, space.AdminRequest{Op: "links"})
+			c, err := meshClient(cmd, dir)
 			if err != nil {
 				return err
 			}
-			links := reply.Links
+			links, err := c.Links(cmd.Context())
+			if err != nil {
+				return err
+			}
 			if spaceName != "" {
 				link, ok := links[spaceName]
 				if !ok {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -151,21 +150,10 @@ func TestMCPWithoutACredentialSaysHowToMintOne(t *testing.T) {
 	}
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestMCPServerRecoversFromAMeshRestart(t *testing.T) {
 	bin := cotalBin(t)
 	dir := t.TempDir()
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	listen := freePort(t)
 	up := startUp(t, bin, dir, "--listen", listen)
 	alice := startMCP(t, bin, up.link, mintAgent(t, bin, dir, "alice"), "alice")
 	bob := startMCP(t, bin, up.link, mintAgent(t, bin, dir, "bob"), "bob")

@@ -34,11 +34,14 @@ durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+
 			if err != nil {
 				return err
 			}
-			reply, err := adminCall(cmd.Context(), dir, space.AdminRequest{Op: "status"})
+			c, err := meshClient(cmd, dir)
 			if err != nil {
 				return err
 			}
-			st := reply.Status
+			st, err := c.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				err = json.NewEncoder(cmd.OutOrStdout()).Encode(st)
 			} else {

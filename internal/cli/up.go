@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -83,23 +86,56 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 	return cmd
 }
 
+// runUp starts in the order that makes "up" mean ready: the admin socket is bound first, so a
+// command started meanwhile waits on it instead of reaching for the key store the mesh is
+// about to lock; space.Start opens the client listener only once every space is provisioned
+// and delivering; the socket answers from then on; the banner comes last.
 func runUp(cmd *cobra.Command, _ []string) error {
 	cfg, err := loadConfig(cmd, upConfigFlags)
 	if err != nil {
 		return err
 	}
-	opts := space.OptionsFromConfig(cfg, cmd.ErrOrStderr())
-	opts.AdminSocket = true
-	m, err := space.Start(cmd.Context(), opts)
+	srv, err := admin.Listen(cfg.Dir)
 	if err != nil {
 		return err
 	}
+	m, err := space.Start(cmd.Context(), space.OptionsFromConfig(cfg, cmd.ErrOrStderr()))
+	if err != nil {
+		return errors.Join(err, closeAdmin(srv))
+	}
+	srv.Serve(m)
 	printBanner(cmd.OutOrStdout(), m, cfg)
-	<-cmd.Context().Done()
-	fmt.Fprintln(cmd.OutOrStdout(), "shutting down")
+	runErr := runMesh(cmd.Context(), m)
+	if runErr == nil {
+		fmt.Fprintln(cmd.OutOrStdout(), "shutting down")
+	}
 	ctx, cancel := newTimeoutContext(30 * time.Second)
 	defer cancel()
-	return m.Close(ctx)
+	closeErr := errors.Join(srv.Close(ctx), m.Close(ctx))
+	if runErr != nil {
+		return runErr
+	}
+	return closeErr
+}
+
+// runMesh runs until ctx ends (SIGINT, SIGTERM), which is a clean stop, or the mesh dies
+// underneath, which is an error naming the cause.
+func runMesh(ctx context.Context, m *space.Mesh) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-m.Done():
+		if err := m.Err(); err != nil {
+			return fmt.Errorf("the mesh stopped: %w", err)
+		}
+		return nil
+	}
+}
+
+func closeAdmin(srv *admin.Server) error {
+	ctx, cancel := newTimeoutContext(5 * time.Second)
+	defer cancel()
+	return srv.Close(ctx)
 }
 
 func printBanner(w io.Writer, m *space.Mesh, cfg config.Config) {

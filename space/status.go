@@ -163,7 +163,7 @@ func (m *Mesh) lookupInstance(space, who string) (provisioner.Record, error) {
 	if nkeys.IsValidPublicUserKey(who) {
 		rec, err := m.store.Record(space, who)
 		if errors.Is(err, provisioner.ErrUnknownCredential) {
-			return rec, fmt.Errorf("%w: no credential of space %s has id %s; `cotal auth list` shows them", ErrUnknownInstance, space, who)
+			return rec, fmt.Errorf("%w: no credential of space %s has id %s", ErrUnknownInstance, space, who)
 		}
 		return rec, err
 	}
@@ -179,7 +179,7 @@ func (m *Mesh) lookupInstance(space, who string) (provisioner.Record, error) {
 	}
 	switch len(found) {
 	case 0:
-		return provisioner.Record{}, fmt.Errorf("%w: no active agent credential of space %s is named %q; `cotal auth list` shows them", ErrUnknownInstance, space, who)
+		return provisioner.Record{}, fmt.Errorf("%w: no active agent credential of space %s is named %q", ErrUnknownInstance, space, who)
 	case 1:
 		return found[0], nil
 	}
@@ -187,7 +187,7 @@ func (m *Mesh) lookupInstance(space, who string) (provisioner.Record, error) {
 	for i, r := range found {
 		ids[i] = r.ID
 	}
-	return provisioner.Record{}, fmt.Errorf("%w: %d active credentials are named %q (%s); pass the id instead", ErrAmbiguousName, len(found), who, strings.Join(ids, ", "))
+	return provisioner.Record{}, fmt.Errorf("%w: %d active credentials are named %q (%s); name the instance by its id", ErrAmbiguousName, len(found), who, strings.Join(ids, ", "))
 }
 
 // activeAgents lists the active agent credentials of space, by name then id.
@@ -277,30 +277,4 @@ func (m *Mesh) Links() (map[string]string, error) {
 		out[s] = link
 	}
 	return out, nil
-}
-
-// serveAdminOp serves the operator ops beyond credential administration.
-func (m *Mesh) serveAdminOp(ctx context.Context, req AdminRequest) (AdminReply, error) {
-	var r AdminReply
-	var err error
-	switch req.Op {
-	case "status":
-		r.Status, err = m.Status(ctx)
-	case "pending":
-		r.Pending, err = m.Pending(ctx, req.Space, req.ID)
-	case "links":
-		r.Links, err = m.Links()
-	case "channel-set", "channel-defaults":
-		if req.Channel == nil {
-			return r, fmt.Errorf("%s request without a channel body", req.Op)
-		}
-		if req.Op == "channel-set" {
-			r.ChannelConfig, err = m.SetChannel(ctx, req.Space, *req.Channel)
-		} else {
-			r.ChannelDefaults, err = m.SetChannelDefaults(ctx, req.Space, *req.Channel)
-		}
-	default:
-		err = fmt.Errorf("unknown admin op %q", req.Op)
-	}
-	return r, err
 }

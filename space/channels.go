@@ -45,6 +45,10 @@ func (u ChannelUpdate) Apply(c *wire.ChannelConfig) {
 	}
 }
 
+// ErrContended means another writer kept changing a registry entry through every
+// compare-and-set attempt; the caller may try again.
+var ErrContended = errors.New("another writer kept changing the entry; try again")
+
 // casAttempts bounds the compare-and-set retries of a registry write racing another writer.
 const casAttempts = 5
 
@@ -166,7 +170,7 @@ func updateKey(ctx context.Context, kv jetstream.KeyValue, key string, change fu
 			return fmt.Errorf("write %s: %w", key, err)
 		}
 	}
-	return fmt.Errorf("write %s: another writer kept changing it; try again", key)
+	return fmt.Errorf("write %s: %w", key, ErrContended)
 }
 
 // requireMessages refuses a channel with no retained message in CHAT_<s>.
@@ -176,7 +180,7 @@ func (rt *spaceRuntime) requireMessages(ctx context.Context, channel string) err
 		return err
 	}
 	if len(info.State.Subjects) == 0 {
-		return fmt.Errorf("%w %q: space %s has no message on it and no config for it; check the name with `cotal channels list`, or pass --create to configure it before its first message", ErrUnknownChannel, channel, rt.name)
+		return fmt.Errorf("%w %q: space %s has no message on it and no config for it; check the name, or set Create to configure it before its first message", ErrUnknownChannel, channel, rt.name)
 	}
 	return nil
 }

@@ -1,0 +1,145 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/cotal-go/cotal/space"
+)
+
+// handler answers one route: a status and a body to encode, or an error to classify.
+type handler func(ctx context.Context, r *http.Request) (int, any, error)
+
+// routes is the admin API of m (see the package doc).
+func routes(m *space.Mesh) http.Handler {
+	h := &handlers{m: m}
+	mux := http.NewServeMux()
+	for pattern, fn := range map[string]handler{
+		"GET /v1/status":                              h.status,
+		"GET /v1/links":                               h.links,
+		"GET /v1/spaces/{space}/link":                 h.link,
+		"POST /v1/spaces/{space}/credentials":         h.mint,
+		"GET /v1/spaces/{space}/credentials":          h.credentials,
+		"DELETE /v1/spaces/{space}/credentials/{id}":  h.revoke,
+		"GET /v1/spaces/{space}/pending/{who}":        h.pending,
+		"PATCH /v1/spaces/{space}/channels/{channel}": h.setChannel,
+		"PATCH /v1/spaces/{space}/defaults":           h.setDefaults,
+		"/":                                           notFound,
+	} {
+		mux.Handle(pattern, fn)
+	}
+	return mux
+}
+
+// ServeHTTP runs h under requestTimeout and writes its reply as JSON.
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	status, body, err := h(ctx, r)
+	if err != nil {
+		var token string
+		status, token = classify(err)
+		body = errorBody{Error: err.Error(), Reason: token}
+	}
+	if body == nil {
+		w.WriteHeader(status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func notFound(_ context.Context, r *http.Request) (int, any, error) {
+	return 0, nil, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path)
+}
+
+type handlers struct{ m *space.Mesh }
+
+func (h *handlers) status(ctx context.Context, _ *http.Request) (int, any, error) {
+	st, err := h.m.Status(ctx)
+	return http.StatusOK, st, err
+}
+
+func (h *handlers) links(context.Context, *http.Request) (int, any, error) {
+	links, err := h.m.Links()
+	return http.StatusOK, links, err
+}
+
+func (h *handlers) link(_ context.Context, r *http.Request) (int, any, error) {
+	name := r.PathValue("space")
+	link, err := h.m.Link(name)
+	return http.StatusOK, Link{Space: name, Link: link}, err
+}
+
+func (h *handlers) mint(ctx context.Context, r *http.Request) (int, any, error) {
+	var spec space.MintSpec
+	if err := decode(r, &spec); err != nil {
+		return 0, nil, err
+	}
+	if err := samePath("space", r.PathValue("space"), &spec.Space); err != nil {
+		return 0, nil, err
+	}
+	cred, err := h.m.MintSpec(ctx, spec)
+	return http.StatusCreated, cred, err
+}
+
+func (h *handlers) credentials(_ context.Context, r *http.Request) (int, any, error) {
+	recs, err := h.m.Credentials(r.PathValue("space"))
+	if recs == nil {
+		recs = []space.CredentialInfo{}
+	}
+	return http.StatusOK, recs, err
+}
+
+func (h *handlers) revoke(ctx context.Context, r *http.Request) (int, any, error) {
+	return http.StatusNoContent, nil, h.m.Revoke(ctx, r.PathValue("space"), r.PathValue("id"))
+}
+
+func (h *handlers) pending(ctx context.Context, r *http.Request) (int, any, error) {
+	b, err := h.m.Pending(ctx, r.PathValue("space"), r.PathValue("who"))
+	return http.StatusOK, b, err
+}
+
+func (h *handlers) setChannel(ctx context.Context, r *http.Request) (int, any, error) {
+	var u space.ChannelUpdate
+	if err := decode(r, &u); err != nil {
+		return 0, nil, err
+	}
+	if err := samePath("channel", r.PathValue("channel"), &u.Channel); err != nil {
+		return 0, nil, err
+	}
+	c, err := h.m.SetChannel(ctx, r.PathValue("space"), u)
+	return http.StatusOK, c, err
+}
+
+func (h *handlers) setDefaults(ctx context.Context, r *http.Request) (int, any, error) {
+	var u space.ChannelUpdate
+	if err := decode(r, &u); err != nil {
+		return 0, nil, err
+	}
+	d, err := h.m.SetChannelDefaults(ctx, r.PathValue("space"), u)
+	return http.StatusOK, d, err
+}
+
+// decode reads a JSON body strictly: an unknown field is a client bug worth a 400.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: body: %w", ErrBadRequest, err)
+	}
+	return nil
+}
+
+// samePath fills an empty body field from the path, and refuses one that names another value.
+func samePath(name, fromPath string, field *string) error {
+	if *field != "" && *field != fromPath {
+		return fmt.Errorf("%w: the body's %s %q differs from the path's %q", ErrBadRequest, name, *field, fromPath)
+	}
+	*field = fromPath
+	return nil
+}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/internal/admin"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+)
+
+// startWait bounds how long a command waits for a mesh that holds the key store but does not
+// answer on its admin socket yet: one starting up, or shutting down.
+const startWait = 10 * time.Second
+
+// storePoll is how long each look at a locked key store waits for its lock.
+const storePoll = 100 * time.Millisecond
+
+// meshClient is the admin client of the mesh running on dir. While another process holds the
+// key store and no socket answers, it waits for a starting mesh (telling stderr once);
+// with no mesh at all it is errNoMesh with what to do.
+func meshClient(cmd *cobra.Command, dir string) (*admin.Client, error) {
+	c, _, err := reachDir(cmd, dir, false)
+	return c, err
+}
+
+// withMeshOrStore runs onMesh against the mesh serving dir, or onStore on dir's key store
+// when no mesh runs there, waiting as meshClient does while the store is locked.
+func withMeshOrStore(cmd *cobra.Command, dir string, onMesh func(*admin.Client) error, onStore func(*provisioner.Store) error) error {
+	c, store, err := reachDir(cmd, dir, true)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		return withHint(onMesh(c))
+	}
+	return errors.Join(withHint(onStore(store)), store.Close())
+}
+
+// reachDir finds what serves dir: the admin socket of a running mesh, or else (with
+// wantStore) the key store itself, opened. A store another process holds is a mesh starting
+// or stopping, so it polls both until startWait passes.
+func reachDir(cmd *cobra.Command, dir string, wantStore bool) (*admin.Client, *provisioner.Store, error) {
+	ctx := cmd.Context()
+	deadline := time.Now().Add(startWait)
+	told := false
+	for {
+		if c, err := admin.Dial(ctx, dir); err == nil {
+			return c, nil, nil
+		}
+		store, err := openStore(dir, wantStore)
+		switch {
+		case err == nil && wantStore:
+			return nil, store, nil
+		case err == nil:
+			return nil, nil, noMesh(dir, store.Close())
+		case errors.Is(err, errNoMesh):
+			return nil, nil, err
+		case !errors.Is(err, provisioner.ErrLocked):
+			return nil, nil, err
+		}
+		if !told {
+			fmt.Fprintf(cmd.ErrOrStderr(), "waiting up to %v for the mesh starting on %s (it holds the key store)\n", startWait, dir)
+			told = true
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("%w; no mesh answered on %s within %v: if no `cotal up` runs there, another cotal command holds it",
+				err, filepath.Join(dir, admin.SocketName), startWait)
+		}
+		if err := sleepCtx(ctx, storePoll); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// openStore opens dir's key store without waiting long for its lock. Without wantStore it
+// only probes a store that exists: a command that needs a mesh never creates one.
+func openStore(dir string, wantStore bool) (*provisioner.Store, error) {
+	if !wantStore {
+		if _, err := os.Stat(filepath.Join(dir, provisioner.KeysFile)); err != nil {
+			return nil, noMesh(dir, nil)
+		}
+	}
+	opts := provisioner.DefaultOptions()
+	opts.LockTimeout = storePoll
+	return provisioner.Open(dir, opts)
+}
+
+func noMesh(dir string, closeErr error) error {
+	return errors.Join(fmt.Errorf("%w on %s: start one with `cotal up`, or pass --dir if it runs on another data directory", errNoMesh, dir), closeErr)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// withHint adds to a mesh error the command that helps: the mesh's own sentences speak of
+// values, the command line knows its commands and flags.
+func withHint(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, space.ErrUnknownInstance):
+		return fmt.Errorf("%w; `cotal auth list` shows them", err)
+	case errors.Is(err, space.ErrAmbiguousName):
+		return fmt.Errorf("%w (pass the id instead)", err)
+	case errors.Is(err, space.ErrUnknownChannel):
+		return fmt.Errorf("%w; `cotal channels list` shows the channels, and --create configures one before its first message", err)
+	case errors.Is(err, space.ErrNoSuchSpace):
+		return fmt.Errorf("%w; `cotal link` lists them", err)
+	}
+	return err
+}
