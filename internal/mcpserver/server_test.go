@@ -160,14 +160,22 @@ func TestMCPTwoAgentsTalkThroughTheirTools(t *testing.T) {
 		if err := bob.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: mcpserver.InboxURI}); err != nil {
 			t.Fatalf("subscribe to the inbox: %v", err)
 		}
-		alice.ok(t, "cotal_dm", map[string]any{"to": "bob", "text": "wake up"}, nil)
-		select {
-		case uri := <-bob.updates:
-			if uri != mcpserver.InboxURI {
-				t.Errorf("notified of %q, want %q", uri, mcpserver.InboxURI)
+		// Under the SDK's current protocol, Subscribe opens a listen stream that the server
+		// registers asynchronously, so a message that arrives first is not announced: send
+		// until one is (the inbox keeps every copy, so the read below sees them all).
+		notified := false
+		for !notified {
+			alice.ok(t, "cotal_dm", map[string]any{"to": "bob", "text": "wake up"}, nil)
+			select {
+			case uri := <-bob.updates:
+				if uri != mcpserver.InboxURI {
+					t.Errorf("notified of %q, want %q", uri, mcpserver.InboxURI)
+				}
+				notified = true
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				t.Fatal("no resource update notification within the deadline")
 			}
-		case <-ctx.Done():
-			t.Fatal("no resource update notification within the deadline")
 		}
 		res, err := bob.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.InboxURI})
 		if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "wake up") {
