@@ -128,8 +128,11 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	revoked, err := s.revokeForMint(b, acct, req, prev, found, c, now)
+	var active *Record
+	if found && prev.Active(time.Now()) {
+		active = &prev
+	}
+	revoked, err := revokeForMint(b, acct, req, c, active)
 	if err != nil {
 		return err
 	}
@@ -161,11 +164,12 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	return putRecord(reg, rec)
 }
 
-// revokeForMint adds to acct the revocations a mint implies: the previous credential of the
-// id when still active (SPEC §9 item 6: one current read ACL per id) and, with req.Replace,
-// every other active holder of the name; without Replace a holder refuses the mint. Adding
-// a revocation also prunes the expired ones. It reports whether acct changed.
-func (s *Store) revokeForMint(b *bbolt.Bucket, acct *jwt.AccountClaims, req MintRequest, prev Record, found bool, c *Credential, now time.Time) (bool, error) {
+// revokeForMint adds to acct the revocations a mint implies: active, the id's previous
+// credential when it is still active (SPEC §9 item 6: one current read ACL per id), and,
+// with req.Replace, every other active holder of the name; without Replace a holder refuses
+// the mint. Adding a revocation also prunes the expired ones. It reports whether acct changed.
+func revokeForMint(b *bbolt.Bucket, acct *jwt.AccountClaims, req MintRequest, c *Credential, active *Record) (bool, error) {
+	now := time.Now()
 	var holders []Record
 	if !req.InProcessOnly {
 		var err error
@@ -176,10 +180,17 @@ func (s *Store) revokeForMint(b *bbolt.Bucket, acct *jwt.AccountClaims, req Mint
 	if len(holders) > 0 && !req.Replace {
 		return false, nameInUse(req.Name, holders[0])
 	}
-	revoking := found && prev.Active(now)
-	if revoking {
+	if active == nil && len(holders) == 0 {
+		return false, nil
+	}
+	// Pruned before the new revocations are added, so that none of them, nor its row, is
+	// dropped in the same step.
+	if _, err := pruneRevocations(b, acct, now); err != nil {
+		return false, err
+	}
+	if active != nil {
 		// Every earlier JWT of this id was issued at or before the previous one.
-		if err := revoke(b, acct, c.ID, prev.IssuedAt, prev.ExpiresAt); err != nil {
+		if err := revoke(b, acct, c.ID, active.IssuedAt, active.ExpiresAt); err != nil {
 			return false, err
 		}
 	}
@@ -189,11 +200,7 @@ func (s *Store) revokeForMint(b *bbolt.Bucket, acct *jwt.AccountClaims, req Mint
 		}
 		c.Replaced = append(c.Replaced, holders[i].ID)
 	}
-	if !revoking && len(holders) == 0 {
-		return false, nil
-	}
-	_, err := pruneRevocations(b, acct, now)
-	return true, err
+	return true, nil
 }
 
 // InfraCredential mints a credential for cotal's own provisioner or delivery connection in

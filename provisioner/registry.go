@@ -117,10 +117,12 @@ func (s *Store) Revoke(space, id string) (accountJWT string, err error) {
 			return err
 		}
 		now := time.Now()
-		if err := revokeRecord(b, acct, &rec, now); err != nil {
+		// Pruned first, so that the revocation added here and its row survive this call even
+		// when the credential has long expired: the caller reads the row next.
+		if _, err := pruneRevocations(b, acct, now); err != nil {
 			return err
 		}
-		if _, err := pruneRevocations(b, acct, now); err != nil {
+		if err := revokeRecord(b, acct, &rec, now); err != nil {
 			return err
 		}
 		accountJWT, err = storeAccount(tx, b, acct)

@@ -32,21 +32,32 @@ func TestRevocationsArePrunedOnceTheirJWTsExpire(t *testing.T) {
 	forever := revoked(MintRequest{Name: "forever", NoExpiry: true})
 	long := revoked(MintRequest{Name: "long", ExpiresIn: time.Hour})
 	lapsed := mint(t, s, MintRequest{Name: "lapsed", ExpiresIn: time.Second})
+	late := mint(t, s, MintRequest{Name: "late", ExpiresIn: time.Second})
 	// A non-expiring JWT re-minted with a short lifetime: the revocation made by the re-mint
 	// still covers the non-expiring one once the short one expires.
 	kp, _ := nkeys.CreateUser()
 	remintedOld := mint(t, s, MintRequest{Name: "reminted", Identity: kp, NoExpiry: true})
 	reminted := mint(t, s, MintRequest{Name: "reminted", Identity: kp, ExpiresIn: time.Second})
 	waitUntil(t, reminted.ExpiresAt.Add(revocationGrace+time.Second))
+	t.Run("revoking a long-expired credential keeps its row for the caller to read", func(t *testing.T) {
+		if _, err := s.Revoke("alpha", late.ID); err != nil {
+			t.Fatal(err)
+		}
+		if rec, err := s.Record("alpha", late.ID); err != nil || !rec.Revoked {
+			t.Fatalf("record after Revoke: %+v, %v", rec, err)
+		}
+	})
 	revoked(MintRequest{Name: "trigger"})
 
 	t.Run("adding a revocation drops the expired ones and their rows", func(t *testing.T) {
 		acct := spaceClaims(t, s)
-		if _, held := acct.Revocations[short.ID]; held {
-			t.Error("the revocation of an expired JWT is still in the account JWT")
-		}
-		if _, err := s.Record("alpha", short.ID); !errors.Is(err, ErrUnknownCredential) {
-			t.Errorf("the expired, revoked row is still registered: %v", err)
+		for _, c := range []*Credential{short, late} {
+			if _, held := acct.Revocations[c.ID]; held {
+				t.Errorf("the revocation of %s's expired JWT is still in the account JWT", c.Name)
+			}
+			if _, err := s.Record("alpha", c.ID); !errors.Is(err, ErrUnknownCredential) {
+				t.Errorf("%s's expired, revoked row is still registered: %v", c.Name, err)
+			}
 		}
 	})
 	t.Run("a revocation some JWT still needs is kept", func(t *testing.T) {
