@@ -120,9 +120,6 @@ func (o Options) withDefaults() Options {
 // listening beyond loopback under OpenInsecureBind, so the exposure is in the structured log
 // and not only on a terminal.
 func (o Options) validate() error {
-	if err := o.checkOpenBind(); err != nil {
-		return err
-	}
 	if o.Expiry < 0 {
 		return fmt.Errorf("credential expiry %v is negative; use a positive duration such as 24h, or 0 for the default", o.Expiry)
 	}
@@ -136,7 +133,8 @@ func (o Options) validate() error {
 		}
 		seen[s] = true
 	}
-	return nil
+	// Last, so that the warning is logged only for options that start a mesh.
+	return o.checkOpenBind()
 }
 
 // checkOpenBind applies config's loopback rule (config.IsLoopback) to an open mesh's listener.
