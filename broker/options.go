@@ -7,10 +7,12 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// maxControlLine is LAYOUT.md's max_control_line: a credential with per-channel grants rides
-// the CONNECT line and passes nats-server's 4 KiB default at about two channels, after which
-// the server drops the connection and the client retries forever.
-const maxControlLine = 64 << 10
+// MaxControlLine is LAYOUT.md's max_control_line, the longest protocol line the broker
+// accepts: a credential with per-channel grants rides the CONNECT line and passes
+// nats-server's 4 KiB default at about two channels, after which the server drops the
+// connection and the client retries forever. The provisioner refuses to mint a credential
+// that would not fit under it.
+const MaxControlLine = 64 << 10
 
 // serverOptions translates a validated Config into nats-server options.
 func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
@@ -19,7 +21,7 @@ func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
 		ServerName: cfg.ServerName,
 		// An embedded server must never take over the process's signals (SIGINT would exit).
 		NoSigs:                 true,
-		MaxControlLine:         maxControlLine,
+		MaxControlLine:         MaxControlLine,
 		JetStream:              true,
 		StoreDir:               storeDir,
 		SyncAlways:             cfg.Sync == SyncAlways,

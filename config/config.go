@@ -51,6 +51,12 @@ type Config struct {
 	// every security claim of SPEC §9 (see also §2). Default false.
 	Open bool `koanf:"open"`
 
+	// OpenInsecureBind lets an open mesh listen on an interface other than loopback, where
+	// anyone who reaches it reads and writes everything with no authentication and no TLS.
+	// Without it Validate refuses open with such a listener; with it the mesh logs a warning
+	// at start. Default false.
+	OpenInsecureBind bool `koanf:"open_insecure_bind"`
+
 	// Log selects the log format and level.
 	Log Log `koanf:"log"`
 
@@ -97,18 +103,19 @@ func defaults(dir string) Config {
 // values is c keyed by koanf path; its keys are the only keys Load accepts.
 func (c Config) values() map[string]any {
 	return map[string]any{
-		"dir":           c.Dir,
-		"listen":        c.Listen,
-		"http":          c.HTTP,
-		"spaces":        c.Spaces,
-		"tls.cert":      c.TLS.Cert,
-		"tls.key":       c.TLS.Key,
-		"sync":          c.Sync,
-		"sync_interval": c.SyncInterval,
-		"open":          c.Open,
-		"log.format":    c.Log.Format,
-		"log.level":     c.Log.Level,
-		"expiry":        c.Expiry,
+		"dir":                c.Dir,
+		"listen":             c.Listen,
+		"http":               c.HTTP,
+		"spaces":             c.Spaces,
+		"tls.cert":           c.TLS.Cert,
+		"tls.key":            c.TLS.Key,
+		"sync":               c.Sync,
+		"sync_interval":      c.SyncInterval,
+		"open":               c.Open,
+		"open_insecure_bind": c.OpenInsecureBind,
+		"log.format":         c.Log.Format,
+		"log.level":          c.Log.Level,
+		"expiry":             c.Expiry,
 	}
 }
 

@@ -10,8 +10,14 @@
 // # Keys
 //
 // The koanf keys, used in cotal.yaml and in LoadOptions.Flags, are: dir, listen, http, spaces,
-// tls.cert, tls.key, sync, sync_interval, open, log.format, log.level and expiry. Durations are
-// Go durations ("90s", "2m", "24h").
+// tls.cert, tls.key, sync, sync_interval, open, open_insecure_bind, log.format, log.level and
+// expiry. Durations are Go durations ("90s", "2m", "24h").
+//
+// # Open mode
+//
+// open: true turns authentication off. Validate then refuses a listener beyond loopback
+// (127.0.0.0/8, ::1, localhost) unless open_insecure_bind: true (COTAL_OPEN_INSECURE_BIND)
+// says the exposure is meant; the mesh logs a warning whenever it is.
 //
 // # Where the keys go
 //

@@ -11,6 +11,7 @@ func TestEnvKey(t *testing.T) {
 		{"an underscore after a section name separates the section", "COTAL_TLS_CERT", "tls.cert"},
 		{"the log section nests the same way", "COTAL_LOG_LEVEL", "log.level"},
 		{"an underscore inside a top-level key stays", "COTAL_SYNC_INTERVAL", "sync_interval"},
+		{"the open-mode override is a top-level key", "COTAL_OPEN_INSECURE_BIND", "open_insecure_bind"},
 		{"a client-only variable is ignored", "COTAL_LINK", ""},
 		{"the credentials variable is ignored", "COTAL_CREDS", ""},
 		{"a section alone is ignored", "COTAL_TLS", ""},

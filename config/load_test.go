@@ -217,16 +217,17 @@ func TestLoadMissingExplicitFile(t *testing.T) {
 func TestLoadRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	want := Config{
-		Dir:          dir,
-		Listen:       ":0",
-		HTTP:         "127.0.0.1:8222",
-		Spaces:       []string{"a", "b-2"},
-		TLS:          TLS{Cert: writeFile(t, dir, "cert.pem", "cert"), Key: writeFile(t, dir, "key.pem", "key")},
-		Sync:         "interval",
-		SyncInterval: 5 * time.Second,
-		Open:         true,
-		Log:          Log{Format: "json", Level: "debug"},
-		Expiry:       time.Minute,
+		Dir:              dir,
+		Listen:           ":0",
+		HTTP:             "127.0.0.1:8222",
+		Spaces:           []string{"a", "b-2"},
+		TLS:              TLS{Cert: writeFile(t, dir, "cert.pem", "cert"), Key: writeFile(t, dir, "key.pem", "key")},
+		Sync:             "interval",
+		SyncInterval:     5 * time.Second,
+		Open:             true,
+		OpenInsecureBind: true,
+		Log:              Log{Format: "json", Level: "debug"},
+		Expiry:           time.Minute,
 	}
 	got, err := Load(LoadOptions{Env: []string{}, Flags: want.values()})
 	if err != nil {

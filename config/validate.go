@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -45,6 +46,9 @@ func (c Config) Validate() error {
 	}
 	if err := checkAddr(c.HTTP); err != nil {
 		add("http", "%q is not host:port (%v); use e.g. 127.0.0.1:8222, or \"\" to turn monitoring off", c.HTTP, err)
+	}
+	if err := c.checkOpenBind(); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, c.checkSpaces()...)
 	errs = append(errs, c.TLS.check()...)
@@ -125,4 +129,30 @@ func (t TLS) check() []error {
 		}
 	}
 	return errs
+}
+
+// checkOpenBind refuses an open mesh listening beyond loopback unless open_insecure_bind says
+// the exposure is meant: nothing else would stand between the network and every message.
+func (c Config) checkOpenBind() error {
+	if !c.Open || c.OpenInsecureBind || c.Listen == "" || IsLoopback(c.Listen) || checkAddr(c.Listen) != nil {
+		return nil
+	}
+	return fieldError{"listen", fmt.Sprintf("%q listens beyond loopback while open is true, so anyone who "+
+		"reaches it reads and writes everything with no authentication and no TLS; listen on loopback "+
+		"(127.0.0.1:4222), turn open off, or set open_insecure_bind: true to accept the exposure", c.Listen)}
+}
+
+// IsLoopback reports whether the listener address host:port binds only the loopback
+// interface: a host of localhost, or an IP in 127.0.0.0/8 or ::1. An empty host binds every
+// interface, and any other name may resolve anywhere, so neither is loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

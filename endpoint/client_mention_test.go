@@ -24,7 +24,10 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 	carolCred := meshMint(t, m, space.MintSpec{Name: "carol", AllowSubscribe: lobby})
 	eveCred := meshMint(t, m, space.MintSpec{Name: "eve", AllowSubscribe: []string{"elsewhere"}})
 	dup1 := meshAgent(t, m, space.MintSpec{Name: "dup", AllowSubscribe: lobby})
-	dup2 := meshAgent(t, m, space.MintSpec{Name: "dup", AllowSubscribe: lobby})
+	// A name has one active credential (provisioner.ErrNameInUse); two instances can still
+	// present the same display name, which is what makes a mention ambiguous.
+	dup2 := meshAgent(t, m, space.MintSpec{Name: "dup-2", AllowSubscribe: lobby},
+		func(o *endpoint.Options) { o.Name = "dup" })
 	for _, c := range []*space.MintedCredential{carolCred, eveCred} {
 		p := meshConnect(t, m, c) // announce presence once, then go offline gracefully
 		await.True(t, settle, c.Name+" in alice's roster", func() bool { _, ok := alice.Roster().Peer(c.ID); return ok })

@@ -3,6 +3,7 @@ package provisioner
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -71,7 +72,10 @@ func (s *Store) Trust() (Trust, error) {
 // EnsureSpace returns the account of the space called name, creating it on first use: an
 // account key, a separate signing key listed in the account claims, the JetStream limits of
 // Options.JetStream and deny-all default permissions, signed by the operator. An existing
-// account keeps its keys; its JWT is re-signed only when Options.JetStream changed.
+// account keeps its keys; its JWT is re-signed only when Options.JetStream changed or when
+// revocations whose JWTs have all expired are pruned from it. Registry rows of credentials
+// that can no longer connect and that no revocation needs are deleted. A mesh calls it for
+// every space at start, so the account JWT it loads is bounded by the live credentials.
 func (s *Store) EnsureSpace(name string) (Account, error) {
 	if name == "" {
 		return Account{}, fmt.Errorf("%w: the space name is empty", ErrInvalidRequest)
@@ -82,8 +86,8 @@ func (s *Store) EnsureSpace(name string) (Account, error) {
 		var err error
 		if b == nil {
 			b, err = s.createSpace(tx, name)
-		} else {
-			err = s.refreshLimits(tx, b)
+		} else if err = s.refreshLimits(tx, b); err == nil {
+			err = pruneSpace(tx, b, time.Now())
 		}
 		if err != nil {
 			return err

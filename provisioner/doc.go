@@ -62,5 +62,22 @@
 // credentials are refused by the server itself. InfraCredential mints unexpiring,
 // unrecorded, in-process-only credentials for cotal's own connections.
 //
+// A name has one active credential: Mint refuses a Name another active credential holds
+// (ErrNameInUse) unless the request names that identity (re-mint) or sets Replace, which
+// revokes it in the same step. In-process-only credentials, minted per embedded Endpoint and
+// worthless outside the process, are exempt. Mint also refuses, before recording anything, a
+// user JWT that would not fit in the broker's CONNECT line (broker.MaxControlLine less
+// room for the line's other fields): such a credential could never connect
+// (ErrCredentialTooLarge).
+//
+// # Keeping the account JWT bounded
+//
+// A revocation is needed only until every JWT it covers has expired; the store records that
+// time per revoked id (a non-expiring JWT keeps its revocation for good). Every revocation
+// added, and EnsureSpace at start, drops the revocations past that time (plus a few seconds'
+// grace) and the registry rows of credentials that can no longer connect and that no
+// revocation needs, so the account JWT grows with the live credentials, not with every
+// credential ever revoked.
+//
 // The package does not talk to the broker: callers apply account JWTs and write ACL records.
 package provisioner

@@ -40,6 +40,15 @@ var (
 	// ErrClock means the wall clock moved backwards far enough that a fresh JWT would be
 	// issued inside its own revocation window; retry once the clock is sane.
 	ErrClock = errors.New("clock moved backwards")
+	// ErrNameInUse means another active credential in the space already carries the name:
+	// minting a second one would leave two credentials the holder of the name can use. Name
+	// the old identity to re-mint it, revoke it first, or set Replace to revoke it with the
+	// mint.
+	ErrNameInUse = errors.New("name in use by an active credential")
+	// ErrCredentialTooLarge means the user JWT would not fit in the CONNECT line the broker
+	// accepts (max_control_line), so the credential could never connect; the message says
+	// how many channel grants fit.
+	ErrCredentialTooLarge = errors.New("credential too large to connect")
 )
 
 // Errors writing a .creds file.

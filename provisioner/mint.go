@@ -35,6 +35,11 @@ type MintRequest struct {
 	// and the previous credential of that id, if still active, is revoked. It must hold the
 	// seed. Nil mints a fresh key.
 	Identity nkeys.KeyPair
+	// Replace revokes every other active credential that carries Name, in the same step as
+	// the mint. Without it, Mint refuses a Name another active credential holds
+	// (ErrNameInUse), so a new credential never silently leaves an old one working. In-process
+	// credentials neither hold a name nor are refused one.
+	Replace bool
 }
 
 // Credential is a freshly minted user credential. Seed is the user's private key: hand it
@@ -59,6 +64,9 @@ type Credential struct {
 	// of the same id, else empty. Apply it to the broker before handing the credential out,
 	// or the old credential keeps working.
 	AccountUpdate string
+	// Replaced are the ids of the other credentials of the same name that MintRequest.Replace
+	// revoked; write ACLFor of each one's record along with the new credential's.
+	Replaced []string
 }
 
 // Creds returns the standard NATS .creds file text: the decorated JWT and seed.
@@ -70,7 +78,9 @@ func (c *Credential) Creds() ([]byte, error) { return jwt.FormatUserConfig(c.JWT
 // (case kept; jwt.TagList.Add would lowercase them). Re-minting an id whose previous
 // credential is still active revokes that credential (SPEC §9 item 6: one current read ACL
 // per id), and the new JWT is issued strictly after the revocation time, waiting into the
-// next second when needed, so the revocation never covers it.
+// next second when needed, so the revocation never covers it. Mint refuses a Name another
+// active credential holds (ErrNameInUse, unless req.Replace) and a JWT too long for the
+// broker's CONNECT line (ErrCredentialTooLarge); a refused mint records and revokes nothing.
 func (s *Store) Mint(req MintRequest) (*Credential, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
@@ -101,7 +111,9 @@ func (s *Store) Mint(req MintRequest) (*Credential, error) {
 	return c, nil
 }
 
-// mintTx revokes an active previous credential of c.ID, signs the new JWT and records it.
+// mintTx revokes an active previous credential of c.ID and, with req.Replace, the other
+// active holders of the name, signs the new JWT and records it. Any error rolls the whole
+// transaction back, so a refused mint registers and revokes nothing.
 func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *Credential) error {
 	b, err := spaceBucket(tx, req.Space)
 	if err != nil {
@@ -116,10 +128,13 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	if err != nil {
 		return err
 	}
-	revoking := found && prev.Active(time.Now())
-	if revoking {
-		// Every earlier JWT of this id was issued at or before the previous one.
-		acct.RevokeAt(c.ID, prev.IssuedAt)
+	var active *Record
+	if found && prev.Active(time.Now()) {
+		active = &prev
+	}
+	revoked, err := revokeForMint(b, acct, req, c, active)
+	if err != nil {
+		return err
 	}
 	if err := waitPastRevocation(acct, c.ID); err != nil {
 		return err
@@ -134,15 +149,58 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	if err := signUser(b, acct, uc, c); err != nil {
 		return err
 	}
-	if revoking {
+	if err := checkConnectLine(c.JWT, c.Grants); err != nil {
+		return err
+	}
+	if revoked {
 		if c.AccountUpdate, err = storeAccount(tx, b, acct); err != nil {
 			return err
 		}
 	}
 	rec := Record{ID: c.ID, Name: c.Name, Space: c.Space, Profile: c.Profile, Grants: c.Grants,
-		IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt, Revision: prev.Revision + 1, UpdatedAt: time.Now()}
+		IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt, InProcessOnly: req.InProcessOnly,
+		Revision: prev.Revision + 1, UpdatedAt: time.Now()}
 	c.ACL = ACLFor(rec)
 	return putRecord(reg, rec)
+}
+
+// revokeForMint adds to acct the revocations a mint implies: active, the id's previous
+// credential when it is still active (SPEC §9 item 6: one current read ACL per id), and,
+// with req.Replace, every other active holder of the name; without Replace a holder refuses
+// the mint. Adding a revocation also prunes the expired ones. It reports whether acct changed.
+func revokeForMint(b *bbolt.Bucket, acct *jwt.AccountClaims, req MintRequest, c *Credential, active *Record) (bool, error) {
+	now := time.Now()
+	var holders []Record
+	if !req.InProcessOnly {
+		var err error
+		if holders, err = holdersOf(b.Bucket(bucketCredentials), req.Name, c.ID, now); err != nil {
+			return false, err
+		}
+	}
+	if len(holders) > 0 && !req.Replace {
+		return false, nameInUse(req.Name, holders[0])
+	}
+	if active == nil && len(holders) == 0 {
+		return false, nil
+	}
+	// Pruned before the new revocations are added, so that none of them, nor its row, is
+	// dropped in the same step.
+	if _, err := pruneRevocations(b, acct, now); err != nil {
+		return false, err
+	}
+	if active != nil {
+		// Every earlier JWT of this id was issued at or before the previous one.
+		if err := revoke(b, acct, c.ID, active.IssuedAt, active.ExpiresAt); err != nil {
+			return false, err
+		}
+	}
+	for i := range holders {
+		if err := revokeRecord(b, acct, &holders[i], now); err != nil {
+			return false, err
+		}
+		c.Replaced = append(c.Replaced, holders[i].ID)
+	}
+	return true, nil
 }
 
 // InfraCredential mints a credential for cotal's own provisioner or delivery connection in

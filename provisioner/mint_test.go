@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -77,6 +78,7 @@ func TestMintExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.req.Name = tt.name
 			c := mint(t, s, tt.req)
 			uc := decodeUser(t, c.JWT)
 			want := tt.want(time.Unix(uc.IssuedAt, 0))
@@ -244,9 +246,9 @@ func TestConcurrentMintsAreAllRecorded(t *testing.T) {
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
-	for range n {
+	for i := range n {
 		wg.Go(func() {
-			_, err := s.Mint(MintRequest{Space: "alpha", Name: "ada", Profile: ProfileAgent})
+			_, err := s.Mint(MintRequest{Space: "alpha", Name: fmt.Sprintf("ada%d", i), Profile: ProfileAgent})
 			errs <- err
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/wire"
+	"github.com/nats-io/jwt/v2"
 	"go.etcd.io/bbolt"
 )
 
@@ -23,6 +24,9 @@ type Record struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"` // zero: no expiry
 	Revoked   bool      `json:"revoked,omitempty"`
 	RevokedAt time.Time `json:"revokedAt,omitzero"`
+	// InProcessOnly marks a credential the broker accepts only over an in-process
+	// connection (MintRequest.InProcessOnly).
+	InProcessOnly bool `json:"inProcessOnly,omitempty"`
 	// Revision counts every change of this id's record (mint, re-mint, revoke), starting at 1.
 	Revision  uint64    `json:"revision"`
 	UpdatedAt time.Time `json:"updatedAt"`
@@ -58,12 +62,9 @@ func (s *Store) List(space string) ([]Record, error) {
 			return err
 		}
 		return b.Bucket(bucketCredentials).ForEach(func(k, v []byte) error {
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode registry record %s: %w", k, err)
-			}
+			r, err := decodeRecord(string(k), v)
 			recs = append(recs, r)
-			return nil
+			return err
 		})
 	})
 	return recs, err
@@ -91,7 +92,8 @@ func (s *Store) Record(space, id string) (Record, error) {
 // revocation of every JWT of id issued up to now to the account claims, re-signs the account
 // JWT with the operator key and returns it. Apply the JWT to the broker (it disconnects the
 // revoked user) and write ACLFor of the new record (it reads nothing) to cotal_acl_<s>.
-// Revoking a revoked id changes nothing and returns the current account JWT.
+// Revoking a revoked id changes nothing and returns the current account JWT. Every
+// revocation adds prunes those whose JWTs have all expired, with their registry rows.
 func (s *Store) Revoke(space, id string) (accountJWT string, err error) {
 	err = s.db.Update(func(tx *bbolt.Tx) error {
 		b, err := spaceBucket(tx, space)
@@ -115,13 +117,16 @@ func (s *Store) Revoke(space, id string) (accountJWT string, err error) {
 			return err
 		}
 		now := time.Now()
-		acct.RevokeAt(id, now)
-		if accountJWT, err = storeAccount(tx, b, acct); err != nil {
+		// Pruned first, so that the revocation added here and its row survive this call even
+		// when the credential has long expired: the caller reads the row next.
+		if _, err := pruneRevocations(b, acct, now); err != nil {
 			return err
 		}
-		rec.Revoked, rec.RevokedAt, rec.UpdatedAt = true, now, now
-		rec.Revision++
-		return putRecord(reg, rec)
+		if err := revokeRecord(b, acct, &rec, now); err != nil {
+			return err
+		}
+		accountJWT, err = storeAccount(tx, b, acct)
+		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("revoke %s in space %q: %w", id, space, err)
@@ -129,16 +134,32 @@ func (s *Store) Revoke(space, id string) (accountJWT string, err error) {
 	return accountJWT, nil
 }
 
+// revokeRecord revokes every JWT of rec's id issued up to now in acct and marks rec revoked
+// in the registry.
+func revokeRecord(b *bbolt.Bucket, acct *jwt.AccountClaims, rec *Record, now time.Time) error {
+	if err := revoke(b, acct, rec.ID, now, rec.ExpiresAt); err != nil {
+		return err
+	}
+	rec.Revoked, rec.RevokedAt, rec.UpdatedAt = true, now, now
+	rec.Revision++
+	return putRecord(b.Bucket(bucketCredentials), *rec)
+}
+
 func getRecord(reg *bbolt.Bucket, id string) (Record, bool, error) {
 	v := reg.Get([]byte(id))
 	if v == nil {
 		return Record{}, false, nil
 	}
+	r, err := decodeRecord(id, v)
+	return r, err == nil, err
+}
+
+func decodeRecord(id string, v []byte) (Record, error) {
 	var r Record
 	if err := json.Unmarshal(v, &r); err != nil {
-		return Record{}, false, fmt.Errorf("decode registry record %s: %w", id, err)
+		return Record{}, fmt.Errorf("decode registry record %s: %w", id, err)
 	}
-	return r, true, nil
+	return r, nil
 }
 
 func putRecord(reg *bbolt.Bucket, r Record) error {

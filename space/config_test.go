@@ -73,6 +73,8 @@ func keyRows(t *testing.T) map[string]keyRow {
 			func(o space.Options, _ *bytes.Buffer) bool { return o.SyncInterval == 30*time.Second }},
 		"open": {map[string]any{"open": "true"},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Open }},
+		"open_insecure_bind": {map[string]any{"open_insecure_bind": "true"},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.OpenInsecureBind }},
 		"log.format": {map[string]any{"log.format": "json"}, func(o space.Options, logs *bytes.Buffer) bool {
 			o.Logger.Info("probe")
 			return json.Valid(bytes.TrimSpace(logs.Bytes()))

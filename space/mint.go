@@ -30,6 +30,8 @@ type MintSpec struct {
 	IdentitySeed string `json:"identitySeed,omitempty"`
 	// Provision pre-creates dm_<id>, dlv_<id> and svc_<role> (SPEC §8).
 	Provision bool `json:"provision,omitempty"`
+	// Replace revokes the other active credentials of Name (provisioner.MintRequest.Replace).
+	Replace bool `json:"replace,omitempty"`
 }
 
 // MintedCredential is a minted credential: its id and the .creds file text.
@@ -54,7 +56,7 @@ func (s MintSpec) request() (provisioner.MintRequest, error) {
 		Space: s.Space, Name: s.Name, Profile: provisioner.Profile(s.Profile),
 		Grants: provisioner.Grants{Subscribe: s.Subscribe, AllowSubscribe: s.AllowSubscribe,
 			AllowPublish: s.AllowPublish, Role: s.Role},
-		ExpiresIn: s.ExpiresIn, ExpiresAt: s.ExpiresAt, NoExpiry: s.NoExpiry,
+		ExpiresIn: s.ExpiresIn, ExpiresAt: s.ExpiresAt, NoExpiry: s.NoExpiry, Replace: s.Replace,
 	}
 	if s.IdentitySeed != "" {
 		kp, err := nkeys.FromSeed([]byte(s.IdentitySeed))
@@ -137,6 +139,9 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 	if err := rt.putACL(ctx, rec); err != nil {
 		return nil, err
 	}
+	if err := m.putACLs(ctx, rt, cred.Replaced); err != nil {
+		return nil, err
+	}
 	if cred.AccountUpdate != "" {
 		if err := m.broker.UpdateAccount(cred.AccountUpdate); err != nil {
 			return nil, fmt.Errorf("apply revocation of the previous credential: %w", err)
@@ -200,6 +205,20 @@ func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) erro
 	}
 	if _, err := rt.acl.Put(ctx, wire.Sanitize(rec.ID), data); err != nil {
 		return fmt.Errorf("write ACL record of %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// putACLs writes the current ACL record of each id, which reads nothing once it is revoked.
+func (m *Mesh) putACLs(ctx context.Context, rt *spaceRuntime, ids []string) error {
+	for _, id := range ids {
+		rec, err := m.store.Record(rt.name, id)
+		if err != nil {
+			return err
+		}
+		if err := rt.putACL(ctx, rec); err != nil {
+			return err
+		}
 	}
 	return nil
 }

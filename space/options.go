@@ -33,8 +33,12 @@ type Options struct {
 	SyncInterval time.Duration
 	// Memory keeps every stream in memory: nothing survives Close. Fastest for tests.
 	Memory bool
-	// Open runs without authentication (dev mode; SPEC §9 claims do not hold).
+	// Open runs without authentication (dev mode; SPEC §9 claims do not hold). Start refuses
+	// it with a Listen beyond loopback (ErrOpenBind) unless OpenInsecureBind is set.
 	Open bool
+	// OpenInsecureBind lets an Open mesh listen beyond loopback, where anyone who reaches the
+	// listener reads and writes everything; Start then logs a warning.
+	OpenInsecureBind bool
 	// Logger receives the mesh's and nats-server's logs; nil discards them.
 	Logger *slog.Logger
 	// AckWait is how long the bind-only dm_, svc_ and dlv_ consumers wait for an ack before
@@ -57,16 +61,17 @@ type Options struct {
 // links the broker, while space, which owns Options, already sits above it.
 func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 	o := Options{
-		Dir:          c.Dir,
-		Spaces:       c.Spaces,
-		Listen:       c.Listen,
-		TLSCert:      c.TLS.Cert,
-		TLSKey:       c.TLS.Key,
-		HTTP:         c.HTTP,
-		Sync:         broker.SyncMode(c.Sync),
-		SyncInterval: c.SyncInterval,
-		Open:         c.Open,
-		Expiry:       c.Expiry,
+		Dir:              c.Dir,
+		Spaces:           c.Spaces,
+		Listen:           c.Listen,
+		TLSCert:          c.TLS.Cert,
+		TLSKey:           c.TLS.Key,
+		HTTP:             c.HTTP,
+		Sync:             broker.SyncMode(c.Sync),
+		SyncInterval:     c.SyncInterval,
+		Open:             c.Open,
+		OpenInsecureBind: c.OpenInsecureBind,
+		Expiry:           c.Expiry,
 	}
 	if logs != nil {
 		o.Logger = c.Log.Logger(logs)
@@ -87,6 +92,11 @@ func (o Options) storeOptions() provisioner.Options {
 // ErrNoSuchSpace is returned for a space the mesh was not started with.
 var ErrNoSuchSpace = errors.New("no such space")
 
+// ErrOpenBind is returned by Start for an Open mesh whose Listen reaches beyond loopback
+// without OpenInsecureBind: with no authentication and no TLS, anyone who reaches such a
+// listener reads and writes everything.
+var ErrOpenBind = errors.New("space: open mode on a listener beyond loopback")
+
 func (o Options) withDefaults() Options {
 	if len(o.Spaces) == 0 {
 		o.Spaces = []string{"main"}
@@ -103,6 +113,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// validate reports the first option out of range. It also logs, at Warn, an open mesh
+// listening beyond loopback under OpenInsecureBind, so the exposure is in the structured log
+// and not only on a terminal.
 func (o Options) validate() error {
 	if o.Expiry < 0 {
 		return fmt.Errorf("credential expiry %v is negative; use a positive duration such as 24h, or 0 for the default", o.Expiry)
@@ -117,5 +130,21 @@ func (o Options) validate() error {
 		}
 		seen[s] = true
 	}
+	// Last, so that the warning is logged only for options that start a mesh.
+	return o.checkOpenBind()
+}
+
+// checkOpenBind applies config's loopback rule (config.IsLoopback) to an open mesh's listener.
+func (o Options) checkOpenBind() error {
+	if !o.Open || o.Listen == "" || config.IsLoopback(o.Listen) {
+		return nil
+	}
+	if !o.OpenInsecureBind {
+		return fmt.Errorf("%w: Listen %q reaches beyond loopback while Open is set, so anyone who reaches it "+
+			"reads and writes everything with no authentication and no TLS; listen on loopback (127.0.0.1), "+
+			"leave Open unset, or set OpenInsecureBind to accept the exposure", ErrOpenBind, o.Listen)
+	}
+	o.Logger.Warn("open mode listens beyond loopback: no authentication and no TLS, anyone who reaches "+
+		"the listener reads and writes everything", "listen", o.Listen, "open_insecure_bind", true)
 	return nil
 }

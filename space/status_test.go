@@ -20,7 +20,8 @@ func TestPendingReportsWhatWaitsForAnInstance(t *testing.T) {
 	alice := mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{Role: "reviewer"})
 	bob := mint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{})
 	mint(t, m, "twin", provisioner.ProfileAgent, provisioner.Grants{})
-	mint(t, m, "twin", provisioner.ProfileAgent, provisioner.Grants{})
+	// Only an in-process credential may share an active name (provisioner.ErrNameInUse).
+	mintWith(t, m, provisioner.MintRequest{Space: "main", Name: "twin", Profile: provisioner.ProfileAgent, InProcessOnly: true})
 	js, err := jetstream.New(connect(t, m, bob))
 	if err != nil {
 		t.Fatal(err)
