@@ -13,6 +13,7 @@ import (
 
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // credOf turns the .creds text the admin socket hands out into the credential the raw
@@ -32,7 +33,7 @@ func credOf(t *testing.T, mc *space.MintedCredential) *provisioner.Credential {
 }
 
 func TestMintRefusesASecondActiveCredentialOfOneName(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	ctx := context.Background()
 	spec := space.MintSpec{Space: "main", Name: "eve", Profile: "agent", Subscribe: []string{"general", "secret"}}
 	first, err := m.MintSpec(ctx, spec)
@@ -109,7 +110,7 @@ func channelGrants(n int) provisioner.Grants {
 }
 
 func TestMintRefusesACredentialThatCannotConnect(t *testing.T) {
-	m := space.NewTest(t)
+	m := spacetest.New(t)
 	ctx := context.Background()
 	t.Run("300 channels are refused and nothing is registered", func(t *testing.T) {
 		_, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "wide", Profile: provisioner.ProfileAgent,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -188,7 +189,9 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 	if s.creds != nil {
 		return nil
 	}
-	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName(),
+	// Each command's identity has a name of its own: the mesh refuses a second active
+	// credential under one name, and two commands may run at once.
+	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName() + "-" + strings.ToLower(rand.Text()[:6]),
 		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime}
 	cred, err := s.mesh.Mint(cmd.Context(), spec)
 	if err != nil {
