@@ -41,6 +41,7 @@ type registry struct {
 	loaded     *gate         // opens once the first watch has loaded every record; never closes
 
 	keyLocks [keyLockStripes]sync.Mutex // by hash of the member key; see keyLock
+	fence    fence                      // batches the cursor reads of joins and leaves
 
 	revMu   sync.Mutex
 	revs    map[string]uint64 // KV revision of each key, last written or seen; guarded by revMu
@@ -84,23 +85,25 @@ func (r *registry) join(ctx context.Context, channel, owner string) (wire.Member
 	defer l.Unlock()
 	floor := r.pruneFloor(ctx, channel, owner)
 
-	r.view.mu.Lock()
-	cursor, err := r.chatLastSeq(ctx)
+	var (
+		prev, next member
+		had        bool
+	)
+	err := r.underFence(ctx, func(cursor uint64) {
+		prev, had = r.view.lookupLocked(channel, owner)
+		next = member{
+			rec: wire.Membership{
+				Channel: channel, Owner: owner, State: wire.MemberDurableActive,
+				JoinCursor: cursor, Activated: true, Generation: prev.rec.Generation + 1,
+				WriterIdentity: WriterIdentity, UpdatedAt: time.Now().UnixMilli(),
+			},
+			past: closePast(prev, had, cursor, floor),
+		}
+		r.view.putLocked(next)
+	})
 	if err != nil {
-		r.view.mu.Unlock()
 		return wire.Membership{}, err
 	}
-	prev, had := r.view.lookupLocked(channel, owner)
-	next := member{
-		rec: wire.Membership{
-			Channel: channel, Owner: owner, State: wire.MemberDurableActive,
-			JoinCursor: cursor, Activated: true, Generation: prev.rec.Generation + 1,
-			WriterIdentity: WriterIdentity, UpdatedAt: time.Now().UnixMilli(),
-		},
-		past: closePast(prev, had, cursor, floor),
-	}
-	r.view.putLocked(next)
-	r.view.mu.Unlock()
 
 	if err := r.persistLocked(ctx, next); err != nil {
 		r.restore(channel, owner, prev, had)
@@ -144,23 +147,32 @@ func (r *registry) leave(ctx context.Context, channel, owner string, generation 
 	l := r.keyLock(channel, owner)
 	l.Lock()
 	defer l.Unlock()
-
+	leavable := func() (member, bool) {
+		m, ok := r.view.lookupLocked(channel, owner)
+		return m, ok && m.rec.LeaveCursor == nil && (generation == 0 || generation == m.rec.Generation)
+	}
+	// Checked before the fence too, so a leave of nothing does not hold it; the key's lock
+	// keeps the record as it is until the fence is held.
 	r.view.mu.Lock()
-	prev, ok := r.view.lookupLocked(channel, owner)
-	if !ok || prev.rec.LeaveCursor != nil || (generation != 0 && generation != prev.rec.Generation) {
-		r.view.mu.Unlock()
+	_, open := leavable()
+	r.view.mu.Unlock()
+	if !open {
 		return false, nil
 	}
-	cursor, err := r.chatLastSeq(ctx)
-	if err != nil {
-		r.view.mu.Unlock()
+
+	var prev, next member
+	err := r.underFence(ctx, func(cursor uint64) {
+		if prev, open = leavable(); !open {
+			return
+		}
+		cursor = max(cursor, prev.rec.JoinCursor) // a purged stream must not put leave before join
+		next = prev
+		next.rec.LeaveCursor, next.rec.UpdatedAt = &cursor, time.Now().UnixMilli()
+		r.view.putLocked(next)
+	})
+	if err != nil || !open {
 		return false, err
 	}
-	cursor = max(cursor, prev.rec.JoinCursor) // a purged stream must not put leave before join
-	next := prev
-	next.rec.LeaveCursor, next.rec.UpdatedAt = &cursor, time.Now().UnixMilli()
-	r.view.putLocked(next)
-	r.view.mu.Unlock()
 
 	if err := r.persistLocked(ctx, next); err != nil {
 		r.restore(channel, owner, prev, true)
