@@ -134,7 +134,11 @@ func TestControlFloodCannotStarveAnotherAgentsJoin(t *testing.T) {
 	mallory, bob := h.newAgent("mallory", "team.>"), h.newAgent("bob", "team.>")
 	subject := testNames.CtlSubject(wire.DeliveryService, mallory.id)
 	var answered, refused atomic.Int64
+	// The flood keeps up to 64 requests unanswered, far past the per-sender bound, yet bounded
+	// so that the test's own connection is not what overflows.
+	window := make(chan struct{}, 64)
 	sub, err := h.nc.Subscribe(subject+".reply.>", func(m *nats.Msg) {
+		<-window
 		answered.Add(1)
 		if r, err := wire.DecodeControlReply(m.Data); err == nil && (r.Error == ReasonControlSenderBusy || r.Error == ReasonControlBusy) {
 			refused.Add(1)
@@ -153,7 +157,7 @@ func TestControlFloodCannotStarveAnotherAgentsJoin(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			default:
+			case window <- struct{}{}:
 			}
 			args := wire.DurableJoinArgs{Channel: fmt.Sprintf("team.f%d", i%50)}
 			data, err := encodeRequest(wire.OpDurableJoin, args, mallory)
