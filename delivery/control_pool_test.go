@@ -3,6 +3,7 @@ package delivery
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -232,4 +233,38 @@ func encodeRequest(op string, args any, a *agent) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(req)
+}
+
+// TestConcurrentRejoinsOfOneMemberAreSerialized sends one member's joins of one channel at
+// once. They are served by different workers, but the record's writes are serialized by its
+// key's lock: each join gets its own generation, no compare-and-set write conflicts with a
+// sibling's (which would count as a repair), and the stored record is the last one.
+func TestConcurrentRejoinsOfOneMemberAreSerialized(t *testing.T) {
+	h := newHarness(t)
+	bob := h.newAgent("bob", "team")
+	const joins = 4
+	gens, errs := make([]uint64, joins), make([]error, joins)
+	var wg sync.WaitGroup
+	for i := range joins {
+		wg.Go(func() {
+			r, err := tryJoin(h, bob, "team")
+			gens[i], errs[i] = r.Generation, err
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(gens)
+	if want := []uint64{1, 2, 3, 4}; !slices.Equal(gens, want) {
+		t.Fatalf("generations = %v, want %v", gens, want)
+	}
+	if rec := bob.membership("team"); rec.Generation != joins {
+		t.Fatalf("stored generation = %d, want the last join's %d", rec.Generation, joins)
+	}
+	if st := h.svc.Stats(); st.RegistryRepairs != 0 {
+		t.Fatalf("repairs = %d, want 0: a write raced a sibling's", st.RegistryRepairs)
+	}
 }
