@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -40,16 +41,27 @@ var (
 )
 
 func joinCases(Config) []Case {
-	name := fmt.Sprintf("%d endpoints × %d channels, %d publishers", joinEndpoints, joinChannels, joinPublishers)
-	return []Case{{Name: name, run: func(ctx context.Context, s *suite) ([]Row, error) {
-		env, err := newEnv(ctx, envOptions{})
-		if err != nil {
-			return nil, err
-		}
-		defer env.close()
-		return s.pair(ctx, titleJoin, name, []figure{figJoinP50, figJoinP99, figJoinLate},
-			func(ctx context.Context, run int) (figures, error) { return joinRun(ctx, env, run) }, nil)
-	}}}
+	load := fmt.Sprintf("%d endpoints × %d channels, %d publishers", joinEndpoints, joinChannels, joinPublishers)
+	var out []Case
+	for _, st := range []struct {
+		name string
+		o    envOptions
+	}{
+		{"memory", envOptions{}},
+		{"file, sync always", envOptions{file: true, sync: broker.SyncAlways}},
+	} {
+		name := load + ", " + st.name
+		out = append(out, Case{Name: name, run: func(ctx context.Context, s *suite) ([]Row, error) {
+			env, err := newEnv(ctx, st.o)
+			if err != nil {
+				return nil, err
+			}
+			defer env.close()
+			return s.pair(ctx, titleJoin, name, []figure{figJoinP50, figJoinP99, figJoinLate},
+				func(ctx context.Context, run int) (figures, error) { return joinRun(ctx, env, run) }, nil)
+		}})
+	}
+	return out
 }
 
 // joinRun times every durableJoin round trip (SPEC §7; LAYOUT.md "Control service delivery")
