@@ -60,3 +60,4 @@ func BenchmarkPresence(b *testing.B)  { benchmarkWorkload(b, "presence") }
 func BenchmarkSpace(b *testing.B)     { benchmarkWorkload(b, "space") }
 func BenchmarkMemory(b *testing.B)    { benchmarkWorkload(b, "memory") }
 func BenchmarkSync(b *testing.B)      { benchmarkWorkload(b, "sync") }
+func BenchmarkJoin(b *testing.B)      { benchmarkWorkload(b, "join") }

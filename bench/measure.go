@@ -35,6 +35,7 @@ func atLeast(v float64) *Target { return &Target{Goal: AtLeast, Value: v} }
 
 // pair runs cotal and raw s.cfg.Runs times each, alternating which side goes first so that
 // neither always runs on a warmer or more fragmented server, and returns one Row per figure.
+// A nil raw side is a cotal-only figure: its rows have no raw side and no ratio.
 func (s *suite) pair(ctx context.Context, title, caseName string, figs []figure, cotal, raw side) ([]Row, error) {
 	sides, names := [2]side{cotal, raw}, [2]string{"cotal", "raw"}
 	vals := map[string]*[2][]float64{}
@@ -47,6 +48,9 @@ func (s *suite) pair(ctx context.Context, title, caseName string, figs []figure,
 			order = [2]int{1, 0}
 		}
 		for _, i := range order {
+			if sides[i] == nil {
+				continue
+			}
 			got, err := sides[i](ctx, run)
 			if err != nil {
 				return nil, fmt.Errorf("%s run %d: %w", names[i], run+1, err)

@@ -63,6 +63,7 @@ func Workloads() []Workload {
 		{"space", titleSpace, "start a per-test space, connect two endpoints, close", spaceCases},
 		{"memory", titleMemory, "heap per connected idle endpoint", memoryCases},
 		{"sync", titleSync, "DM and durable channel on file storage, sync always and interval", syncCases},
+		{"join", titleJoin, "50 endpoints joining durable channels at once under publish load", joinCases},
 	}
 }
 

@@ -32,6 +32,15 @@ const (
 	DefaultRestartBackoff = 500 * time.Millisecond
 	// DefaultMaxRestartBackoff caps the doubling restart delay.
 	DefaultMaxRestartBackoff = 30 * time.Second
+	// DefaultControlWorkers is how many control requests are served at once. Each spends most
+	// of its time waiting on the broker (a CHAT frontier read, a KV write), so the workers
+	// overlap those waits rather than compete for CPU.
+	DefaultControlWorkers = 16
+	// DefaultControlQueue is how many admitted control requests may wait for a worker.
+	DefaultControlQueue = 256
+	// DefaultControlPerSender is how many control requests of one sender may be admitted and
+	// unanswered at once. An Endpoint has one in flight per channel it is joining.
+	DefaultControlPerSender = 8
 )
 
 // Config configures a Service. Names, Conn and ACL are required; zero tunables take the
@@ -58,6 +67,16 @@ type Config struct {
 	RestartBackoff time.Duration
 	// MaxRestartBackoff caps the restart delay. Default DefaultMaxRestartBackoff.
 	MaxRestartBackoff time.Duration
+	// ControlWorkers is how many control requests (durableJoin, durableLeave,
+	// listMemberships) are served concurrently. Default DefaultControlWorkers.
+	ControlWorkers int
+	// ControlQueue bounds the admitted requests waiting for a worker; one past it is answered
+	// at once with ReasonControlBusy. Default DefaultControlQueue.
+	ControlQueue int
+	// ControlPerSender bounds the admitted, unanswered requests of one sender; one past it is
+	// answered at once with ReasonControlSenderBusy, so one agent's flood cannot fill the
+	// queue ahead of another's join. At most ControlQueue. Default DefaultControlPerSender.
+	ControlPerSender int
 }
 
 // DefaultConfig returns a Config with every tunable at its default; the caller sets Names,
@@ -68,6 +87,9 @@ func DefaultConfig() Config {
 		UnknownMemberDelay:   DefaultUnknownMemberDelay,
 		RestartBackoff:       DefaultRestartBackoff,
 		MaxRestartBackoff:    DefaultMaxRestartBackoff,
+		ControlWorkers:       DefaultControlWorkers,
+		ControlQueue:         DefaultControlQueue,
+		ControlPerSender:     DefaultControlPerSender,
 	}
 }
 
@@ -85,6 +107,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRestartBackoff == 0 {
 		c.MaxRestartBackoff = d.MaxRestartBackoff
+	}
+	if c.ControlWorkers == 0 {
+		c.ControlWorkers = d.ControlWorkers
+	}
+	if c.ControlQueue == 0 {
+		c.ControlQueue = d.ControlQueue
+	}
+	if c.ControlPerSender == 0 {
+		c.ControlPerSender = min(d.ControlPerSender, c.ControlQueue)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -108,6 +139,12 @@ func (c Config) Validate() error {
 	case c.RestartBackoff < 0 || c.MaxRestartBackoff < c.RestartBackoff:
 		return fmt.Errorf("%w: RestartBackoff %v and MaxRestartBackoff %v; use 0 <= RestartBackoff <= MaxRestartBackoff",
 			ErrInvalidConfig, c.RestartBackoff, c.MaxRestartBackoff)
+	case c.ControlWorkers < 1 || c.ControlQueue < 1:
+		return fmt.Errorf("%w: ControlWorkers %d and ControlQueue %d; use at least 1 each",
+			ErrInvalidConfig, c.ControlWorkers, c.ControlQueue)
+	case c.ControlPerSender < 1 || c.ControlPerSender > c.ControlQueue:
+		return fmt.Errorf("%w: ControlPerSender is %d; use 1 to ControlQueue (%d), so one sender cannot fill the queue",
+			ErrInvalidConfig, c.ControlPerSender, c.ControlQueue)
 	}
 	return nil
 }

@@ -43,6 +43,12 @@
 // written with activated true and no catch-up copy is needed. A leave reads its cursor under
 // the same lock, so a message after the leave cursor is never decided against the open record.
 //
+// The control service serves requests concurrently (Config.ControlWorkers, from a bounded
+// queue with a per-sender bound). Joins and leaves of different members then run side by
+// side; each still reads its cursor and updates the view in one hold of the fence, so the
+// argument above holds for each on its own, and the writes of one member key are serialized
+// by that key's lock, so its compare-and-set revision is never raced.
+//
 // # Rejoin
 //
 // A rejoin takes a new cursor and generation (SPEC §7). The interval it replaces, closed at its
@@ -78,6 +84,7 @@
 //
 // # Lock order
 //
-// registry.writeMu before memberView.mu. Every other lock (kvCache.mu, backlog.mu, gapLog.mu,
-// loop.mu, gate.mu) is a leaf: no other lock is taken while it is held.
+// A member key's lock (registry.keyLock) before memberView.mu; at most one key's lock is held
+// at a time. Every other lock (registry.revMu, controlPool.mu, kvCache.mu, backlog.mu,
+// gapLog.mu, loop.mu, gate.mu) is a leaf: no other lock is taken while it is held.
 package delivery

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"sync"
@@ -24,9 +25,11 @@ const WriterIdentity = "cotal-delivery"
 // compare-and-set writes that persist it, and the watch that loads it at start and repairs
 // keys overwritten behind its back.
 //
-// Lock order: writeMu, then view.mu. writeMu serializes every registry write with the
-// revision bookkeeping; view.mu is held only for in-memory work, plus the CHAT cursor read of a
-// join or leave (the join fence, doc.go).
+// Writes of different keys run concurrently; writes of one key are serial. Lock order: the
+// key's lock (keyLock), then view.mu; revMu is a leaf. A key's lock serializes its view
+// update, its compare-and-set write and its revision bookkeeping, so a record's revision is
+// never raced by another write of the same record; view.mu is held only for in-memory work,
+// plus the CHAT cursor read of a join or leave (the join fence, doc.go).
 type registry struct {
 	view       *memberView
 	kv         jetstream.KeyValue
@@ -37,9 +40,37 @@ type registry struct {
 	invalid    *atomic.Int64 // values that are not valid records
 	loaded     *gate         // opens once the first watch has loaded every record; never closes
 
-	writeMu sync.Mutex
-	revs    map[string]uint64 // KV revision of each key, last written or seen; guarded by writeMu
-	started bool              // the first load finished; guarded by writeMu
+	keyLocks [keyLockStripes]sync.Mutex // by hash of the member key; see keyLock
+	fence    fence                      // batches the cursor reads of joins and leaves
+
+	revMu   sync.Mutex
+	revs    map[string]uint64 // KV revision of each key, last written or seen; guarded by revMu
+	started bool              // the first load finished; guarded by revMu
+}
+
+// keyLockStripes is how many locks the member keys share. Two keys on one stripe only wait
+// for each other; a fixed set needs no bookkeeping of keys that come and go.
+const keyLockStripes = 64
+
+// keyLock returns the lock that serializes every write of the record of channel and owner.
+func (r *registry) keyLock(channel, owner string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(wire.MemberKey(channel, owner)))
+	return &r.keyLocks[h.Sum32()%keyLockStripes]
+}
+
+// rev returns the revision last written or seen for key.
+func (r *registry) rev(key string) uint64 {
+	r.revMu.Lock()
+	defer r.revMu.Unlock()
+	return r.revs[key]
+}
+
+// setRev records rev for key.
+func (r *registry) setRev(key string, rev uint64) {
+	r.revMu.Lock()
+	defer r.revMu.Unlock()
+	r.revs[key] = rev
 }
 
 // join makes owner a durable member of channel with a fresh join cursor and a higher
@@ -49,27 +80,30 @@ type registry struct {
 // replaces is kept, closed, for messages the fan-out has not routed yet. A failed write
 // restores the previous state.
 func (r *registry) join(ctx context.Context, channel, owner string) (wire.Membership, error) {
-	r.writeMu.Lock()
-	defer r.writeMu.Unlock()
-	floor := r.fanoutAckFloor(ctx)
+	l := r.keyLock(channel, owner)
+	l.Lock()
+	defer l.Unlock()
+	floor := r.pruneFloor(ctx, channel, owner)
 
-	r.view.mu.Lock()
-	cursor, err := r.chatLastSeq(ctx)
+	var (
+		prev, next member
+		had        bool
+	)
+	err := r.underFence(ctx, func(cursor uint64) {
+		prev, had = r.view.lookupLocked(channel, owner)
+		next = member{
+			rec: wire.Membership{
+				Channel: channel, Owner: owner, State: wire.MemberDurableActive,
+				JoinCursor: cursor, Activated: true, Generation: prev.rec.Generation + 1,
+				WriterIdentity: WriterIdentity, UpdatedAt: time.Now().UnixMilli(),
+			},
+			past: closePast(prev, had, cursor, floor),
+		}
+		r.view.putLocked(next)
+	})
 	if err != nil {
-		r.view.mu.Unlock()
 		return wire.Membership{}, err
 	}
-	prev, had := r.view.lookupLocked(channel, owner)
-	next := member{
-		rec: wire.Membership{
-			Channel: channel, Owner: owner, State: wire.MemberDurableActive,
-			JoinCursor: cursor, Activated: true, Generation: prev.rec.Generation + 1,
-			WriterIdentity: WriterIdentity, UpdatedAt: time.Now().UnixMilli(),
-		},
-		past: closePast(prev, had, cursor, floor),
-	}
-	r.view.putLocked(next)
-	r.view.mu.Unlock()
 
 	if err := r.persistLocked(ctx, next); err != nil {
 		r.restore(channel, owner, prev, had)
@@ -110,25 +144,35 @@ func closePast(prev member, had bool, cursor, floor uint64) []pastInterval {
 // leaves only that one. It reports false, and writes nothing, when there is no such active
 // membership.
 func (r *registry) leave(ctx context.Context, channel, owner string, generation uint64) (bool, error) {
-	r.writeMu.Lock()
-	defer r.writeMu.Unlock()
-
+	l := r.keyLock(channel, owner)
+	l.Lock()
+	defer l.Unlock()
+	leavable := func() (member, bool) {
+		m, ok := r.view.lookupLocked(channel, owner)
+		return m, ok && m.rec.LeaveCursor == nil && (generation == 0 || generation == m.rec.Generation)
+	}
+	// Checked before the fence too, so a leave of nothing does not hold it; the key's lock
+	// keeps the record as it is until the fence is held.
 	r.view.mu.Lock()
-	prev, ok := r.view.lookupLocked(channel, owner)
-	if !ok || prev.rec.LeaveCursor != nil || (generation != 0 && generation != prev.rec.Generation) {
-		r.view.mu.Unlock()
+	_, open := leavable()
+	r.view.mu.Unlock()
+	if !open {
 		return false, nil
 	}
-	cursor, err := r.chatLastSeq(ctx)
-	if err != nil {
-		r.view.mu.Unlock()
+
+	var prev, next member
+	err := r.underFence(ctx, func(cursor uint64) {
+		if prev, open = leavable(); !open {
+			return
+		}
+		cursor = max(cursor, prev.rec.JoinCursor) // a purged stream must not put leave before join
+		next = prev
+		next.rec.LeaveCursor, next.rec.UpdatedAt = &cursor, time.Now().UnixMilli()
+		r.view.putLocked(next)
+	})
+	if err != nil || !open {
 		return false, err
 	}
-	cursor = max(cursor, prev.rec.JoinCursor) // a purged stream must not put leave before join
-	next := prev
-	next.rec.LeaveCursor, next.rec.UpdatedAt = &cursor, time.Now().UnixMilli()
-	r.view.putLocked(next)
-	r.view.mu.Unlock()
 
 	if err := r.persistLocked(ctx, next); err != nil {
 		r.restore(channel, owner, prev, true)
@@ -147,6 +191,19 @@ func (r *registry) restore(channel, owner string, prev member, had bool) {
 	} else {
 		r.view.removeLocked(channel, owner)
 	}
+}
+
+// pruneFloor is the fan-out's ack floor when owner already has a record on channel, whose
+// closed intervals a join may prune, and 0 (prune nothing) for a first join, which then skips
+// the consumer read. The caller holds the key's lock, so the record cannot change meanwhile.
+func (r *registry) pruneFloor(ctx context.Context, channel, owner string) uint64 {
+	r.view.mu.Lock()
+	_, had := r.view.lookupLocked(channel, owner)
+	r.view.mu.Unlock()
+	if !had {
+		return 0
+	}
+	return r.fanoutAckFloor(ctx)
 }
 
 // fanoutAckFloor is the CHAT sequence through which the fan-out has routed and acknowledged
@@ -173,14 +230,14 @@ func (r *registry) chatLastSeq(ctx context.Context) (uint64, error) {
 // A conflict means someone else wrote the key (the service is the only legitimate writer, so
 // an injected reply subject, or our own write whose acknowledgement was lost): the in-memory
 // view is authoritative, so the record is written over the current revision. The caller holds
-// writeMu.
+// the key's lock.
 func (r *registry) persistLocked(ctx context.Context, m member) error {
 	key := wire.MemberKey(m.rec.Channel, m.rec.Owner)
 	data, err := json.Marshal(storedMember{Membership: m.rec, Previous: m.past})
 	if err != nil {
 		return fmt.Errorf("encode membership %s: %w", key, err)
 	}
-	rev, err := r.kv.Update(ctx, key, data, r.revs[key])
+	rev, err := r.kv.Update(ctx, key, data, r.rev(key))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		r.repairs.Add(1)
 		r.log.Warn("membership key was written by someone else; overwriting it", "key", key)
@@ -189,7 +246,7 @@ func (r *registry) persistLocked(ctx context.Context, m member) error {
 	if err != nil {
 		return fmt.Errorf("write membership %s to %s: %w", key, r.kv.Bucket(), err)
 	}
-	r.revs[key] = rev
+	r.setRev(key, rev)
 	return nil
 }
 
@@ -233,27 +290,40 @@ func (r *registry) run(ctx context.Context, up func()) error {
 }
 
 func (r *registry) finishLoad() {
-	r.writeMu.Lock()
+	r.revMu.Lock()
 	r.started = true
-	r.writeMu.Unlock()
+	r.revMu.Unlock()
 	r.loaded.set(true)
 }
 
 // observe handles one watched value: loaded into the view during the first pass, repaired
-// when it is a later write we did not make.
+// when it is a later write we did not make. It takes the key's lock, so a write of ours in
+// flight has recorded its revision before its own value is judged here.
 func (r *registry) observe(ctx context.Context, e jetstream.KeyValueEntry) {
-	r.writeMu.Lock()
-	defer r.writeMu.Unlock()
 	key := e.Key()
-	if e.Revision() <= r.revs[key] {
-		return // our own write, or a value we have already seen
-	}
-	r.revs[key] = e.Revision()
-	if !r.started {
-		r.load(key, e)
+	channel, owner, err := wire.ParseMemberKey(key)
+	if err != nil {
+		r.invalid.Add(1)
+		r.log.Warn("ignoring a value under a key that names no membership", "key", key, "revision", e.Revision())
 		return
 	}
-	r.repair(ctx, key, e.Revision())
+	l := r.keyLock(channel, owner)
+	l.Lock()
+	defer l.Unlock()
+	r.revMu.Lock()
+	seen, started := e.Revision() <= r.revs[key], r.started
+	if !seen {
+		r.revs[key] = e.Revision()
+	}
+	r.revMu.Unlock()
+	switch {
+	case seen:
+		// our own write, or a value we have already seen
+	case !started:
+		r.load(key, e)
+	default:
+		r.repair(ctx, channel, owner, key, e.Revision())
+	}
 }
 
 // load adds a stored record to the view at start. A value that is not a valid record is
@@ -274,16 +344,12 @@ func (r *registry) load(key string, e jetstream.KeyValueEntry) {
 	r.view.mu.Unlock()
 }
 
-// repair writes the view's record back over a foreign write to key. The caller holds writeMu.
-func (r *registry) repair(ctx context.Context, key string, rev uint64) {
-	channel, owner, err := wire.ParseMemberKey(key)
-	var m member
-	ok := false
-	if err == nil {
-		r.view.mu.Lock()
-		m, ok = r.view.lookupLocked(channel, owner)
-		r.view.mu.Unlock()
-	}
+// repair writes the view's record back over a foreign write to key. The caller holds the
+// key's lock.
+func (r *registry) repair(ctx context.Context, channel, owner, key string, rev uint64) {
+	r.view.mu.Lock()
+	m, ok := r.view.lookupLocked(channel, owner)
+	r.view.mu.Unlock()
 	if !ok {
 		r.invalid.Add(1)
 		r.log.Warn("a membership key with no record was written by someone else; ignoring it",

@@ -39,6 +39,9 @@ type Stats struct {
 	// ControlRefusedReplySubject counts control requests dropped unanswered because their reply
 	// subject was outside the request subject's .reply. subtree (LAYOUT.md).
 	ControlRefusedReplySubject int64
+	// ControlRefusedBusy counts control requests answered at once with ReasonControlBusy or
+	// ReasonControlSenderBusy instead of being served.
+	ControlRefusedBusy int64
 	// RegistryInvalid counts registry values (members, channels, presence) that did not decode.
 	RegistryInvalid int64
 	// RegistryRepairs counts membership records rewritten after someone else wrote their key.
@@ -57,7 +60,7 @@ type counters struct {
 	fannedOutDurable, fannedOutMention, fanoutSkipped, gaps, gapMessages               atomic.Int64
 	delivered, droppedUnauthorized, droppedNotEligible, gaveUpUnknown, readerMalformed atomic.Int64
 	readerGaps, readerGapEntries                                                       atomic.Int64
-	refusedReply, registryInvalid, registryRepairs                                     atomic.Int64
+	refusedReply, refusedBusy, registryInvalid, registryRepairs                        atomic.Int64
 	fanoutLag, readerLag                                                               atomic.Uint64
 }
 
@@ -69,7 +72,8 @@ func (c *counters) snapshot() Stats {
 		ReaderDroppedNotEligible: c.droppedNotEligible.Load(), ReaderGaveUpUnknown: c.gaveUpUnknown.Load(),
 		ReaderGaps: c.readerGaps.Load(), ReaderGapEntries: c.readerGapEntries.Load(),
 		ReaderMalformed: c.readerMalformed.Load(), ControlRefusedReplySubject: c.refusedReply.Load(),
-		RegistryInvalid: c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),
+		ControlRefusedBusy: c.refusedBusy.Load(),
+		RegistryInvalid:    c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),
 		FanoutLag: c.fanoutLag.Load(), ReaderLag: c.readerLag.Load(),
 	}
 }

@@ -228,6 +228,10 @@ func TestConfigValidate(t *testing.T) {
 		{"a missing ACL source is refused", func(c *Config) { c.ACL = nil }, false},
 		{"zero retries are refused", func(c *Config) { c.UnknownMemberRetries = 0 }, false},
 		{"a cap below the backoff is refused", func(c *Config) { c.MaxRestartBackoff = c.RestartBackoff / 2 }, false},
+		{"negative control workers are refused", func(c *Config) { c.ControlWorkers = -1 }, false},
+		{"a negative control queue is refused", func(c *Config) { c.ControlQueue = -1 }, false},
+		{"a per-sender bound past the queue is refused", func(c *Config) { c.ControlPerSender = c.ControlQueue + 1 }, false},
+		{"a per-sender bound equal to the queue is valid", func(c *Config) { c.ControlPerSender = c.ControlQueue }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,7 +245,8 @@ func TestConfigValidate(t *testing.T) {
 	t.Run("zero tunables take the defaults", func(t *testing.T) {
 		c := Config{}.withDefaults()
 		d := DefaultConfig()
-		if c.UnknownMemberRetries != d.UnknownMemberRetries || c.RestartBackoff != d.RestartBackoff || c.Logger == nil {
+		if c.UnknownMemberRetries != d.UnknownMemberRetries || c.RestartBackoff != d.RestartBackoff || c.Logger == nil ||
+			c.ControlWorkers != d.ControlWorkers || c.ControlQueue != d.ControlQueue || c.ControlPerSender != d.ControlPerSender {
 			t.Fatalf("withDefaults = %+v", c)
 		}
 	})
