@@ -91,12 +91,16 @@ func TestClientCallsEveryRoute(t *testing.T) {
 }
 
 func TestErrorsCarryTheirStatusAndSentinel(t *testing.T) {
-	_, c, _ := serve(t)
+	m, c, _ := serve(t)
 	ctx := context.Background()
-	for _, name := range []string{"twin", "twin"} {
-		if _, err := c.Mint(ctx, space.MintSpec{Space: "main", Name: name, Profile: "agent"}); err != nil {
-			t.Fatal(err)
-		}
+	// Two active credentials share a name only when one is in process (the mesh refuses a
+	// second remote one), so the second twin is minted in process.
+	if _, err := c.Mint(ctx, space.MintSpec{Space: "main", Name: "twin", Profile: "agent"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "twin",
+		Profile: provisioner.ProfileAgent, InProcessOnly: true}, true); err != nil {
+		t.Fatal(err)
 	}
 	live := wire.DeliveryLive
 	tests := []struct {
