@@ -45,6 +45,8 @@ func (c Config) Validate() error {
 	}
 	if err := checkAddr(c.HTTP); err != nil {
 		add("http", "%q is not host:port (%v); use e.g. 127.0.0.1:8222, or \"\" to turn monitoring off", c.HTTP, err)
+	} else if c.HTTP != "" && !c.HTTPPublic && !IsLoopback(c.HTTP) {
+		add("http", "%q binds beyond this machine, and monitoring shows the mesh's connections and accounts; use a loopback address such as 127.0.0.1:8222, or set http_public to expose it on purpose", c.HTTP)
 	}
 	errs = append(errs, c.checkSpaces()...)
 	errs = append(errs, c.TLS.check()...)
