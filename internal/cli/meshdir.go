@@ -51,8 +51,14 @@ func reachDir(cmd *cobra.Command, dir string, wantStore bool) (*admin.Client, *p
 	deadline := time.Now().Add(startWait)
 	told := false
 	for {
-		if c, err := admin.Dial(ctx, dir); err == nil {
+		c, err := admin.Dial(ctx, dir)
+		switch {
+		case err == nil:
 			return c, nil, nil
+		case errors.Is(err, admin.ErrUnsafeSocket):
+			// A planted socket is an attack, not an absent mesh: going on to the key store
+			// would hide it.
+			return nil, nil, err
 		}
 		store, err := openStore(dir, wantStore)
 		switch {
