@@ -48,6 +48,12 @@ func withMeshOrStore(cmd *cobra.Command, dir string, onMesh func(*admin.Client) 
 // or stopping, so it polls both until startWait passes.
 func reachDir(cmd *cobra.Command, dir string, wantStore bool) (*admin.Client, *provisioner.Store, error) {
 	ctx := cmd.Context()
+	if wantStore {
+		// Without a mesh the key store is opened in place: the directory must be the user's.
+		if err := warnSecureDir(cmd, dir); err != nil {
+			return nil, nil, err
+		}
+	}
 	deadline := time.Now().Add(startWait)
 	told := false
 	for {

@@ -131,11 +131,25 @@ func secureDir(cmd *cobra.Command, cfg config.Config) error {
 		return err
 	}
 	if was != 0 {
-		cfg.Log.Logger(cmd.ErrOrStderr()).Warn("the data directory was writable by other users; narrowed it to 0700: check that its files are yours",
-			"dir", cfg.Dir, "was", fmt.Sprintf("%04o", was))
+		cfg.Log.Logger(cmd.ErrOrStderr()).Warn(narrowedDir, "dir", cfg.Dir, "was", fmt.Sprintf("%04o", was))
 	}
 	return nil
 }
+
+// warnSecureDir is secureDir for commands that do not log: the warning is a line on stderr.
+func warnSecureDir(cmd *cobra.Command, dir string) error {
+	was, err := config.SecureDir(dir)
+	if err != nil {
+		return err
+	}
+	if was != 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s (%s was mode %04o)\n", narrowedDir, dir, was)
+	}
+	return nil
+}
+
+// narrowedDir is the warning for a data directory SecureDir narrowed.
+const narrowedDir = "the data directory was writable by other users; narrowed it to 0700: check that its files are yours"
 
 // runMesh runs until ctx ends (SIGINT, SIGTERM), which is a clean stop, or the mesh dies
 // underneath, which is an error naming the cause.
