@@ -47,7 +47,8 @@ type layer struct {
 
 // Load merges defaults < file < environment < flags into a Config and validates it; on any
 // error it returns the zero Config. Errors name the layer they come from: the file's path,
-// "COTAL_* environment" or "flags"; validation problems wrap ErrInvalid.
+// "COTAL_* environment" or "flags"; validation problems wrap ErrInvalid, and a file another
+// user owns or may write is refused with ErrUnsafePath.
 func Load(opts LoadOptions) (Config, error) {
 	environ := opts.Env
 	if environ == nil {
