@@ -28,7 +28,14 @@ type Config struct {
 	Listen string `koanf:"listen"`
 
 	// HTTP is the host:port serving monitoring, health and metrics; "" (the default) is off.
+	// It must be a loopback address (127.0.0.1, [::1], localhost) unless HTTPPublic is set:
+	// nats-server's endpoints on it show connections and accounts.
 	HTTP string `koanf:"http"`
+
+	// HTTPPublic allows HTTP to bind beyond loopback, e.g. 0.0.0.0:8222 for a scraper on
+	// another host. /healthz, /metrics and /varz are then readable by anyone who reaches it;
+	// the endpoints that show identities still need the bearer token. Default false.
+	HTTPPublic bool `koanf:"http_public"`
 
 	// Spaces are the spaces the mesh hosts, one NATS account each (SPEC §1, §9). Each is a
 	// token that SPEC §3 sanitization leaves unchanged: letters, digits, _ and -.
@@ -106,6 +113,7 @@ func (c Config) values() map[string]any {
 		"dir":                c.Dir,
 		"listen":             c.Listen,
 		"http":               c.HTTP,
+		"http_public":        c.HTTPPublic,
 		"spaces":             c.Spaces,
 		"tls.cert":           c.TLS.Cert,
 		"tls.key":            c.TLS.Key,

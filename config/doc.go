@@ -9,15 +9,26 @@
 //
 // # Keys
 //
-// The koanf keys, used in cotal.yaml and in LoadOptions.Flags, are: dir, listen, http, spaces,
-// tls.cert, tls.key, sync, sync_interval, open, open_insecure_bind, log.format, log.level and
-// expiry. Durations are Go durations ("90s", "2m", "24h").
+// The koanf keys, used in cotal.yaml and in LoadOptions.Flags, are: dir, listen, http,
+// http_public, spaces, tls.cert, tls.key, sync, sync_interval, open, open_insecure_bind,
+// log.format, log.level and expiry. Durations are Go durations ("90s", "2m", "24h").
 //
 // # Open mode
 //
 // open: true turns authentication off. Validate then refuses a listener beyond loopback
 // (127.0.0.0/8, ::1, localhost) unless open_insecure_bind: true (COTAL_OPEN_INSECURE_BIND)
 // says the exposure is meant; the mesh logs a warning whenever it is.
+//
+// # Trust
+//
+// The data directory and the file decide whether the mesh authenticates at all, so neither
+// may be another local user's (SPEC §9; issue 12 item 6). Load refuses a configuration file
+// that another user (root aside) owns or that group or others may write, with ErrUnsafePath:
+// it may already be planted, so it is not repaired. SecureDir, which `cotal up` and
+// space.Start call before they put anything in the data directory, refuses a directory of
+// another user and any top-level entry of another user, and narrows the user's own directory
+// to 0700 when others may write it, returning the old mode to warn with. The monitoring
+// listener (http) must be a loopback address unless http_public is set (IsLoopback).
 //
 // # Where the keys go
 //

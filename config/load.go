@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 )
 
@@ -47,7 +47,8 @@ type layer struct {
 
 // Load merges defaults < file < environment < flags into a Config and validates it; on any
 // error it returns the zero Config. Errors name the layer they come from: the file's path,
-// "COTAL_* environment" or "flags"; validation problems wrap ErrInvalid.
+// "COTAL_* environment" or "flags"; validation problems wrap ErrInvalid, and a file another
+// user owns or may write is refused with ErrUnsafePath.
 func Load(opts LoadOptions) (Config, error) {
 	environ := opts.Env
 	if environ == nil {
@@ -109,7 +110,46 @@ func findFile(opts LoadOptions, getenv func(string) string, defaultDir string) *
 			return nil
 		}
 	}
-	return &layer{name: "config file " + path, provider: file.Provider(path), parser: yaml.Parser(), strict: true}
+	return &layer{name: "config file " + path, provider: privateFile(path), parser: yaml.Parser(), strict: true}
+}
+
+// privateFile is a configuration file that is read only when no other user could have
+// written it: a planted cotal.yaml could turn on open mode or move the listener (SPEC §9).
+// The owner and mode are checked on the open descriptor, so the file checked is the file
+// read even if its name is swapped meanwhile.
+type privateFile string
+
+// ReadBytes is the file's content, or ErrUnsafePath when it is not a regular file owned by
+// the user (or root) that only its owner may write.
+func (p privateFile) ReadBytes() ([]byte, error) {
+	f, err := os.Open(string(p))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: it is not a regular file", ErrUnsafePath)
+	}
+	if uid, known := owner(info); known {
+		if me := os.Geteuid(); uid != me && uid != 0 {
+			return nil, fmt.Errorf("%w: it belongs to uid %d, not to you (uid %d) or root; remove it if you did not put it there",
+				ErrUnsafePath, uid, me)
+		}
+		if perm := info.Mode().Perm(); perm&0o022 != 0 {
+			return nil, fmt.Errorf("%w: its mode %04o lets others write it; check its content, then chmod go-w it",
+				ErrUnsafePath, perm)
+		}
+	}
+	return io.ReadAll(f)
+}
+
+// Read is not supported: the file is parsed from ReadBytes.
+func (p privateFile) Read() (map[string]any, error) {
+	return nil, errors.New("config file: Read is not supported; use ReadBytes with a parser")
 }
 
 // load reads one layer on its own, so that an unknown key or a value of the wrong type is

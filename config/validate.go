@@ -7,7 +7,6 @@ import (
 	"os"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -46,6 +45,8 @@ func (c Config) Validate() error {
 	}
 	if err := checkAddr(c.HTTP); err != nil {
 		add("http", "%q is not host:port (%v); use e.g. 127.0.0.1:8222, or \"\" to turn monitoring off", c.HTTP, err)
+	} else if c.HTTP != "" && !c.HTTPPublic && !IsLoopback(c.HTTP) {
+		add("http", "%q binds beyond this machine, and monitoring shows the mesh's connections and accounts; use a loopback address such as 127.0.0.1:8222, or set http_public to expose it on purpose", c.HTTP)
 	}
 	if err := c.checkOpenBind(); err != nil {
 		errs = append(errs, err)
@@ -140,19 +141,4 @@ func (c Config) checkOpenBind() error {
 	return fieldError{"listen", fmt.Sprintf("%q listens beyond loopback while open is true, so anyone who "+
 		"reaches it reads and writes everything with no authentication and no TLS; listen on loopback "+
 		"(127.0.0.1:4222), turn open off, or set open_insecure_bind: true to accept the exposure", c.Listen)}
-}
-
-// IsLoopback reports whether the listener address host:port binds only the loopback
-// interface: a host of localhost, or an IP in 127.0.0.0/8 or ::1. An empty host binds every
-// interface, and any other name may resolve anywhere, so neither is loopback.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

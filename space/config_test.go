@@ -63,6 +63,8 @@ func keyRows(t *testing.T) map[string]keyRow {
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Listen == "127.0.0.1:5999" }},
 		"http": {map[string]any{"http": "127.0.0.1:8999"},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.HTTP == "127.0.0.1:8999" }},
+		"http_public": {map[string]any{"http_public": "true"},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.HTTPPublic }},
 		"spaces": {map[string]any{"spaces": []string{"ops", "dev"}},
 			func(o space.Options, _ *bytes.Buffer) bool { return slices.Equal(o.Spaces, []string{"ops", "dev"}) }},
 		"tls.cert": {tlsFlags, func(o space.Options, _ *bytes.Buffer) bool { return o.TLSCert == cert }},

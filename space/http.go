@@ -1,12 +1,18 @@
 package space
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,16 +21,33 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// opsServer is the mesh's one HTTP listener: /healthz, /metrics, and nats-server's own
-// monitoring endpoints (/varz, /connz, /jsz, ...) on the same port. It has no
-// authentication: bind it to localhost (the default of `cotal up --http` examples).
+// HTTPTokenFile is the file in the data directory holding the bearer token of the
+// monitoring listener: a random 256-bit token, created mode 0600 on the first start with
+// HTTP set, and kept across restarts so a scraper's configuration keeps working.
+const HTTPTokenFile = "http.token"
+
+// identityEndpoints are nats-server's monitoring endpoints that show who uses the mesh: the
+// connections with their user JWTs (/connz?auth=1), the accounts and their JWTs, the
+// subscriptions with the ids in their subjects, the consumers named after identities
+// (/jsz). They answer only a request bearing the token (SPEC §9: an agent's credential does
+// not reach other identities, so neither may a port on the same machine).
+var identityEndpoints = []string{"/connz", "/accountz", "/subsz", "/accstatz", "/jsz"}
+
+// opsServer is the mesh's one HTTP listener: /healthz, /metrics, nats-server's /varz and
+// /nats/healthz open, and its identityEndpoints behind the bearer token. Options.validate
+// keeps it on loopback unless HTTPPublic is set.
 type opsServer struct {
-	srv  *http.Server
-	ln   net.Listener
-	done sync.WaitGroup
+	srv   *http.Server
+	ln    net.Listener
+	token string
+	done  sync.WaitGroup
 }
 
 func (m *Mesh) serveOps(addr string) (*opsServer, error) {
+	token, err := httpToken(m.dir)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("http listener %s: %w", addr, err)
@@ -35,14 +58,15 @@ func (m *Mesh) serveOps(addr string) (*opsServer, error) {
 	mux.HandleFunc("GET /healthz", m.handleHealthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ns := m.broker.Server()
+	mux.HandleFunc("GET /varz", ns.HandleVarz)
+	mux.HandleFunc("GET /nats/healthz", ns.HandleHealthz)
 	for path, h := range map[string]http.HandlerFunc{
-		"/varz": ns.HandleVarz, "/connz": ns.HandleConnz, "/jsz": ns.HandleJsz,
-		"/accountz": ns.HandleAccountz, "/subsz": ns.HandleSubsz, "/accstatz": ns.HandleAccountStatz,
-		"/nats/healthz": ns.HandleHealthz,
+		"/connz": ns.HandleConnz, "/accountz": ns.HandleAccountz, "/subsz": ns.HandleSubsz,
+		"/accstatz": ns.HandleAccountStatz, "/jsz": ns.HandleJsz,
 	} {
-		mux.HandleFunc("GET "+path, h)
+		mux.HandleFunc("GET "+path, requireToken(token, h))
 	}
-	s := &opsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	s := &opsServer{ln: ln, token: token, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	s.done.Add(1)
 	go func() {
 		defer s.done.Done()
@@ -51,6 +75,42 @@ func (m *Mesh) serveOps(addr string) (*opsServer, error) {
 		}
 	}()
 	return s, nil
+}
+
+// requireToken answers h only to a request with "Authorization: Bearer <token>", compared
+// in constant time; any other gets 401 and what to send.
+func requireToken(token string, h http.HandlerFunc) http.HandlerFunc {
+	want := []byte("Bearer " + token)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cotal monitoring"`)
+			http.Error(w, "this endpoint shows identities: send Authorization: Bearer <the token in "+HTTPTokenFile+" in the data directory>",
+				http.StatusUnauthorized)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// httpToken reads the monitoring token of dir, creating it on first use.
+func httpToken(dir string) (string, error) {
+	path := filepath.Join(dir, HTTPTokenFile)
+	data, err := os.ReadFile(path)
+	if err == nil && len(bytes.TrimSpace(data)) >= 32 {
+		// A token copied in with a wider mode is narrowed, as the key store is.
+		return string(bytes.TrimSpace(data)), os.Chmod(path, 0o600)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("monitoring token %s: %w", path, err)
+	}
+	token := rand.Text() + rand.Text()
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("monitoring token %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return "", fmt.Errorf("monitoring token %s: %w", path, err)
+	}
+	return token, nil
 }
 
 // healthReply is the /healthz body: every component with "ok" or what is wrong.
@@ -74,6 +134,15 @@ func (m *Mesh) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(reply)
+}
+
+// HTTPToken is the bearer token the monitoring listener's identity endpoints require, the
+// content of HTTPTokenFile; "" without a listener.
+func (m *Mesh) HTTPToken() string {
+	if m.ops == nil {
+		return ""
+	}
+	return m.ops.token
 }
 
 // URL is the listener's http:// address with the port actually bound.

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
@@ -106,8 +107,13 @@ func (m *Mesh) openDir() error {
 		}
 		m.dir, m.tempDir = d, true
 	}
-	if err := os.MkdirAll(m.dir, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
+	was, err := config.SecureDir(m.dir)
+	if err != nil {
+		return err
+	}
+	if was != 0 {
+		m.log.Warn("the data directory was writable by other users; narrowed it to 0700: check that its files are yours",
+			"dir", m.dir, "was", fmt.Sprintf("%04o", was))
 	}
 	if m.opts.Open {
 		return nil

@@ -25,8 +25,12 @@ type Options struct {
 	Listen string
 	// TLSCert and TLSKey enable TLS on the listener; join links then use cotals:// (SPEC §10).
 	TLSCert, TLSKey string
-	// HTTP is the optional monitoring listener "host:port".
+	// HTTP is the optional monitoring listener "host:port". It must be a loopback address
+	// (config.IsLoopback) unless HTTPPublic is set.
 	HTTP string
+	// HTTPPublic allows HTTP beyond loopback. The endpoints that show identities need the
+	// bearer token of HTTPTokenFile either way; /healthz, /metrics and /varz do not.
+	HTTPPublic bool
 	// Sync is the JetStream durability mode; default broker.SyncAlways.
 	Sync broker.SyncMode
 	// SyncInterval is the flush period under broker.SyncInterval.
@@ -67,6 +71,7 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 		TLSCert:          c.TLS.Cert,
 		TLSKey:           c.TLS.Key,
 		HTTP:             c.HTTP,
+		HTTPPublic:       c.HTTPPublic,
 		Sync:             broker.SyncMode(c.Sync),
 		SyncInterval:     c.SyncInterval,
 		Open:             c.Open,
@@ -119,6 +124,9 @@ func (o Options) withDefaults() Options {
 func (o Options) validate() error {
 	if o.Expiry < 0 {
 		return fmt.Errorf("credential expiry %v is negative; use a positive duration such as 24h, or 0 for the default", o.Expiry)
+	}
+	if o.HTTP != "" && !o.HTTPPublic && !config.IsLoopback(o.HTTP) {
+		return fmt.Errorf("monitoring listener %q binds beyond this machine; use a loopback address such as 127.0.0.1:8222, or set HTTPPublic", o.HTTP)
 	}
 	seen := map[string]bool{}
 	for _, s := range o.Spaces {

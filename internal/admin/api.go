@@ -16,6 +16,10 @@ const SocketName = "cotal.sock"
 var (
 	// ErrNoMesh means nothing answers on the data directory's admin socket.
 	ErrNoMesh = errors.New("no cotal mesh is running on this data directory")
+	// ErrUnsafeSocket means the data directory's admin socket is not one this user's mesh
+	// serves (another owner, a mode others may use, a directory others may write), so the
+	// client sends nothing to it: it may be planted to catch a minted seed.
+	ErrUnsafeSocket = errors.New("the admin socket could have been planted by another user")
 	// ErrMeshRunning means another mesh already serves the data directory's admin socket.
 	ErrMeshRunning = errors.New("another cotal mesh is serving this data directory")
 	// ErrBadRequest means a request body does not decode, or contradicts its path.

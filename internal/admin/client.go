@@ -26,9 +26,14 @@ type Client struct {
 
 // Dial returns a client for the mesh on dir, once something listens on its admin socket;
 // ErrNoMesh when nothing does. A mesh still starting already listens: its answers wait until
-// it is ready.
+// it is ready. On Unix the socket must be the user's own, of mode 0600, in a directory only
+// the user may write, or Dial refuses it with ErrUnsafeSocket without connecting: every call
+// dials the path anew, and the directory check keeps it from being swapped in between.
 func Dial(ctx context.Context, dir string) (*Client, error) {
 	path := filepath.Join(dir, SocketName)
+	if err := checkSocket(path); err != nil {
+		return nil, err
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {

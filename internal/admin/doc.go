@@ -5,9 +5,11 @@
 // it, never around it.
 //
 // The socket is mode 0600 inside the 0700 data directory: only the user who runs the mesh
-// reaches it, which is the API's whole access control. A stale socket left by a crashed mesh
-// is replaced; a live one (another mesh answering) is refused, so two meshes never share a
-// directory. It answers curl:
+// reaches it, which is the API's whole access control. Client checks the same from its side
+// before it sends anything: a socket of another owner or mode, or in a directory others may
+// write, is refused with ErrUnsafeSocket, since it may be planted to catch a seed. A stale
+// socket left by a crashed mesh is replaced; a live one (another mesh answering) is refused,
+// so two meshes never share a directory. It answers curl:
 //
 //	curl --unix-socket DIR/cotal.sock http://cotal/v1/status
 //

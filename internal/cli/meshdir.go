@@ -48,11 +48,23 @@ func withMeshOrStore(cmd *cobra.Command, dir string, onMesh func(*admin.Client) 
 // or stopping, so it polls both until startWait passes.
 func reachDir(cmd *cobra.Command, dir string, wantStore bool) (*admin.Client, *provisioner.Store, error) {
 	ctx := cmd.Context()
+	if wantStore {
+		// Without a mesh the key store is opened in place: the directory must be the user's.
+		if err := warnSecureDir(cmd, dir); err != nil {
+			return nil, nil, err
+		}
+	}
 	deadline := time.Now().Add(startWait)
 	told := false
 	for {
-		if c, err := admin.Dial(ctx, dir); err == nil {
+		c, err := admin.Dial(ctx, dir)
+		switch {
+		case err == nil:
 			return c, nil, nil
+		case errors.Is(err, admin.ErrUnsafeSocket):
+			// A planted socket is an attack, not an absent mesh: going on to the key store
+			// would hide it.
+			return nil, nil, err
 		}
 		store, err := openStore(dir, wantStore)
 		switch {

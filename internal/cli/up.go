@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +20,7 @@ import (
 // set are applied, so a flag's default never hides the file or the environment
 // (config.LoadOptions).
 var upConfigFlags = map[string]string{
-	"dir": "dir", "listen": "listen", "http": "http", "space": "spaces",
+	"dir": "dir", "listen": "listen", "http": "http", "http-public": "http_public", "space": "spaces",
 	"tls-cert": "tls.cert", "tls-key": "tls.key", "sync": "sync", "open": "open",
 	"log-format": "log.format", "log-level": "log.level",
 }
@@ -78,7 +79,8 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 	addConfigFlags(f)
 	f.String("listen", "", "client listener host:port (default 127.0.0.1:4222)")
 	f.StringSlice("space", nil, "space to provision (repeatable; default main)")
-	f.String("http", "", "monitoring, /healthz and /metrics listener host:port (default off)")
+	f.String("http", "", "monitoring, /healthz and /metrics listener host:port on loopback (default off)")
+	f.Bool("http-public", false, "allow --http beyond loopback; identity endpoints still need the token in DIR/"+space.HTTPTokenFile)
 	f.String("tls-cert", "", "TLS certificate (PEM) for the listener; links become cotals://")
 	f.String("tls-key", "", "TLS private key (PEM) for the listener")
 	f.String("sync", "", "JetStream durability: always (fsync every write, default) or interval")
@@ -93,6 +95,9 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 func runUp(cmd *cobra.Command, _ []string) error {
 	cfg, err := loadConfig(cmd, upConfigFlags)
 	if err != nil {
+		return err
+	}
+	if err := secureDir(cmd, cfg); err != nil {
 		return err
 	}
 	srv, err := admin.Listen(cfg.Dir)
@@ -117,6 +122,34 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	}
 	return closeErr
 }
+
+// secureDir makes the data directory the user's alone before the admin socket and the key
+// store are put in it (config.SecureDir), and warns when it had to narrow it.
+func secureDir(cmd *cobra.Command, cfg config.Config) error {
+	was, err := config.SecureDir(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	if was != 0 {
+		cfg.Log.Logger(cmd.ErrOrStderr()).Warn(narrowedDir, "dir", cfg.Dir, "was", fmt.Sprintf("%04o", was))
+	}
+	return nil
+}
+
+// warnSecureDir is secureDir for commands that do not log: the warning is a line on stderr.
+func warnSecureDir(cmd *cobra.Command, dir string) error {
+	was, err := config.SecureDir(dir)
+	if err != nil {
+		return err
+	}
+	if was != 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s (%s was mode %04o)\n", narrowedDir, dir, was)
+	}
+	return nil
+}
+
+// narrowedDir is the warning for a data directory SecureDir narrowed.
+const narrowedDir = "the data directory was writable by other users; narrowed it to 0700: check that its files are yours"
 
 // runMesh runs until ctx ends (SIGINT, SIGTERM), which is a clean stop, or the mesh dies
 // underneath, which is an error naming the cause.
@@ -160,6 +193,7 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 	fmt.Fprintf(w, "  %s\n", m.Broker().SyncDescription())
 	if u := m.HTTPURL(); u != "" {
 		fmt.Fprintf(w, "  health:   %s/healthz   metrics: %s/metrics   monitoring: %s/varz\n", u, u, u)
+		fmt.Fprintf(w, "  /connz /accountz /subsz /accstatz /jsz need: Authorization: Bearer $(cat %s)\n", filepath.Join(m.Dir(), space.HTTPTokenFile))
 	}
 	if !cfg.Open {
 		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general --provision\n", m.Dir())
