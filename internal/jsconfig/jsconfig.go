@@ -28,6 +28,7 @@ func Stream(s wire.StreamSpec, storage jetstream.StorageType) jetstream.StreamCo
 		Duplicates:        s.Duplicates,
 		AllowDirect:       s.AllowDirect,
 		DenyDelete:        s.DenyDelete,
+		ConsumerLimits:    jetstream.StreamConsumerLimits{InactiveThreshold: s.ConsumerInactiveLimit},
 	}
 	if s.Retention == wire.RetainWorkQueue {
 		cfg.Retention = jetstream.WorkQueuePolicy
