@@ -83,6 +83,33 @@ func keyRows(t *testing.T) map[string]keyRow {
 			}},
 		"expiry": {map[string]any{"expiry": "2h"},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Expiry == 2*time.Hour }},
+		"limits.connections": {map[string]any{"limits.connections": 77},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Connections == 77 }},
+		"limits.subscriptions": {map[string]any{"limits.subscriptions": 88},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Subscriptions == 88 }},
+		"limits.payload": {map[string]any{"limits.payload": 4096},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Payload == 4096 }},
+		"limits.space_bytes": {map[string]any{"limits.space_bytes": 3 << 30},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.SpaceBytes == 3<<30 }},
+		"limits.dm_bytes": {map[string]any{"limits.dm_bytes": 5 << 20},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.DMBytes == 5<<20 }},
+		"limits.task_bytes": {map[string]any{"limits.task_bytes": 6 << 20},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.TaskBytes == 6<<20 }},
+		"limits.per_subject": {map[string]any{"limits.per_subject": 9},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.PerSubject == 9 }},
+		"limits.watch_consumers": {map[string]any{"limits.watch_consumers": 99},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.WatchConsumers == 99 }},
+		"limits.violation_log_interval": {map[string]any{"limits.violation_log_interval": "0s"},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ViolationLogInterval < 0 }},
+	}
+}
+
+// The defaults config documents are the defaults a zero space.Options takes.
+func TestConfigDefaultLimitsAreTheMeshDefaults(t *testing.T) {
+	c := config.Default()
+	c.Dir = t.TempDir()
+	if got := space.OptionsFromConfig(c, nil).Limits; got != space.DefaultLimits() {
+		t.Fatalf("config.Default() limits map to %+v; space.DefaultLimits() is %+v", got, space.DefaultLimits())
 	}
 }
 

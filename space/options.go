@@ -44,6 +44,91 @@ type Options struct {
 	// Expiry is the lifetime of a credential minted with no expiry of its own (the exp of
 	// the SPEC §9 user JWT is issue time + Expiry). Zero means 24 h, provisioner's default.
 	Expiry time.Duration
+	// Limits bound each space and each minted credential; a zero field takes its
+	// DefaultLimits value.
+	Limits Limits
+}
+
+// Limits bound what one agent, and one space, may take from the broker (issue 12 item 4).
+// Account limits need authentication: an open mesh keeps only the stream limits and the
+// log rate limit.
+type Limits struct {
+	// Connections is the most client connections of one space, the mesh's own included.
+	Connections int
+	// Subscriptions is the most subscriptions of one connection of a minted credential.
+	Subscriptions int
+	// Payload is the largest message in bytes a minted credential may publish.
+	Payload int
+	// SpaceBytes is one space's JetStream storage; its streams' byte limits must fit in it.
+	SpaceBytes int64
+	// DMBytes and TaskBytes are the byte limits of DM_<s> and TASK_<s>.
+	DMBytes, TaskBytes int64
+	// PerSubject is DM_<s>'s and TASK_<s>'s max_msgs_per_subject.
+	PerSubject int64
+	// WatchConsumers is the max_consumers of the presence and channel-registry buckets.
+	WatchConsumers int
+	// ViolationLogInterval rate-limits each identity's refusal lines in the log
+	// (broker.Config.ViolationLogInterval); negative logs every line.
+	ViolationLogInterval time.Duration
+}
+
+// DefaultLimits returns the limits config.Default documents, sized for a laptop mesh of
+// hundreds of agents: about 2 GiB of JetStream per space, 1000 connections per space, 1000
+// subscriptions per connection, 1 MiB messages.
+func DefaultLimits() Limits {
+	return Limits{Connections: 1000, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
+		DMBytes: wire.DefaultDMBytes, TaskBytes: wire.DefaultTaskBytes, PerSubject: wire.DefaultPerSubject,
+		WatchConsumers: wire.DefaultWatchConsumers, ViolationLogInterval: broker.DefaultViolationLogInterval}
+}
+
+// withDefaults fills every zero field from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	fill := func(v *int64, def int64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fillInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fillInt(&l.Connections, d.Connections)
+	fillInt(&l.Subscriptions, d.Subscriptions)
+	fillInt(&l.Payload, d.Payload)
+	fillInt(&l.WatchConsumers, d.WatchConsumers)
+	fill(&l.SpaceBytes, d.SpaceBytes)
+	fill(&l.DMBytes, d.DMBytes)
+	fill(&l.TaskBytes, d.TaskBytes)
+	fill(&l.PerSubject, d.PerSubject)
+	if l.ViolationLogInterval == 0 {
+		l.ViolationLogInterval = d.ViolationLogInterval
+	}
+	return l
+}
+
+// streams are the stream limits of every space under l.
+func (l Limits) streams() wire.StreamLimits {
+	s := wire.DefaultStreamLimits()
+	s.DMBytes, s.TaskBytes, s.PerSubject, s.WatchConsumers = l.DMBytes, l.TaskBytes, l.PerSubject, l.WatchConsumers
+	return s
+}
+
+// logInterval is the broker's ViolationLogInterval: zero there means every line.
+func (l Limits) logInterval() time.Duration { return max(l.ViolationLogInterval, 0) }
+
+func (l Limits) validate() error {
+	if need := l.streams().Total(); l.SpaceBytes < need {
+		return fmt.Errorf("space storage %d bytes is below the %d its streams take (DM %d, task %d, the rest fixed); raise the space storage or lower the DM and task bytes",
+			l.SpaceBytes, need, l.DMBytes, l.TaskBytes)
+	}
+	for _, v := range []int64{int64(l.Connections), int64(l.Subscriptions), int64(l.Payload), l.DMBytes, l.TaskBytes, l.PerSubject, int64(l.WatchConsumers)} {
+		if v < 0 {
+			return fmt.Errorf("limits %+v: a negative bound; use a positive one, or 0 for the default", l)
+		}
+	}
+	return nil
 }
 
 // OptionsFromConfig is the one mapping from a loaded config.Config to Options; `cotal up`,
@@ -67,6 +152,14 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 		SyncInterval: c.SyncInterval,
 		Open:         c.Open,
 		Expiry:       c.Expiry,
+		Limits: Limits{Connections: c.Limits.Connections, Subscriptions: c.Limits.Subscriptions,
+			Payload: c.Limits.Payload, SpaceBytes: c.Limits.SpaceBytes, DMBytes: c.Limits.DMBytes,
+			TaskBytes: c.Limits.TaskBytes, PerSubject: c.Limits.PerSubject, WatchConsumers: c.Limits.WatchConsumers,
+			ViolationLogInterval: c.Limits.ViolationLogInterval},
+	}
+	if c.Limits.ViolationLogInterval == 0 {
+		// The config's 0 logs every refusal; a zero Options field would take the default.
+		o.Limits.ViolationLogInterval = -1
 	}
 	if logs != nil {
 		o.Logger = c.Log.Logger(logs)
@@ -75,12 +168,21 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 }
 
 // storeOptions are the key store options of a mesh run with o: provisioner.DefaultOptions
-// with o's credential lifetime. It is the one place Options reach the provisioner.
+// with o's credential lifetime and limits. It is the one place Options reach the
+// provisioner. The space's storage goes to the one storage type its streams use; the other
+// gets none, and every stream must carry a byte limit.
 func (o Options) storeOptions() provisioner.Options {
 	p := provisioner.DefaultOptions()
 	if o.Expiry > 0 {
 		p.CredentialTTL = o.Expiry
 	}
+	l := o.Limits
+	p.Limits = provisioner.Limits{Connections: int64(l.Connections), Subscriptions: int64(l.Subscriptions), Payload: int64(l.Payload)}
+	p.JetStream.MemoryStorage, p.JetStream.DiskStorage = 0, l.SpaceBytes
+	if o.Memory {
+		p.JetStream.MemoryStorage, p.JetStream.DiskStorage = l.SpaceBytes, 0
+	}
+	p.JetStream.MaxBytesRequired = true
 	return p
 }
 
@@ -100,12 +202,16 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Limits = o.Limits.withDefaults()
 	return o
 }
 
 func (o Options) validate() error {
 	if o.Expiry < 0 {
 		return fmt.Errorf("credential expiry %v is negative; use a positive duration such as 24h, or 0 for the default", o.Expiry)
+	}
+	if err := o.Limits.validate(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, s := range o.Spaces {
