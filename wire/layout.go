@@ -27,7 +27,8 @@ type StreamLimits struct {
 	// ids evicts old DMs rather than growing the store.
 	DMBytes int64
 	// TaskBytes is TASK_<s>'s max_bytes. TASK is a work queue whose acked tasks leave it, so
-	// a full TASK refuses new tasks (discard new) and the sender sees JetStream's error.
+	// a full TASK refuses new tasks (discard new, per subject too) and the sender sees
+	// JetStream's error.
 	TaskBytes int64
 	// PerSubject is DM_<s>'s and TASK_<s>'s max_msgs_per_subject: per recipient and sender
 	// for a DM, per role and sender for a task.
@@ -98,15 +99,18 @@ const Unlimited = -1
 // StreamSpec is one stream of a space's layout as plain data, independent of any client
 // library. Zero limits take the server's default; Unlimited says so explicitly.
 type StreamSpec struct {
-	Name              string
-	Subjects          []string
-	Retention         Retention
-	Discard           Discard
-	MaxMsgs           int64
-	MaxBytes          int64
-	MaxMsgSize        int32
-	MaxConsumers      int
-	MaxMsgsPerSubject int64
+	Name      string
+	Subjects  []string
+	Retention Retention
+	Discard   Discard
+	// DiscardNewPerSubject applies DiscardNew to the per-subject limit too: a subject at
+	// MaxMsgsPerSubject refuses the next message instead of dropping its oldest.
+	DiscardNewPerSubject bool
+	MaxMsgs              int64
+	MaxBytes             int64
+	MaxMsgSize           int32
+	MaxConsumers         int
+	MaxMsgsPerSubject    int64
 	// MaxAge is zero for no age limit.
 	MaxAge     time.Duration
 	Duplicates time.Duration
@@ -153,8 +157,9 @@ func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 	task.Retention = RetainWorkQueue
 	task.MaxMsgsPerSubject = l.PerSubject
 	// Acked tasks leave a work queue, so a full TASK holds only unconsumed tasks: refuse the
-	// new one (the sender sees the error) rather than silently drop the oldest pending task.
-	task.Discard = DiscardNew
+	// new one (the sender sees the error) rather than silently drop the oldest pending task,
+	// past the stream's bytes and past a role and sender's PerSubject alike.
+	task.Discard, task.DiscardNewPerSubject = DiscardNew, true
 
 	inbox := base(n.InboxStream(), "dinbox", l.BackstopBytes)
 	inbox.MaxMsgsPerSubject = BackstopPerSubject

@@ -35,6 +35,7 @@ func Stream(s wire.StreamSpec, storage jetstream.StorageType) jetstream.StreamCo
 	}
 	if s.Discard == wire.DiscardNew {
 		cfg.Discard = jetstream.DiscardNew
+		cfg.DiscardNewPerSubject = s.DiscardNewPerSubject
 	}
 	return cfg
 }

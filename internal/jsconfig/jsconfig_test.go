@@ -83,7 +83,7 @@ func TestStreamsKeepTheLayoutSettings(t *testing.T) {
 		{"DM and TASK are bounded in bytes and per subject, TASK refusing past its bytes", func(m map[string]jetstream.StreamConfig) bool {
 			dm, task := m["DM_main"], m["TASK_main"]
 			return dm.MaxBytes == wire.DefaultDMBytes && dm.MaxMsgsPerSubject == wire.DefaultPerSubject && dm.Discard == jetstream.DiscardOld &&
-				task.MaxBytes == wire.DefaultTaskBytes && task.MaxMsgsPerSubject == wire.DefaultPerSubject && task.Discard == jetstream.DiscardNew
+				task.MaxBytes == wire.DefaultTaskBytes && task.MaxMsgsPerSubject == wire.DefaultPerSubject && task.Discard == jetstream.DiscardNew && task.DiscardNewPerSubject
 		}},
 		{"every stream has a byte limit and together they fit the space total", func(m map[string]jetstream.StreamConfig) bool {
 			var sum int64

@@ -18,7 +18,7 @@ import (
 func unbounded(s wire.StreamSpec) wire.StreamSpec {
 	s.MaxBytes, s.MaxConsumers, s.ConsumerInactiveLimit = wire.Unlimited, wire.Unlimited, 0
 	if strings.HasPrefix(s.Name, "DM_") || strings.HasPrefix(s.Name, "TASK_") {
-		s.MaxMsgsPerSubject, s.Discard = 0, wire.DiscardOld
+		s.MaxMsgsPerSubject, s.Discard, s.DiscardNewPerSubject = 0, wire.DiscardOld, false
 	}
 	return s
 }
