@@ -55,9 +55,6 @@ type JetStreamLimits struct {
 	// Consumers is the maximum number of consumers of any one stream of the account, unless
 	// the stream's own max_consumers is lower.
 	Consumers int64
-	// MaxBytesRequired refuses a stream without a byte limit, so no stream can grow until it
-	// takes the whole account's storage from the others.
-	MaxBytesRequired bool
 }
 
 // DefaultOptions returns the options `cotal up` uses.
@@ -119,10 +116,9 @@ func (l JetStreamLimits) validate() error {
 
 func (l JetStreamLimits) jwt() jwt.JetStreamLimits {
 	return jwt.JetStreamLimits{
-		MemoryStorage:    l.MemoryStorage,
-		DiskStorage:      l.DiskStorage,
-		Streams:          l.Streams,
-		Consumer:         l.Consumers,
-		MaxBytesRequired: l.MaxBytesRequired,
+		MemoryStorage: l.MemoryStorage,
+		DiskStorage:   l.DiskStorage,
+		Streams:       l.Streams,
+		Consumer:      l.Consumers,
 	}
 }

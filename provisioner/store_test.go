@@ -153,8 +153,8 @@ func TestReopenWithNewLimitsResignsTheAccount(t *testing.T) {
 	}
 }
 
-// Changed connection or storage limits reach an existing space's account at the next open,
-// and every space refuses leaf node connections and streams without a byte limit.
+// A changed connection limit reaches an existing space's account at the next open, and
+// every space refuses leaf node connections.
 func TestReopenWithNewConnectionLimitResignsTheAccount(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, DefaultOptions())
@@ -168,7 +168,6 @@ func TestReopenWithNewConnectionLimitResignsTheAccount(t *testing.T) {
 
 	opts := DefaultOptions()
 	opts.Limits.Connections = 50
-	opts.JetStream.MaxBytesRequired = true
 	s, err = Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -179,8 +178,8 @@ func TestReopenWithNewConnectionLimitResignsTheAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := decodeAccount(t, after.JWT).Limits
-	if l.Conn != 50 || l.LeafNodeConn != 0 || !l.MaxBytesRequired {
-		t.Errorf("account limits conn %d, leaf %d, max bytes required %v; want 50, 0, true", l.Conn, l.LeafNodeConn, l.MaxBytesRequired)
+	if l.Conn != 50 || l.LeafNodeConn != 0 {
+		t.Errorf("account limits conn %d, leaf %d; want 50, 0", l.Conn, l.LeafNodeConn)
 	}
 }
 

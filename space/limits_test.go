@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -265,5 +266,83 @@ func TestDeniedPublishesWriteBoundedLogLines(t *testing.T) {
 	lines := strings.Count(logs.String(), "Publish Violation")
 	if lines == 0 || lines > 2 {
 		t.Fatalf("20 000 denied publishes wrote %d log lines naming the violation; want the first, and at most one summary:\n%.2000s", lines, logs)
+	}
+}
+
+// unboundedLayout is the space's streams as the layout before stream limits had them.
+func unboundedLayout(n wire.Names) []jetstream.StreamConfig {
+	specs := n.Streams()
+	for i := range specs {
+		specs[i].MaxBytes, specs[i].MaxConsumers, specs[i].ConsumerInactiveLimit = wire.Unlimited, wire.Unlimited, 0
+		if specs[i].Name == n.DMStream() || specs[i].Name == n.TaskStream() {
+			specs[i].MaxMsgsPerSubject, specs[i].Discard, specs[i].DiscardNewPerSubject = 0, wire.DiscardOld, false
+		}
+	}
+	return jsconfig.Streams(specs, jetstream.FileStorage)
+}
+
+// A data directory whose streams carry no limits, and hold more than the new ones allow,
+// starts under the limits: every stream takes its bounds and is trimmed to them, and the
+// agents' credentials keep working.
+func TestAnUnboundedDataDirectoryStartsUnderTheLimits(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir, n := t.TempDir(), wire.NewNames("main")
+	store, err := provisioner.Open(dir, provisioner.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.EnsureSpace("main"); err != nil {
+		t.Fatal(err)
+	}
+	// The provisioner's own credential: the one identity that may update the streams.
+	prov, err := store.InfraCredential("main", provisioner.ProfileProvisioner)
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	first := startOn(ctx, t, dir)
+	old := connect(t, first, prov)
+	oldJS, err := jetstream.New(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range unboundedLayout(n) {
+		if _, err := oldJS.UpdateStream(ctx, cfg); err != nil {
+			t.Fatalf("set the old layout on %s: %v", cfg.Name, err)
+		}
+	}
+	mallory := mint(t, first, "mallory", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	js := newPeer(t, first, mallory).jetStream(t)
+	body := make([]byte, 8<<10)
+	for i := range 3 << 20 / len(body) {
+		if _, err := js.Publish(ctx, n.InstSubject(fmt.Sprintf("madeup%d", i), mallory.ID), body); err != nil {
+			t.Fatalf("DM %d into the old layout: %v", i, err)
+		}
+	}
+	old.Close()
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const dmBytes = 1 << 20
+	second, err := space.Start(ctx, space.Options{Dir: dir, Limits: space.Limits{DMBytes: dmBytes}})
+	if err != nil {
+		t.Fatalf("start under the limits on an unbounded data directory: %v", err)
+	}
+	t.Cleanup(func() { _ = second.Close(context.Background()) })
+	p := newPeer(t, second, mallory)
+	info := streamState(ctx, t, p, n.DMStream(), "")
+	if info.State.Bytes > dmBytes || info.Config.MaxBytes != dmBytes || info.Config.MaxMsgsPerSubject != wire.DefaultPerSubject {
+		t.Fatalf("DM after the restart holds %d bytes under max_bytes %d and %d per subject; want at most %d bytes and %d per subject",
+			info.State.Bytes, info.Config.MaxBytes, info.Config.MaxMsgsPerSubject, dmBytes, wire.DefaultPerSubject)
+	}
+	if task := streamState(ctx, t, p, n.TaskStream(), "").Config; task.Discard != jetstream.DiscardNew || task.MaxBytes != wire.DefaultTaskBytes {
+		t.Fatalf("TASK after the restart discards %v with max_bytes %d", task.Discard, task.MaxBytes)
+	}
+	if _, err := p.jetStream(t).Publish(ctx, n.InstSubject("madeup0", mallory.ID), []byte("after")); err != nil {
+		t.Fatalf("a DM after the restart: %v", err)
 	}
 }

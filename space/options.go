@@ -170,7 +170,9 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 // storeOptions are the key store options of a mesh run with o: provisioner.DefaultOptions
 // with o's credential lifetime and limits. It is the one place Options reach the
 // provisioner. The space's storage goes to the one storage type its streams use; the other
-// gets none, and every stream must carry a byte limit.
+// gets none. The account does not require a byte limit on every stream (max_bytes_required):
+// only the mesh creates streams, each with its limit, and a data directory from before the
+// limits would hold streams without one, which the broker then refuses to recover.
 func (o Options) storeOptions() provisioner.Options {
 	p := provisioner.DefaultOptions()
 	if o.Expiry > 0 {
@@ -182,7 +184,6 @@ func (o Options) storeOptions() provisioner.Options {
 	if o.Memory {
 		p.JetStream.MemoryStorage, p.JetStream.DiskStorage = l.SpaceBytes, 0
 	}
-	p.JetStream.MaxBytesRequired = true
 	return p
 }
 
