@@ -94,6 +94,17 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 			t.Fatalf("sixth task on one subject: %v; want JetStream's store failure", err)
 		}
 	})
+	t.Run("a presence record larger than the bucket allows is refused", func(t *testing.T) {
+		kv, err := js.KeyValue(ctx, n.PresenceBucket())
+		if err != nil {
+			t.Fatal(p.explain(err))
+		}
+		_, err = kv.Put(ctx, mallory.ID, make([]byte, wire.PresenceMaxMsgSize+1))
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.ErrorCode(server.JSStreamMessageExceedsMaximumErr) {
+			t.Fatalf("a %d-byte presence record: %v; want JetStream's message size refusal", wire.PresenceMaxMsgSize+1, err)
+		}
+	})
 	t.Run("tasks to made-up roles are refused past the task stream's bytes", func(t *testing.T) {
 		var err error
 		sent := 0

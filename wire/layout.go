@@ -43,16 +43,21 @@ type StreamLimits struct {
 }
 
 // Default stream limits, sized for a laptop mesh of hundreds of agents: a few thousand
-// messages of a few KiB per agent, about 2 GiB for the whole space.
+// messages of a few KiB per agent; 1856 MiB of streams in all, inside a 2 GiB space.
 const (
 	DefaultChatBytes      = 512 << 20
 	DefaultDMBytes        = 256 << 20
 	DefaultTaskBytes      = 256 << 20
 	DefaultPerSubject     = 1000
 	DefaultBackstopBytes  = 256 << 20
-	DefaultBucketBytes    = 16 << 20
+	DefaultBucketBytes    = 64 << 20
 	DefaultWatchConsumers = 2000
 )
+
+// PresenceMaxMsgSize bounds one presence record. The bucket refuses writes once full
+// (discard new), so without it a few agents with huge records would crowd every other
+// instance's heartbeat out; with it a default bucket holds 1024 records of the largest size.
+const PresenceMaxMsgSize = 64 << 10
 
 // WatchInactiveLimit is the consumer inactive threshold the presence and channel-registry
 // buckets impose (stream consumer_limits): a consumer an agent created and left, durable or
@@ -202,10 +207,12 @@ func (n Names) BucketStreams(l StreamLimits) []StreamSpec {
 		s.MaxConsumers, s.ConsumerInactiveLimit = l.WatchConsumers, WatchInactiveLimit
 		return s
 	}
+	presence := watched(kv(n.PresenceBucket(), DefaultLivenessWindow))
+	presence.MaxMsgSize = PresenceMaxMsgSize
 	membership := kv(n.MembershipBucket(), 0)
 	membership.MaxBytes = MembershipMaxBytes
 	return []StreamSpec{
-		watched(kv(n.PresenceBucket(), DefaultLivenessWindow)),
+		presence,
 		watched(kv(n.ChannelsBucket(), 0)),
 		kv(n.MembersBucket(), 0),
 		kv(n.ACLBucket(), 0),

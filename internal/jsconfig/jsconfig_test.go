@@ -95,9 +95,10 @@ func TestStreamsKeepTheLayoutSettings(t *testing.T) {
 			}
 			return sum == wire.DefaultStreamLimits().Total()
 		}},
-		{"presence bounds its consumers and how long an abandoned one lives", func(m map[string]jetstream.StreamConfig) bool {
+		{"presence bounds its consumers, how long an abandoned one lives, and its records", func(m map[string]jetstream.StreamConfig) bool {
 			c := m["KV_cotal_presence_main"]
-			return c.MaxConsumers == wire.DefaultWatchConsumers && c.ConsumerLimits.InactiveThreshold == wire.WatchInactiveLimit
+			return c.MaxConsumers == wire.DefaultWatchConsumers && c.ConsumerLimits.InactiveThreshold == wire.WatchInactiveLimit &&
+				c.MaxMsgSize == wire.PresenceMaxMsgSize
 		}},
 		{"every stream is on the requested storage with one replica", func(m map[string]jetstream.StreamConfig) bool {
 			for _, c := range m {
