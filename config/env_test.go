@@ -11,6 +11,7 @@ func TestEnvKey(t *testing.T) {
 		{"an underscore after a section name separates the section", "COTAL_TLS_CERT", "tls.cert"},
 		{"the log section nests the same way", "COTAL_LOG_LEVEL", "log.level"},
 		{"an underscore inside a top-level key stays", "COTAL_SYNC_INTERVAL", "sync_interval"},
+		{"the limits section nests and keeps the key's own underscores", "COTAL_LIMITS_DM_BYTES", "limits.dm_bytes"},
 		{"a client-only variable is ignored", "COTAL_LINK", ""},
 		{"the credentials variable is ignored", "COTAL_CREDS", ""},
 		{"a section alone is ignored", "COTAL_TLS", ""},
