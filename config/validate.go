@@ -21,6 +21,11 @@ var (
 // resolution, and a sub-second fsync interval is "always" in all but name.
 const minDuration = time.Second
 
+// otherStreamBytes is what a space's streams other than DM and TASK take: CHAT 512 MiB, INBOX
+// and DLV 256 MiB each, five KV buckets 64 MiB each (wire.StreamLimits.Total; a test in
+// package space keeps the two equal).
+const otherStreamBytes = 1344 << 20
+
 // maxPayload is nats-server's default max_payload, which the broker keeps: a credential's
 // payload limit above it changes nothing.
 const maxPayload = 1 << 20
@@ -90,9 +95,9 @@ func (l Limits) check() []error {
 	if l.Payload > maxPayload {
 		errs = append(errs, fieldError{"limits.payload", fmt.Sprintf("%d is above the broker's own maximum %d; use at most that", l.Payload, maxPayload)})
 	}
-	if l.SpaceBytes < l.DMBytes+l.TaskBytes {
-		errs = append(errs, fieldError{"limits.space_bytes", fmt.Sprintf("%d does not hold limits.dm_bytes + limits.task_bytes (%d) and the space's other streams; use e.g. 2147483648",
-			l.SpaceBytes, l.DMBytes+l.TaskBytes)})
+	if need := l.DMBytes + l.TaskBytes + otherStreamBytes; l.SpaceBytes < need {
+		errs = append(errs, fieldError{"limits.space_bytes", fmt.Sprintf("%d does not hold the space's streams: limits.dm_bytes + limits.task_bytes + %d for the others = %d; use at least that",
+			l.SpaceBytes, otherStreamBytes, need)})
 	}
 	if l.ViolationLogInterval < 0 {
 		errs = append(errs, fieldError{"limits.violation_log_interval", fmt.Sprintf("%v is negative; use e.g. 10s, or 0 to log every refusal", l.ViolationLogInterval)})

@@ -21,6 +21,7 @@ import (
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // configKeys lists the koanf keys of t's fields by reflection, sections joined with "."
@@ -101,6 +102,24 @@ func keyRows(t *testing.T) map[string]keyRow {
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.WatchConsumers == 99 }},
 		"limits.violation_log_interval": {map[string]any{"limits.violation_log_interval": "0s"},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ViolationLogInterval < 0 }},
+	}
+}
+
+// config refuses limits.space_bytes below what the streams take exactly where the mesh would:
+// its floor is wire.StreamLimits.Total.
+func TestConfigSpaceBytesFloorIsTheLayouts(t *testing.T) {
+	c := config.Default()
+	c.Dir = t.TempDir()
+	c.Limits.DMBytes, c.Limits.TaskBytes = 8<<20, 4<<20
+	l := wire.DefaultStreamLimits()
+	l.DMBytes, l.TaskBytes = c.Limits.DMBytes, c.Limits.TaskBytes
+	c.Limits.SpaceBytes = l.Total()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("space_bytes equal to the streams' total %d: %v", l.Total(), err)
+	}
+	c.Limits.SpaceBytes--
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "limits.space_bytes") {
+		t.Fatalf("space_bytes one below the streams' total: %v; want a limits.space_bytes problem", err)
 	}
 }
 
