@@ -85,13 +85,13 @@ func (v *violationLimiter) admit(msg string) bool {
 	return true
 }
 
-// close ends the window under key and logs its summary when it held lines back.
+// close ends the window under key and logs its summary when it held lines back. It logs
+// under the lock, so no summary can follow stop.
 func (v *violationLimiter) close(key string) {
 	v.mu.Lock()
-	w, ok := v.windows[key]
-	delete(v.windows, key)
-	v.mu.Unlock()
-	if ok {
+	defer v.mu.Unlock()
+	if w, ok := v.windows[key]; ok {
+		delete(v.windows, key)
 		v.summarize(w)
 	}
 }
@@ -111,12 +111,11 @@ func (v *violationLimiter) stop() {
 		return
 	}
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.stopped = true
-	windows := v.windows
-	v.windows = map[string]*violationWindow{}
-	v.mu.Unlock()
-	for _, w := range windows {
+	for key, w := range v.windows {
 		w.timer.Stop()
+		delete(v.windows, key)
 		v.summarize(w)
 	}
 }
