@@ -22,6 +22,8 @@ type Broker struct {
 	resolver *server.MemAccResolver // nil in open mode
 	store    *store
 	fatal    *fatalSignal
+	// violations rate-limits client refusal lines (Config.ViolationLogInterval).
+	violations *violationLimiter
 
 	// accountMu serializes UpdateAccount so the resolver and the server end on the same JWT.
 	accountMu sync.Mutex
@@ -112,7 +114,8 @@ func (b *Broker) newServer() (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure nats-server: %w", err)
 	}
-	srv.SetLoggerV2(&serverLogger{log: b.log, fatal: b.fatal}, b.cfg.Debug, b.cfg.Trace, false)
+	b.violations = newViolationLimiter(b.log, b.cfg.ViolationLogInterval)
+	srv.SetLoggerV2(&serverLogger{log: b.log, fatal: b.fatal, violations: b.violations}, b.cfg.Debug, b.cfg.Trace, false)
 	return srv, nil
 }
 
@@ -233,6 +236,7 @@ func (b *Broker) stop() {
 	b.srv.Shutdown()
 	b.srv.WaitForShutdown()
 	b.watchers.Wait()
+	b.violations.stop()
 	b.stopErr = b.store.release()
 	close(b.stopped)
 }

@@ -75,6 +75,11 @@ type Config struct {
 	ServerName string
 	// ReadyTimeout bounds how long Start waits for connections and JetStream; default 30 s.
 	ReadyTimeout time.Duration
+	// ViolationLogInterval rate-limits the refusal lines a client can provoke at will
+	// (permissions violations, payload over the limit, connections past the account's
+	// limit): per identity and kind, the first line logs at once and the rest within the
+	// interval are summarised in one line with their count. Default 10 s; zero logs every line.
+	ViolationLogInterval time.Duration
 }
 
 // Defaults applied by DefaultConfig.
@@ -82,6 +87,8 @@ const (
 	defaultSyncInterval = 2 * time.Minute
 	defaultReadyTimeout = 30 * time.Second
 	defaultServerName   = "cotal"
+	// DefaultViolationLogInterval is Config.ViolationLogInterval's default.
+	DefaultViolationLogInterval = 10 * time.Second
 )
 
 // DefaultConfig returns a configuration with SyncAlways, no listener, no monitoring, the
@@ -92,6 +99,8 @@ func DefaultConfig() Config {
 		SyncInterval: defaultSyncInterval,
 		ServerName:   defaultServerName,
 		ReadyTimeout: defaultReadyTimeout,
+
+		ViolationLogInterval: DefaultViolationLogInterval,
 	}
 }
 
@@ -119,6 +128,9 @@ func (c Config) validateStore() error {
 	}
 	if c.ReadyTimeout <= 0 {
 		return fmt.Errorf("ReadyTimeout is %v: set a positive duration (default %v)", c.ReadyTimeout, defaultReadyTimeout)
+	}
+	if c.ViolationLogInterval < 0 {
+		return fmt.Errorf("ViolationLogInterval is %v: set a positive interval (default %v), or zero to log every refusal", c.ViolationLogInterval, DefaultViolationLogInterval)
 	}
 	return nil
 }

@@ -84,8 +84,12 @@
 // # Logging and failures
 //
 // nats-server logs through Config.Logger: notices at Info, warnings at Warn, errors at Error,
-// debug and trace lines (off unless Config.Debug or Config.Trace) at Debug. The server
-// installs no signal handlers (NoSigs): SIGINT and SIGTERM stay the embedding program's. A
+// debug and trace lines (off unless Config.Debug or Config.Trace) at Debug. The refusal lines
+// a client can provoke at will (permissions violations, a payload over its limit, a
+// connection past its account's limit) are rate-limited per identity and kind: the first is
+// logged, the rest within Config.ViolationLogInterval are counted in one summary line with
+// the last of them, so a hostile client cannot flood the log and no refusal goes unrecorded.
+// The server installs no signal handlers (NoSigs): SIGINT and SIGTERM stay the embedding program's. A
 // fatal error never exits the process: during Start it
 // makes Start fail with ErrFatal; afterwards the broker shuts the server down, and Healthy
 // reports the ErrFatal error until the owner calls Shutdown. Done is closed whenever the

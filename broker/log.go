@@ -11,10 +11,12 @@ import (
 // serverLogger implements server.Logger on top of slog. Notices log at Info, warnings at Warn,
 // errors at Error, debug and trace lines at Debug. A fatal line logs at Error and raises the
 // broker's fatal signal instead of exiting: nats-server's own loggers call os.Exit, which
-// would take down the embedding program.
+// would take down the embedding program. Client refusal lines pass through violations, which
+// rate-limits them per identity.
 type serverLogger struct {
-	log   *slog.Logger
-	fatal *fatalSignal
+	log        *slog.Logger
+	fatal      *fatalSignal
+	violations *violationLimiter // nil logs every line
 }
 
 // Noticef logs at slog.LevelInfo.
@@ -44,7 +46,11 @@ func (l *serverLogger) emit(level slog.Level, format string, v []any) {
 	if !l.log.Enabled(ctx, level) {
 		return
 	}
-	l.log.Log(ctx, level, fmt.Sprintf(format, v...))
+	msg := fmt.Sprintf(format, v...)
+	if level == slog.LevelError && l.violations != nil && !l.violations.admit(msg) {
+		return
+	}
+	l.log.Log(ctx, level, msg)
 }
 
 // fatalSignal records the first fatal error nats-server reports. Raising never blocks, so

@@ -59,6 +59,13 @@ func (r *recorder) has(level slog.Level, text string) bool {
 	return false
 }
 
+// snapshot returns a copy of the records so far.
+func (r *recorder) snapshot() []slog.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]slog.Record(nil), r.records...)
+}
+
 func (r *recorder) lines() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -70,6 +70,44 @@ type Config struct {
 	// Expiry is the default lifetime of a minted credential (SPEC §9 user JWTs). Default 24h,
 	// at least 1s since JWT expiry has whole-second resolution.
 	Expiry time.Duration `koanf:"expiry"`
+
+	// Limits bound what one agent, and one space, may take from the mesh.
+	Limits Limits `koanf:"limits"`
+}
+
+// Limits bound the broker resources of each space and of each minted credential, so one
+// hostile agent cannot exhaust the mesh for the others. The defaults are sized for a laptop
+// mesh of hundreds of agents; byte values are plain integers.
+type Limits struct {
+	// Connections is the most client connections one space accepts, the mesh's own few
+	// included; the next connection is refused. Default 1000, at least 10.
+	Connections int `koanf:"connections"`
+	// Subscriptions is the most subscriptions one connection of a minted credential holds;
+	// the next subscribe is refused. Default 1000, at least 10.
+	Subscriptions int `koanf:"subscriptions"`
+	// Payload is the largest message in bytes a minted credential may publish; a larger one
+	// is refused and its connection closed. Default 1048576 (1 MiB, the broker's own
+	// maximum), at least 1024.
+	Payload int `koanf:"payload"`
+	// SpaceBytes is the JetStream storage of one space in bytes. Every stream of the space
+	// has its own byte limit, and together they must fit in it. Default 2147483648 (2 GiB).
+	SpaceBytes int64 `koanf:"space_bytes"`
+	// DMBytes is the byte limit of the space's DM stream; past it the oldest DM goes.
+	// Default 268435456 (256 MiB), at least 1 MiB.
+	DMBytes int64 `koanf:"dm_bytes"`
+	// TaskBytes is the byte limit of the space's task (anycast) stream; past it a new task
+	// is refused until pending ones are taken. Default 268435456 (256 MiB), at least 1 MiB.
+	TaskBytes int64 `koanf:"task_bytes"`
+	// PerSubject is the most DMs kept per recipient and sender, and the most pending tasks
+	// per role and sender. Default 1000, at least 1.
+	PerSubject int64 `koanf:"per_subject"`
+	// WatchConsumers is the most consumers on the presence and on the channel registry
+	// bucket, where every agent creates its own watches. Default 2000, at least 10.
+	WatchConsumers int `koanf:"watch_consumers"`
+	// ViolationLogInterval is how often each identity's refused publishes and subscriptions
+	// may write a log line: the first is logged, the rest within the interval are counted
+	// in one summary line. Default 10s; 0 logs every refusal.
+	ViolationLogInterval time.Duration `koanf:"violation_log_interval"`
 }
 
 // TLS names the PEM certificate and private key of the client listener.
@@ -104,6 +142,9 @@ func defaults(dir string) Config {
 		SyncInterval: 2 * time.Minute,
 		Log:          Log{Format: "text", Level: "info"},
 		Expiry:       24 * time.Hour,
+		Limits: Limits{Connections: 1000, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
+			DMBytes: 256 << 20, TaskBytes: 256 << 20, PerSubject: 1000, WatchConsumers: 2000,
+			ViolationLogInterval: 10 * time.Second},
 	}
 }
 
@@ -124,6 +165,16 @@ func (c Config) values() map[string]any {
 		"log.format":         c.Log.Format,
 		"log.level":          c.Log.Level,
 		"expiry":             c.Expiry,
+
+		"limits.connections":            c.Limits.Connections,
+		"limits.subscriptions":          c.Limits.Subscriptions,
+		"limits.payload":                c.Limits.Payload,
+		"limits.space_bytes":            c.Limits.SpaceBytes,
+		"limits.dm_bytes":               c.Limits.DMBytes,
+		"limits.task_bytes":             c.Limits.TaskBytes,
+		"limits.per_subject":            c.Limits.PerSubject,
+		"limits.watch_consumers":        c.Limits.WatchConsumers,
+		"limits.violation_log_interval": c.Limits.ViolationLogInterval,
 	}
 }
 

@@ -11,7 +11,11 @@
 //
 // The koanf keys, used in cotal.yaml and in LoadOptions.Flags, are: dir, listen, http,
 // http_public, spaces, tls.cert, tls.key, sync, sync_interval, open, open_insecure_bind,
-// log.format, log.level and expiry. Durations are Go durations ("90s", "2m", "24h").
+// log.format, log.level, expiry, and the limits section: limits.connections,
+// limits.subscriptions, limits.payload, limits.space_bytes, limits.dm_bytes,
+// limits.task_bytes, limits.per_subject, limits.watch_consumers and
+// limits.violation_log_interval (see Limits for each default and why). Durations are Go
+// durations ("90s", "2m", "24h"); byte sizes are integers.
 //
 // # Open mode
 //
@@ -39,7 +43,7 @@
 // # Environment
 //
 // A variable COTAL_<NAME> sets the key <name>, lowercased. When <name> starts with a section
-// name followed by an underscore (TLS_ or LOG_), that first underscore is the section separator:
+// name followed by an underscore (TLS_, LOG_ or LIMITS_), that first underscore is the section separator:
 // COTAL_TLS_CERT sets tls.cert and COTAL_LOG_LEVEL sets log.level, while COTAL_SYNC_INTERVAL
 // sets sync_interval. COTAL_SPACES is a comma-separated list ("main,ops"). COTAL_* variables that
 // name no key, such as COTAL_LINK and COTAL_CREDS read by client commands, are ignored here.

@@ -12,6 +12,7 @@ func TestEnvKey(t *testing.T) {
 		{"the log section nests the same way", "COTAL_LOG_LEVEL", "log.level"},
 		{"an underscore inside a top-level key stays", "COTAL_SYNC_INTERVAL", "sync_interval"},
 		{"the open-mode override is a top-level key", "COTAL_OPEN_INSECURE_BIND", "open_insecure_bind"},
+		{"the limits section nests and keeps the key's own underscores", "COTAL_LIMITS_DM_BYTES", "limits.dm_bytes"},
 		{"a client-only variable is ignored", "COTAL_LINK", ""},
 		{"the credentials variable is ignored", "COTAL_CREDS", ""},
 		{"a section alone is ignored", "COTAL_TLS", ""},

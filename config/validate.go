@@ -21,6 +21,15 @@ var (
 // resolution, and a sub-second fsync interval is "always" in all but name.
 const minDuration = time.Second
 
+// otherStreamBytes is what a space's streams other than DM and TASK take: CHAT 512 MiB, INBOX
+// and DLV 256 MiB each, five KV buckets 64 MiB each (wire.StreamLimits.Total; a test in
+// package space keeps the two equal).
+const otherStreamBytes = 1344 << 20
+
+// maxPayload is nats-server's default max_payload, which the broker keeps: a credential's
+// payload limit above it changes nothing.
+const maxPayload = 1 << 20
+
 // fieldError is one problem with one key; it wraps ErrInvalid.
 type fieldError struct {
 	key, problem string
@@ -68,7 +77,37 @@ func (c Config) Validate() error {
 	if c.Expiry < minDuration {
 		add("expiry", "%v is too short for a credential lifetime; use at least %v, e.g. 24h", c.Expiry, minDuration)
 	}
+	errs = append(errs, c.Limits.check()...)
 	return errors.Join(errs...)
+}
+
+// check reports every limit below its floor, or the storage of a space too small for its
+// DM and task streams.
+func (l Limits) check() []error {
+	var errs []error
+	atLeast := func(key string, v, least int64, example string) {
+		if v < least {
+			errs = append(errs, fieldError{key, fmt.Sprintf("%d is below the least useful value %d; use e.g. %s", v, least, example)})
+		}
+	}
+	atLeast("limits.connections", int64(l.Connections), 10, "1000")
+	atLeast("limits.subscriptions", int64(l.Subscriptions), 10, "1000")
+	atLeast("limits.payload", int64(l.Payload), 1<<10, "1048576")
+	atLeast("limits.dm_bytes", l.DMBytes, 1<<20, "268435456")
+	atLeast("limits.task_bytes", l.TaskBytes, 1<<20, "268435456")
+	atLeast("limits.per_subject", l.PerSubject, 1, "1000")
+	atLeast("limits.watch_consumers", int64(l.WatchConsumers), 10, "2000")
+	if l.Payload > maxPayload {
+		errs = append(errs, fieldError{"limits.payload", fmt.Sprintf("%d is above the broker's own maximum %d; use at most that", l.Payload, maxPayload)})
+	}
+	if need := l.DMBytes + l.TaskBytes + otherStreamBytes; l.SpaceBytes < need {
+		errs = append(errs, fieldError{"limits.space_bytes", fmt.Sprintf("%d does not hold the space's streams: limits.dm_bytes + limits.task_bytes + %d for the others = %d; use at least that",
+			l.SpaceBytes, otherStreamBytes, need)})
+	}
+	if l.ViolationLogInterval < 0 {
+		errs = append(errs, fieldError{"limits.violation_log_interval", fmt.Sprintf("%v is negative; use e.g. 10s, or 0 to log every refusal", l.ViolationLogInterval)})
+	}
+	return errs
 }
 
 // checkAddr accepts "" (off) or host:port with a numeric port; the host may be empty, meaning

@@ -74,6 +74,19 @@ func TestValidate(t *testing.T) {
 		{"an unknown log level is refused", func(c *Config) { c.Log.Level = "loud" },
 			`log.level: "loud" is not a log level`},
 		{"a zero expiry is refused", func(c *Config) { c.Expiry = 0 }, "expiry: 0s is too short"},
+		{"logging every refusal is allowed", func(c *Config) { c.Limits.ViolationLogInterval = 0 }, ""},
+		{"too few connections for the mesh itself are refused", func(c *Config) { c.Limits.Connections = 2 },
+			"limits.connections: 2 is below the least useful value 10"},
+		{"a zero subscription limit is refused", func(c *Config) { c.Limits.Subscriptions = 0 }, "limits.subscriptions: 0 is below"},
+		{"a payload above the broker's maximum is refused", func(c *Config) { c.Limits.Payload = 8 << 20 },
+			"limits.payload: 8388608 is above the broker's own maximum"},
+		{"a tiny DM stream is refused", func(c *Config) { c.Limits.DMBytes = 1000 }, "limits.dm_bytes: 1000 is below"},
+		{"a zero per-subject limit is refused", func(c *Config) { c.Limits.PerSubject = 0 }, "limits.per_subject: 0 is below"},
+		{"too few watch consumers are refused", func(c *Config) { c.Limits.WatchConsumers = 1 }, "limits.watch_consumers: 1 is below"},
+		{"space storage below its DM and task streams is refused", func(c *Config) { c.Limits.SpaceBytes = 100 << 20 },
+			"limits.space_bytes: 104857600 does not hold the space's streams"},
+		{"a negative violation log interval is refused", func(c *Config) { c.Limits.ViolationLogInterval = -time.Second },
+			"limits.violation_log_interval: -1s is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

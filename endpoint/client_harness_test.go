@@ -52,7 +52,9 @@ func newBareHarness(t *testing.T, configure ...func(*server.Options)) *harness {
 	t.Helper()
 	opts := &server.Options{
 		ServerName: "client-test", DontListen: true, JetStream: true, StoreDir: t.TempDir(),
-		JetStreamMaxMemory: 256 << 20, JetStreamMaxStore: 256 << 20, NoLog: true, NoSigs: true,
+		// The memory limit only has to hold the layout's stream byte limits (wire.StreamLimits.Total):
+		// memory streams take what they store, not what they may.
+		JetStreamMaxMemory: 4 << 30, JetStreamMaxStore: 256 << 20, NoLog: true, NoSigs: true,
 	}
 	for _, c := range configure {
 		c(opts)

@@ -145,7 +145,7 @@ func (s *Store) createSpace(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 	claims := jwt.NewAccountClaims(acctPub)
 	claims.Name = name
 	claims.SigningKeys.Add(signerPub)
-	claims.Limits.JetStreamLimits = s.opts.JetStream.jwt()
+	s.applyLimits(claims)
 	// A user JWT that carries no permissions inherits the account defaults; every cotal
 	// profile carries its own, so the default only catches a foreign or malformed JWT.
 	claims.DefaultPermissions.Pub.Deny.Add(">")
@@ -172,19 +172,28 @@ func (s *Store) createSpace(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 	return b, err
 }
 
-// refreshLimits re-signs the account when Options.JetStream differs from its JWT.
+// refreshLimits re-signs the account when Options.JetStream or Options.Limits differ from
+// its JWT, so a changed configuration reaches an existing space at the next start.
 func (s *Store) refreshLimits(tx *bbolt.Tx, b *bbolt.Bucket) error {
-	want := s.opts.JetStream.jwt()
 	claims, err := accountClaims(b)
 	if err != nil {
 		return err
 	}
-	if claims.Limits.JetStreamLimits == want {
+	before := claims.Limits
+	s.applyLimits(claims)
+	if claims.Limits.JetStreamLimits == before.JetStreamLimits && claims.Limits.AccountLimits == before.AccountLimits {
 		return nil
 	}
-	claims.Limits.JetStreamLimits = want
 	_, err = storeAccount(tx, b, claims)
 	return err
+}
+
+// applyLimits writes Options.JetStream and Options.Limits into an account's claims.
+func (s *Store) applyLimits(claims *jwt.AccountClaims) {
+	claims.Limits.JetStreamLimits = s.opts.JetStream.jwt()
+	claims.Limits.Conn = s.opts.Limits.Connections
+	// A mesh runs no leaf node listener; refusing leaf connections keeps it so.
+	claims.Limits.LeafNodeConn = 0
 }
 
 // spaceBucket returns the bucket of an existing space.

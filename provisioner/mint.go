@@ -146,6 +146,9 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	if req.InProcessOnly {
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
 	}
+	// The mesh's own infrastructure credentials are not bounded: only credentials handed
+	// to instances are.
+	uc.Limits.Subs, uc.Limits.Payload = s.opts.Limits.Subscriptions, s.opts.Limits.Payload
 	if err := signUser(b, acct, uc, c); err != nil {
 		return err
 	}

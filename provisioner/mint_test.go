@@ -263,3 +263,39 @@ func TestConcurrentMintsAreAllRecorded(t *testing.T) {
 		t.Errorf("List = %d records, %v; want %d", len(recs), err, n)
 	}
 }
+
+// Every minted credential carries Options.Limits' subscription and payload bounds in its user
+// JWT; the mesh's own infrastructure credentials carry none.
+func TestMintedCredentialsCarryTheUserLimits(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Limits = Limits{Connections: 100, Subscriptions: 300, Payload: 64 << 10}
+	s, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.EnsureSpace("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	infra, err := s.InfraCredential("alpha", ProfileDelivery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		jwt         string
+		subs, bytes int64
+	}{
+		{"an agent credential is bounded", mint(t, s, MintRequest{Profile: ProfileAgent}).JWT, 300, 64 << 10},
+		{"an admin credential is bounded", mint(t, s, MintRequest{Name: "root", Profile: ProfileAdmin}).JWT, 300, 64 << 10},
+		{"the delivery credential is not", infra.JWT, jwt.NoLimit, jwt.NoLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := decodeUser(t, tt.jwt).Limits
+			if l.Subs != tt.subs || l.Payload != tt.bytes {
+				t.Fatalf("user JWT subs %d, payload %d; want %d, %d", l.Subs, l.Payload, tt.subs, tt.bytes)
+			}
+		})
+	}
+}

@@ -19,9 +19,28 @@ type Options struct {
 	// explicit. Default: every limit unlimited (-1).
 	JetStream JetStreamLimits
 
+	// Limits are the connection, subscription and payload bounds written into every space
+	// account JWT and every minted credential. Default: every limit unlimited (-1).
+	Limits Limits
+
 	// CredentialTTL is the lifetime of a minted credential whose request names no expiry.
 	// Default 24 h; a mesh sets it from space.Options.Expiry (config key expiry).
 	CredentialTTL time.Duration
+}
+
+// Limits bound what one space and one credential may hold on the broker (issue 12 item 4:
+// a hostile agent must not exhaust the mesh). -1 means unlimited.
+type Limits struct {
+	// Connections is the space account's maximum client connections (account JWT conn),
+	// the mesh's own connections included. Leaf node connections are always refused: a
+	// mesh runs no leaf node listener.
+	Connections int64
+	// Subscriptions is the maximum subscriptions of one connection of a minted credential
+	// (user JWT subs); the broker refuses the next one.
+	Subscriptions int64
+	// Payload is the largest message, in bytes, a minted credential may publish (user JWT
+	// payload); the broker refuses a larger one and closes the connection.
+	Payload int64
 }
 
 // JetStreamLimits are the per-space account JetStream limits. -1 means unlimited; a byte
@@ -33,7 +52,8 @@ type JetStreamLimits struct {
 	DiskStorage int64
 	// Streams is the maximum number of streams (KV buckets count as streams).
 	Streams int64
-	// Consumers is the maximum number of consumers across the account's streams.
+	// Consumers is the maximum number of consumers of any one stream of the account, unless
+	// the stream's own max_consumers is lower.
 	Consumers int64
 }
 
@@ -42,6 +62,7 @@ func DefaultOptions() Options {
 	return Options{
 		LockTimeout:   time.Second,
 		JetStream:     JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumers: -1},
+		Limits:        Limits{Connections: -1, Subscriptions: -1, Payload: -1},
 		CredentialTTL: 24 * time.Hour,
 	}
 }
@@ -54,7 +75,23 @@ func (o Options) Validate() error {
 	case o.CredentialTTL <= 0:
 		return fmt.Errorf("%w: CredentialTTL must be positive (default 24h)", ErrInvalidOptions)
 	}
+	if err := o.Limits.validate(); err != nil {
+		return err
+	}
 	return o.JetStream.validate()
+}
+
+func (l Limits) validate() error {
+	fields := []struct {
+		name string
+		v    int64
+	}{{"Connections", l.Connections}, {"Subscriptions", l.Subscriptions}, {"Payload", l.Payload}}
+	for _, f := range fields {
+		if f.v == 0 || f.v < -1 {
+			return fmt.Errorf("%w: Limits.%s is %d; use a positive bound or -1 for unlimited", ErrInvalidOptions, f.name, f.v)
+		}
+	}
+	return nil
 }
 
 func (l JetStreamLimits) validate() error {

@@ -153,6 +153,36 @@ func TestReopenWithNewLimitsResignsTheAccount(t *testing.T) {
 	}
 }
 
+// A changed connection limit reaches an existing space's account at the next open, and
+// every space refuses leaf node connections.
+func TestReopenWithNewConnectionLimitResignsTheAccount(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsureSpace("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	opts := DefaultOptions()
+	opts.Limits.Connections = 50
+	s, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	after, err := s.EnsureSpace("alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := decodeAccount(t, after.JWT).Limits
+	if l.Conn != 50 || l.LeafNodeConn != 0 {
+		t.Errorf("account limits conn %d, leaf %d; want 50, 0", l.Conn, l.LeafNodeConn)
+	}
+}
+
 func TestKeyStoreFileModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	s, err := Open(dir, DefaultOptions())
@@ -222,6 +252,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"disabling both storage types is refused", func(o *Options) { o.JetStream.MemoryStorage, o.JetStream.DiskStorage = 0, 0 }, false},
 		{"memory-only storage is valid", func(o *Options) { o.JetStream.DiskStorage = 0 }, true},
 		{"zero consumers is refused", func(o *Options) { o.JetStream.Consumers = 0 }, false},
+		{"zero connections is refused", func(o *Options) { o.Limits.Connections = 0 }, false},
+		{"a subscription limit below -1 is refused", func(o *Options) { o.Limits.Subscriptions = -2 }, false},
+		{"a positive payload limit is valid", func(o *Options) { o.Limits.Payload = 1 << 20 }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

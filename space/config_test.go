@@ -21,6 +21,7 @@ import (
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // configKeys lists the koanf keys of t's fields by reflection, sections joined with "."
@@ -87,6 +88,51 @@ func keyRows(t *testing.T) map[string]keyRow {
 			}},
 		"expiry": {map[string]any{"expiry": "2h"},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Expiry == 2*time.Hour }},
+		"limits.connections": {map[string]any{"limits.connections": 77},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Connections == 77 }},
+		"limits.subscriptions": {map[string]any{"limits.subscriptions": 88},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Subscriptions == 88 }},
+		"limits.payload": {map[string]any{"limits.payload": 4096},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Payload == 4096 }},
+		"limits.space_bytes": {map[string]any{"limits.space_bytes": 3 << 30},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.SpaceBytes == 3<<30 }},
+		"limits.dm_bytes": {map[string]any{"limits.dm_bytes": 5 << 20},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.DMBytes == 5<<20 }},
+		"limits.task_bytes": {map[string]any{"limits.task_bytes": 6 << 20},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.TaskBytes == 6<<20 }},
+		"limits.per_subject": {map[string]any{"limits.per_subject": 9},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.PerSubject == 9 }},
+		"limits.watch_consumers": {map[string]any{"limits.watch_consumers": 99},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.WatchConsumers == 99 }},
+		"limits.violation_log_interval": {map[string]any{"limits.violation_log_interval": "0s"},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ViolationLogInterval < 0 }},
+	}
+}
+
+// config refuses limits.space_bytes below what the streams take exactly where the mesh would:
+// its floor is wire.StreamLimits.Total.
+func TestConfigSpaceBytesFloorIsTheLayouts(t *testing.T) {
+	c := config.Default()
+	c.Dir = t.TempDir()
+	c.Limits.DMBytes, c.Limits.TaskBytes = 8<<20, 4<<20
+	l := wire.DefaultStreamLimits()
+	l.DMBytes, l.TaskBytes = c.Limits.DMBytes, c.Limits.TaskBytes
+	c.Limits.SpaceBytes = l.Total()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("space_bytes equal to the streams' total %d: %v", l.Total(), err)
+	}
+	c.Limits.SpaceBytes--
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "limits.space_bytes") {
+		t.Fatalf("space_bytes one below the streams' total: %v; want a limits.space_bytes problem", err)
+	}
+}
+
+// The defaults config documents are the defaults a zero space.Options takes.
+func TestConfigDefaultLimitsAreTheMeshDefaults(t *testing.T) {
+	c := config.Default()
+	c.Dir = t.TempDir()
+	if got := space.OptionsFromConfig(c, nil).Limits; got != space.DefaultLimits() {
+		t.Fatalf("config.Default() limits map to %+v; space.DefaultLimits() is %+v", got, space.DefaultLimits())
 	}
 }
 

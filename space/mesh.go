@@ -136,6 +136,7 @@ func (m *Mesh) brokerConfig() (broker.Config, error) {
 	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey
 	c.DeferListen = true // opened by start once every space is ready
 	c.Sync, c.Logger, c.Open = m.opts.Sync, m.log, m.opts.Open
+	c.ViolationLogInterval = m.opts.Limits.logInterval()
 	// A logger at debug level (config log.level: debug) is asked for debug lines; nats-server
 	// writes none unless told to, and the mesh itself logs nothing at debug.
 	c.Debug = m.log.Enabled(context.Background(), slog.LevelDebug)

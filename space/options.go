@@ -52,6 +52,9 @@ type Options struct {
 	// Expiry is the lifetime of a credential minted with no expiry of its own (the exp of
 	// the SPEC §9 user JWT is issue time + Expiry). Zero means 24 h, provisioner's default.
 	Expiry time.Duration
+	// Limits bound each space and each minted credential; a zero field takes its
+	// DefaultLimits value.
+	Limits Limits
 }
 
 // OptionsFromConfig is the one mapping from a loaded config.Config to Options; `cotal up`,
@@ -77,6 +80,14 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 		Open:             c.Open,
 		OpenInsecureBind: c.OpenInsecureBind,
 		Expiry:           c.Expiry,
+		Limits: Limits{Connections: c.Limits.Connections, Subscriptions: c.Limits.Subscriptions,
+			Payload: c.Limits.Payload, SpaceBytes: c.Limits.SpaceBytes, DMBytes: c.Limits.DMBytes,
+			TaskBytes: c.Limits.TaskBytes, PerSubject: c.Limits.PerSubject, WatchConsumers: c.Limits.WatchConsumers,
+			ViolationLogInterval: c.Limits.ViolationLogInterval},
+	}
+	if c.Limits.ViolationLogInterval == 0 {
+		// The config's 0 logs every refusal; a zero Options field would take the default.
+		o.Limits.ViolationLogInterval = -1
 	}
 	if logs != nil {
 		o.Logger = c.Log.Logger(logs)
@@ -85,11 +96,21 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 }
 
 // storeOptions are the key store options of a mesh run with o: provisioner.DefaultOptions
-// with o's credential lifetime. It is the one place Options reach the provisioner.
+// with o's credential lifetime and limits. It is the one place Options reach the
+// provisioner. The space's storage goes to the one storage type its streams use; the other
+// gets none. The account does not require a byte limit on every stream (max_bytes_required):
+// only the mesh creates streams, each with its limit, and a data directory from before the
+// limits would hold streams without one, which the broker then refuses to recover.
 func (o Options) storeOptions() provisioner.Options {
 	p := provisioner.DefaultOptions()
 	if o.Expiry > 0 {
 		p.CredentialTTL = o.Expiry
+	}
+	l := o.Limits
+	p.Limits = provisioner.Limits{Connections: int64(l.Connections), Subscriptions: int64(l.Subscriptions), Payload: int64(l.Payload)}
+	p.JetStream.MemoryStorage, p.JetStream.DiskStorage = 0, l.SpaceBytes
+	if o.Memory {
+		p.JetStream.MemoryStorage, p.JetStream.DiskStorage = l.SpaceBytes, 0
 	}
 	return p
 }
@@ -115,6 +136,7 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Limits = o.Limits.withDefaults()
 	return o
 }
 
@@ -127,6 +149,9 @@ func (o Options) validate() error {
 	}
 	if o.HTTP != "" && !o.HTTPPublic && !config.IsLoopback(o.HTTP) {
 		return fmt.Errorf("monitoring listener %q binds beyond this machine; use a loopback address such as 127.0.0.1:8222, or set HTTPPublic", o.HTTP)
+	}
+	if err := o.Limits.validate(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, s := range o.Spaces {

@@ -17,8 +17,8 @@ import (
 // `=defaults` channel record once (SPEC §7, §8; LAYOUT.md). It is idempotent: a restart
 // puts drifted settings back, and an existing `=defaults` record is left as the operator
 // last set it.
-func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, storage jetstream.StorageType, class wire.DeliveryClass) error {
-	for _, cfg := range jsconfig.Streams(n.Streams(), storage) {
+func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits wire.StreamLimits, storage jetstream.StorageType, class wire.DeliveryClass) error {
+	for _, cfg := range jsconfig.Streams(n.StreamsWithin(limits), storage) {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}

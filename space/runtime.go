@@ -44,7 +44,7 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 	if m.opts.Open {
 		class = wire.DeliveryLive // LAYOUT.md: live for an open mesh, durable otherwise.
 	}
-	if err := provision(ctx, rt.js, rt.names, m.storage(), class); err != nil {
+	if err := provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), class); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {

@@ -17,6 +17,67 @@ const (
 	MembershipMaxBytes = 64 << 20
 )
 
+// StreamLimits bound what the space's streams hold (issue 12 item 4: one agent must not be
+// able to fill the disk or a shared stream). Every stream carries a byte limit, so the sum,
+// Total, is the least account storage a space needs; DefaultStreamLimits documents each value.
+type StreamLimits struct {
+	// ChatBytes is CHAT_<s>'s max_bytes; the oldest message goes first.
+	ChatBytes int64
+	// DMBytes is DM_<s>'s max_bytes; the oldest DM goes first, so a flood of DMs to made-up
+	// ids evicts old DMs rather than growing the store.
+	DMBytes int64
+	// TaskBytes is TASK_<s>'s max_bytes. TASK is a work queue whose acked tasks leave it, so
+	// a full TASK refuses new tasks (discard new, per subject too) and the sender sees
+	// JetStream's error.
+	TaskBytes int64
+	// PerSubject is DM_<s>'s and TASK_<s>'s max_msgs_per_subject: per recipient and sender
+	// for a DM, per role and sender for a task.
+	PerSubject int64
+	// BackstopBytes is the max_bytes of INBOX_<s> and of DLV_<s>, each.
+	BackstopBytes int64
+	// BucketBytes is the max_bytes of each KV bucket but membership (MembershipMaxBytes).
+	BucketBytes int64
+	// WatchConsumers is the max_consumers of the presence and channel-registry buckets, the
+	// two streams on which agents create their own (watch) consumers.
+	WatchConsumers int
+}
+
+// Default stream limits, sized for a laptop mesh of hundreds of agents: a few thousand
+// messages of a few KiB per agent; 1856 MiB of streams in all, inside a 2 GiB space.
+const (
+	DefaultChatBytes      = 512 << 20
+	DefaultDMBytes        = 256 << 20
+	DefaultTaskBytes      = 256 << 20
+	DefaultPerSubject     = 1000
+	DefaultBackstopBytes  = 256 << 20
+	DefaultBucketBytes    = 64 << 20
+	DefaultWatchConsumers = 2000
+)
+
+// PresenceMaxMsgSize bounds one presence record. The bucket refuses writes once full
+// (discard new), so without it a few agents with huge records would crowd every other
+// instance's heartbeat out; with it a default bucket holds 1024 records of the largest size.
+const PresenceMaxMsgSize = 64 << 10
+
+// WatchInactiveLimit is the consumer inactive threshold the presence and channel-registry
+// buckets impose (stream consumer_limits): a consumer an agent created and left, durable or
+// not, is deleted this long after its last reader went, a restart included. It equals the
+// threshold nats.go gives ordered consumers (KV watches); a longer request is refused.
+const WatchInactiveLimit = 5 * time.Minute
+
+// DefaultStreamLimits returns the documented defaults.
+func DefaultStreamLimits() StreamLimits {
+	return StreamLimits{ChatBytes: DefaultChatBytes, DMBytes: DefaultDMBytes, TaskBytes: DefaultTaskBytes,
+		PerSubject: DefaultPerSubject, BackstopBytes: DefaultBackstopBytes, BucketBytes: DefaultBucketBytes,
+		WatchConsumers: DefaultWatchConsumers}
+}
+
+// Total is the sum of every stream's max_bytes under l: the account storage a space needs
+// for its streams never to hit the account limit before their own.
+func (l StreamLimits) Total() int64 {
+	return l.ChatBytes + l.DMBytes + l.TaskBytes + 2*l.BackstopBytes + 4*l.BucketBytes + MembershipMaxBytes
+}
+
 // Retention is a stream's retention policy.
 type Retention int
 
@@ -43,15 +104,18 @@ const Unlimited = -1
 // StreamSpec is one stream of a space's layout as plain data, independent of any client
 // library. Zero limits take the server's default; Unlimited says so explicitly.
 type StreamSpec struct {
-	Name              string
-	Subjects          []string
-	Retention         Retention
-	Discard           Discard
-	MaxMsgs           int64
-	MaxBytes          int64
-	MaxMsgSize        int32
-	MaxConsumers      int
-	MaxMsgsPerSubject int64
+	Name      string
+	Subjects  []string
+	Retention Retention
+	Discard   Discard
+	// DiscardNewPerSubject applies DiscardNew to the per-subject limit too: a subject at
+	// MaxMsgsPerSubject refuses the next message instead of dropping its oldest.
+	DiscardNewPerSubject bool
+	MaxMsgs              int64
+	MaxBytes             int64
+	MaxMsgSize           int32
+	MaxConsumers         int
+	MaxMsgsPerSubject    int64
 	// MaxAge is zero for no age limit.
 	MaxAge     time.Duration
 	Duplicates time.Duration
@@ -59,42 +123,54 @@ type StreamSpec struct {
 	AllowDirect bool
 	// DenyDelete refuses deleting single messages.
 	DenyDelete bool
+	// ConsumerInactiveLimit, when positive, is the longest inactive threshold a consumer of
+	// the stream may ask for and the one it gets when it asks for none.
+	ConsumerInactiveLimit time.Duration
 }
 
-// Streams returns every stream of the space in the order they are provisioned: the message
-// streams, then the streams behind the KV buckets.
-func (n Names) Streams() []StreamSpec {
-	return append(n.MessageStreams(), n.BucketStreams()...)
+// Streams returns every stream of the space under DefaultStreamLimits, in the order they are
+// provisioned: the message streams, then the streams behind the KV buckets.
+func (n Names) Streams() []StreamSpec { return n.StreamsWithin(DefaultStreamLimits()) }
+
+// StreamsWithin is Streams with the limits l.
+func (n Names) StreamsWithin(l StreamLimits) []StreamSpec {
+	return append(n.MessageStreams(l), n.BucketStreams(l)...)
 }
 
-// MessageStreams returns CHAT, DM, TASK, INBOX and DLV (LAYOUT.md "Streams"). None of them
-// allows per-message TTLs, message schedules or rollups: an agent can publish into CHAT, DM and
-// TASK, and none of those headers is part of the protocol.
-func (n Names) MessageStreams() []StreamSpec {
-	base := func(name, subject string) StreamSpec {
+// MessageStreams returns CHAT, DM, TASK, INBOX and DLV (LAYOUT.md "Streams") bounded by l.
+// None of them allows per-message TTLs, message schedules or rollups: an agent can publish
+// into CHAT, DM and TASK, and none of those headers is part of the protocol.
+func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
+	base := func(name, subject string, maxBytes int64) StreamSpec {
 		return StreamSpec{
 			Name:       name,
 			Subjects:   []string{n.Prefix() + "." + subject + ".>"},
 			Retention:  RetainLimits,
 			Discard:    DiscardOld,
 			MaxMsgs:    Unlimited,
-			MaxBytes:   Unlimited,
+			MaxBytes:   maxBytes,
 			Duplicates: DuplicateWindow,
 		}
 	}
-	chat := base(n.ChatStream(), "chat")
+	chat := base(n.ChatStream(), "chat", l.ChatBytes)
 	chat.MaxMsgsPerSubject = ChatPerSubject
 	chat.AllowDirect = true // SPEC §8: CHAT allows Direct Get; agents still hold no grant for it.
 
-	dm := base(n.DMStream(), "inst")
-	task := base(n.TaskStream(), "svc")
+	dm := base(n.DMStream(), "inst", l.DMBytes)
+	dm.MaxMsgsPerSubject = l.PerSubject
+	task := base(n.TaskStream(), "svc", l.TaskBytes)
 	task.Retention = RetainWorkQueue
+	task.MaxMsgsPerSubject = l.PerSubject
+	// Acked tasks leave a work queue, so a full TASK holds only unconsumed tasks: refuse the
+	// new one (the sender sees the error) rather than silently drop the oldest pending task,
+	// past the stream's bytes and past a role and sender's PerSubject alike.
+	task.Discard, task.DiscardNewPerSubject = DiscardNew, true
 
-	inbox := base(n.InboxStream(), "dinbox")
+	inbox := base(n.InboxStream(), "dinbox", l.BackstopBytes)
 	inbox.MaxMsgsPerSubject = BackstopPerSubject
 	inbox.Duplicates = BackstopDuplicateWindow
 
-	dlv := base(n.DLVStream(), "dlv")
+	dlv := base(n.DLVStream(), "dlv", l.BackstopBytes)
 	dlv.MaxMsgsPerSubject = BackstopPerSubject
 	dlv.Duplicates = BackstopDuplicateWindow
 	return []StreamSpec{chat, dm, task, inbox, dlv}
@@ -106,7 +182,11 @@ func (n Names) MessageStreams() []StreamSpec {
 // `Nats-Rollup: all` from any agent would erase every other instance's presence (LAYOUT.md
 // trap "Presence wipe"), and agents read the channel registry through STREAM.MSG.GET only
 // (Appendix B), which a KV client uses when Direct Get is off.
-func (n Names) BucketStreams() []StreamSpec {
+//
+// Each bucket is bounded by l.BucketBytes. The presence and channel-registry buckets, where
+// agents create their own watch consumers, are also bounded in consumers (l.WatchConsumers)
+// and in how long an abandoned consumer lives (WatchInactiveLimit).
+func (n Names) BucketStreams(l StreamLimits) []StreamSpec {
 	kv := func(bucket string, ttl time.Duration) StreamSpec {
 		return StreamSpec{
 			Name:              KVStream(bucket),
@@ -114,7 +194,7 @@ func (n Names) BucketStreams() []StreamSpec {
 			Retention:         RetainLimits,
 			Discard:           DiscardNew,
 			MaxMsgs:           Unlimited,
-			MaxBytes:          Unlimited,
+			MaxBytes:          l.BucketBytes,
 			MaxMsgSize:        Unlimited,
 			MaxConsumers:      Unlimited,
 			MaxMsgsPerSubject: 1,
@@ -123,11 +203,17 @@ func (n Names) BucketStreams() []StreamSpec {
 			DenyDelete:        true,
 		}
 	}
+	watched := func(s StreamSpec) StreamSpec {
+		s.MaxConsumers, s.ConsumerInactiveLimit = l.WatchConsumers, WatchInactiveLimit
+		return s
+	}
+	presence := watched(kv(n.PresenceBucket(), DefaultLivenessWindow))
+	presence.MaxMsgSize = PresenceMaxMsgSize
 	membership := kv(n.MembershipBucket(), 0)
 	membership.MaxBytes = MembershipMaxBytes
 	return []StreamSpec{
-		kv(n.PresenceBucket(), DefaultLivenessWindow),
-		kv(n.ChannelsBucket(), 0),
+		presence,
+		watched(kv(n.ChannelsBucket(), 0)),
 		kv(n.MembersBucket(), 0),
 		kv(n.ACLBucket(), 0),
 		membership,

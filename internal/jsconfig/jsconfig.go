@@ -28,12 +28,14 @@ func Stream(s wire.StreamSpec, storage jetstream.StorageType) jetstream.StreamCo
 		Duplicates:        s.Duplicates,
 		AllowDirect:       s.AllowDirect,
 		DenyDelete:        s.DenyDelete,
+		ConsumerLimits:    jetstream.StreamConsumerLimits{InactiveThreshold: s.ConsumerInactiveLimit},
 	}
 	if s.Retention == wire.RetainWorkQueue {
 		cfg.Retention = jetstream.WorkQueuePolicy
 	}
 	if s.Discard == wire.DiscardNew {
 		cfg.Discard = jetstream.DiscardNew
+		cfg.DiscardNewPerSubject = s.DiscardNewPerSubject
 	}
 	return cfg
 }

@@ -80,6 +80,26 @@ func TestStreamsKeepTheLayoutSettings(t *testing.T) {
 		{"the channel registry has no Direct Get", func(m map[string]jetstream.StreamConfig) bool {
 			return !m["KV_cotal_channels_main"].AllowDirect
 		}},
+		{"DM and TASK are bounded in bytes and per subject, TASK refusing past its bytes", func(m map[string]jetstream.StreamConfig) bool {
+			dm, task := m["DM_main"], m["TASK_main"]
+			return dm.MaxBytes == wire.DefaultDMBytes && dm.MaxMsgsPerSubject == wire.DefaultPerSubject && dm.Discard == jetstream.DiscardOld &&
+				task.MaxBytes == wire.DefaultTaskBytes && task.MaxMsgsPerSubject == wire.DefaultPerSubject && task.Discard == jetstream.DiscardNew && task.DiscardNewPerSubject
+		}},
+		{"every stream has a byte limit and together they fit the space total", func(m map[string]jetstream.StreamConfig) bool {
+			var sum int64
+			for _, c := range m {
+				if c.MaxBytes <= 0 {
+					return false
+				}
+				sum += c.MaxBytes
+			}
+			return sum == wire.DefaultStreamLimits().Total()
+		}},
+		{"presence bounds its consumers, how long an abandoned one lives, and its records", func(m map[string]jetstream.StreamConfig) bool {
+			c := m["KV_cotal_presence_main"]
+			return c.MaxConsumers == wire.DefaultWatchConsumers && c.ConsumerLimits.InactiveThreshold == wire.WatchInactiveLimit &&
+				c.MaxMsgSize == wire.PresenceMaxMsgSize
+		}},
 		{"every stream is on the requested storage with one replica", func(m map[string]jetstream.StreamConfig) bool {
 			for _, c := range m {
 				if c.Storage != jetstream.MemoryStorage || c.Replicas != 1 {

@@ -1,0 +1,95 @@
+package space
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// Limits bound what one agent, and one space, may take from the broker (issue 12 item 4: one
+// hostile agent must not exhaust the mesh for the others). Account limits need
+// authentication: an open mesh keeps only the stream limits and the log rate limit.
+type Limits struct {
+	// Connections is the most client connections of one space, the mesh's own included.
+	Connections int
+	// Subscriptions is the most subscriptions of one connection of a minted credential.
+	Subscriptions int
+	// Payload is the largest message in bytes a minted credential may publish.
+	Payload int
+	// SpaceBytes is one space's JetStream storage; its streams' byte limits must fit in it.
+	SpaceBytes int64
+	// DMBytes and TaskBytes are the byte limits of DM_<s> and TASK_<s>.
+	DMBytes, TaskBytes int64
+	// PerSubject is DM_<s>'s and TASK_<s>'s max_msgs_per_subject.
+	PerSubject int64
+	// WatchConsumers is the max_consumers of the presence and channel-registry buckets.
+	WatchConsumers int
+	// ViolationLogInterval rate-limits each identity's refusal lines in the log
+	// (broker.Config.ViolationLogInterval); negative logs every line.
+	ViolationLogInterval time.Duration
+}
+
+// DefaultLimits returns the limits config.Default documents, sized for a laptop mesh of
+// hundreds of agents: 2 GiB of JetStream per space (its streams take 1856 MiB), 1000
+// connections per space, 1000 subscriptions per connection, 1 MiB messages.
+func DefaultLimits() Limits {
+	return Limits{Connections: 1000, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
+		DMBytes: wire.DefaultDMBytes, TaskBytes: wire.DefaultTaskBytes, PerSubject: wire.DefaultPerSubject,
+		WatchConsumers: wire.DefaultWatchConsumers, ViolationLogInterval: broker.DefaultViolationLogInterval}
+}
+
+// orDefault is v, or def when v is zero.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// withDefaults fills every zero field from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	return Limits{
+		Connections:          orDefault(l.Connections, d.Connections),
+		Subscriptions:        orDefault(l.Subscriptions, d.Subscriptions),
+		Payload:              orDefault(l.Payload, d.Payload),
+		SpaceBytes:           orDefault(l.SpaceBytes, d.SpaceBytes),
+		DMBytes:              orDefault(l.DMBytes, d.DMBytes),
+		TaskBytes:            orDefault(l.TaskBytes, d.TaskBytes),
+		PerSubject:           orDefault(l.PerSubject, d.PerSubject),
+		WatchConsumers:       orDefault(l.WatchConsumers, d.WatchConsumers),
+		ViolationLogInterval: orDefault(l.ViolationLogInterval, d.ViolationLogInterval),
+	}
+}
+
+// streams are the stream limits of every space under l.
+func (l Limits) streams() wire.StreamLimits {
+	s := wire.DefaultStreamLimits()
+	s.DMBytes, s.TaskBytes, s.PerSubject, s.WatchConsumers = l.DMBytes, l.TaskBytes, l.PerSubject, l.WatchConsumers
+	return s
+}
+
+// logInterval is the broker's ViolationLogInterval, where zero means every line.
+func (l Limits) logInterval() time.Duration { return max(l.ViolationLogInterval, 0) }
+
+// validate checks limits that withDefaults has filled.
+func (l Limits) validate() error {
+	bounds := []struct {
+		name string
+		v    int64
+	}{{"connections", int64(l.Connections)}, {"subscriptions", int64(l.Subscriptions)}, {"payload", int64(l.Payload)},
+		{"DM bytes", l.DMBytes}, {"task bytes", l.TaskBytes}, {"per-subject limit", l.PerSubject},
+		{"watch consumers", int64(l.WatchConsumers)}}
+	for _, b := range bounds {
+		if b.v < 0 {
+			return fmt.Errorf("limit on %s is %d; use a positive bound, or 0 for the default", b.name, b.v)
+		}
+	}
+	if need := l.streams().Total(); l.SpaceBytes < need {
+		return fmt.Errorf("space storage %d bytes is below the %d its streams take (DM %d, task %d, the rest fixed); raise the space storage or lower the DM and task bytes",
+			l.SpaceBytes, need, l.DMBytes, l.TaskBytes)
+	}
+	return nil
+}
