@@ -327,7 +327,7 @@ func TestAdminReadsTheSpaceButPostsNothing(t *testing.T) {
 	w := newWorld(t)
 	r, n := w.root, w.n
 	alice := newPeer(t, w.m, w.alice)
-	audit := jetstream.ConsumerConfig{Name: "audit", FilterSubject: "cotal.main.inst.>", AckPolicy: jetstream.AckNonePolicy}
+	audit := jetstream.ConsumerConfig{Name: n.DMHistoryConsumer(r.ID), FilterSubject: "cotal.main.inst.>", AckPolicy: jetstream.AckNonePolicy}
 	run(t, w.m, []confinementCase{
 		{"an admin taps the whole space live, DMs included", r, follow("cotal.main.>", alice, n.InstSubject(w.bob.ID, w.alice.ID), ""), permitted},
 		{"an admin reads DM history", r, readBack(n.DMStream(), audit), permitted},

@@ -147,7 +147,30 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 			return nil, err
 		}
 	}
+	m.afterGrantChange(ctx, rt, rec)
 	return cred, nil
+}
+
+// afterGrantChange re-checks everything rec's identity may have created under its previous
+// grants (LAYOUT.md trap "A consumer outlives the ACL it was made under"): every consumer of
+// the space, and the durable copies already handed to it. The credential change itself has
+// happened and is not undone; a failure here is logged, counted, and closed by the next
+// periodic pass.
+func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provisioner.Record) {
+	if rec.Profile == provisioner.ProfileAgent && !rec.Revoked {
+		n, err := rt.pruneHandoff(ctx, rec.ID, provisioner.ACLFor(rec))
+		if err != nil {
+			m.log.Error("pruning durable copies after a credential change failed", "space", rt.name, "id", rec.ID, "err", err)
+		}
+		rt.reconciled.pruned.Add(int64(n))
+		if n > 0 {
+			m.log.Warn("deleted durable copies of channels outside the new read ACL", "space", rt.name,
+				"id", rec.ID, "name", rec.Name, "copies", n)
+		}
+	}
+	if _, err := m.reconcile(ctx, rt); err != nil {
+		m.log.Error("reconciling consumers after a credential change failed", "space", rt.name, "id", rec.ID, "err", err)
+	}
 }
 
 // Revoke cuts a credential off at once: the account's revocation list reaches the broker
@@ -173,7 +196,11 @@ func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if err != nil {
 		return err
 	}
-	return rt.putACL(ctx, rec)
+	if err := rt.putACL(ctx, rec); err != nil {
+		return err
+	}
+	m.afterGrantChange(ctx, rt, rec)
+	return nil
 }
 
 // Credentials lists every credential minted in space (no key material).

@@ -26,6 +26,9 @@ type spaceRuntime struct {
 
 	dlvConn  *nats.Conn // delivery identity: fan-out, trusted reader, the delivery ctl service
 	delivery *delivery.Service
+	// deliveryInbox is dlvConn's inbox prefix, where the delivery service's KV watches push.
+	deliveryInbox string
+	reconciled    reconcileStats
 
 	mintMu sync.Mutex // serializes mint and revoke: broker update, then ACL record
 }
@@ -54,6 +57,12 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if err := m.startDelivery(ctx, rt); err != nil {
+		return nil, errors.Join(err, rt.close(ctx))
+	}
+	// After the delivery service, whose watches push into an inbox known only now: consumers
+	// left from the last run by identities since revoked, or redefined while the mesh was down,
+	// go before any client can connect (issue 12 item 3).
+	if _, err := m.reconcile(ctx, rt); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	return rt, nil
@@ -88,7 +97,7 @@ func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
 	if err != nil {
 		return err
 	}
-	rt.dlvConn = nc
+	rt.dlvConn, rt.deliveryInbox = nc, nc.Opts.InboxPrefix
 	cfg := delivery.DefaultConfig()
 	cfg.Names, cfg.Conn, cfg.Logger = rt.names, nc, m.log.With("space", rt.name)
 	cfg.ACL = rt.acls

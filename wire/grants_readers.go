@@ -8,18 +8,23 @@ func observerPermissions(p *Permissions, n Names) {
 
 // adminPermissions adds SPEC Appendix B's admin grants: the observer's read verbs, the whole
 // space's live tap and DM history. Admin still has no application publish.
-func adminPermissions(p *Permissions, n Names) {
+//
+// Appendix B's DM history verbs are on every consumer of DM (`<DM>`, `<DM>.>`), which let an
+// admin redefine an agent's dm_<id> (a wider filter its owner then pulls), delete it, ack its
+// messages away, or leave a push consumer delivering DMs anywhere (issue 12 item 3). They are
+// narrowed to one consumer of the admin's own, dmhist_<id>, created through the pinned subject
+// with the whole DM subtree as filter: the same DM history, and no verb on any other consumer.
+func adminPermissions(p *Permissions, n Names, id string) {
 	p.Sub.Allow.add(n.Prefix() + ".>")
 	readerPermissions(p, n)
-	dm := n.DMStream()
+	h := n.DMHistoryConsumerSpec(id)
 	p.Pub.Allow.add(
-		streamAPI("INFO", dm),
-		"$JS.API.CONSUMER.CREATE."+dm,
-		consumerAPI("CREATE", dm, ">"),
-		consumerAPI("INFO", dm, ">"),
-		consumerAPI("MSG.NEXT", dm, ">"),
-		consumerAPI("DELETE", dm, ">"),
-		"$JS.ACK."+dm+".>",
+		streamAPI("INFO", h.Stream),
+		pinnedCreate(h),
+		consumerAPI("INFO", h.Stream, h.Name),
+		consumerAPI("MSG.NEXT", h.Stream, h.Name),
+		consumerAPI("DELETE", h.Stream, h.Name),
+		ackSubject(h.Stream, h.Name),
 	)
 }
 
