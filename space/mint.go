@@ -231,9 +231,12 @@ func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) erro
 	return nil
 }
 
-// syncRegistry brings the space in line with the registry at start: every ACL record is
-// rewritten (credentials minted while no mesh ran get theirs, a tampered one is put back) and
-// every active agent's bind-only consumers exist, so an offline mint needs no second step.
+// syncRegistry brings the space in line with the registry at start, before the delivery
+// service and any client connect: every ACL record is rewritten (credentials minted while no
+// mesh ran get theirs, a tampered one is put back), and one reconciliation pass leaves exactly
+// the consumers the registry allows: every active agent's bind-only consumers exist with their
+// spec's config, so an offline mint needs no second step, and whatever an identity since
+// revoked, or anyone while the mesh was down, left behind is gone (issue 12 item 3).
 func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 	if m.store == nil {
 		return nil
@@ -246,11 +249,7 @@ func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 		if err := rt.putACL(ctx, rec); err != nil {
 			return err
 		}
-		if rec.Profile == provisioner.ProfileAgent && rec.Active(time.Now()) {
-			if err := provisionInstance(ctx, rt.js, rt.names, rec.ID, rec.Grants.Role, m.opts.AckWait); err != nil {
-				return err
-			}
-		}
 	}
-	return nil
+	_, err = m.reconcile(ctx, rt)
+	return err
 }

@@ -100,31 +100,44 @@ func (m *Mesh) reconcileStream(ctx context.Context, rt *spaceRuntime, r roster, 
 			present[stream+"/"+info.Name] = true
 			continue
 		}
-		err := rt.js.DeleteConsumer(ctx, stream, info.Name)
-		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			errs = append(errs, fmt.Errorf("delete consumer %s on %s: %w", info.Name, stream, err))
-			continue
-		}
-		if j.verdict == remove {
-			rep.Deleted++
-			m.log.Warn("deleted a consumer the layout does not allow", "space", rt.name, "stream", stream,
+		if j.verdict == restore {
+			if err := m.restoreConsumer(ctx, rt, stream, info.Name, j); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rep.Restored++
+			present[stream+"/"+info.Name] = true
+			m.log.Warn("restored a redefined consumer to its spec", "space", rt.name, "stream", stream,
 				"consumer", info.Name, "owner", j.owner, "reason", j.why)
 			continue
 		}
-		// A bind-only durable is recreated from the spec rather than updated: a push consumer
-		// cannot be updated into a pull one, nor an ack policy changed. Its acknowledgement
-		// state goes with it, so the owner may see retained messages again: at-least-once,
-		// deduplicated by id (SPEC §5), and nothing lost.
-		if _, err := rt.js.CreateOrUpdateConsumer(ctx, stream, jsconfig.Consumer(j.spec)); err != nil {
-			errs = append(errs, fmt.Errorf("restore consumer %s on %s: %w", info.Name, stream, err))
+		if err := rt.js.DeleteConsumer(ctx, stream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			errs = append(errs, fmt.Errorf("delete consumer %s on %s: %w", info.Name, stream, err))
 			continue
 		}
-		rep.Restored++
-		present[stream+"/"+info.Name] = true
-		m.log.Warn("restored a redefined consumer to its spec", "space", rt.name, "stream", stream,
+		rep.Deleted++
+		m.log.Warn("deleted a consumer the layout does not allow", "space", rt.name, "stream", stream,
 			"consumer", info.Name, "owner", j.owner, "reason", j.why)
 	}
 	return errors.Join(errs...)
+}
+
+// restoreConsumer puts a bind-only durable back to j.spec. An update keeps its
+// acknowledgement state; what the server will not update in place (a push consumer made pull,
+// another ack policy) is deleted and created again, which loses that state, so the owner may
+// see retained messages again: at-least-once, deduplicated by id (SPEC §5), nothing lost.
+func (m *Mesh) restoreConsumer(ctx context.Context, rt *spaceRuntime, stream, name string, j judgement) error {
+	cfg := jsconfig.Consumer(j.spec)
+	if c, err := rt.js.UpdateConsumer(ctx, stream, cfg); err == nil && drift(j.spec, c.CachedInfo().Config) == "" {
+		return nil
+	}
+	if err := rt.js.DeleteConsumer(ctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("delete consumer %s on %s to restore it: %w", name, stream, err)
+	}
+	if _, err := rt.js.CreateConsumer(ctx, stream, cfg); err != nil {
+		return fmt.Errorf("restore consumer %s on %s: %w", name, stream, err)
+	}
+	return nil
 }
 
 // restoreMissing recreates every bind-only durable of an active agent that is not present,

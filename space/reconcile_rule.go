@@ -20,11 +20,13 @@ import (
 //   - fanout on CHAT and reader on INBOX: the delivery service's own. Only the delivery
 //     identity can create them (every other profile is denied), and losing one stops durable
 //     delivery, so they are never touched.
-//   - dm_<id> on DM, dlv_<id> on DLV: id is an active agent, and the config is the wire spec's
-//     (filter, explicit ack, ack wait, no deliver subject, no inactive threshold, no
-//     throttling or header-only knob). svc_<role> on TASK likewise for a role an active agent
-//     holds. A bind-only durable of an active owner whose config drifted is restored to the
-//     spec; one without an active owner is deleted.
+//   - dm_<id> on DM, dlv_<id> on DLV: id is an agent that is not revoked, and the config is the
+//     wire spec's (filter, explicit ack, ack wait, no deliver subject, no inactive threshold, no
+//     throttling or header-only knob). svc_<role> on TASK likewise for a role such an agent
+//     holds. A bind-only durable whose config drifted is restored to the spec; one whose owner
+//     was revoked is deleted. An expired credential keeps its durables: the broker refuses it
+//     already, nobody else may bind them, and a re-mint of the same key finds its queue where
+//     it left it instead of every retained DM again.
 //   - chathist_<id> on CHAT: id is active, the consumer is transient (below), pull, with one
 //     filter that the owner's current read ACL covers (an observer's or admin's covers all
 //     chat). A re-mint that narrows the ACL therefore takes away every history consumer
@@ -66,31 +68,40 @@ type judgement struct {
 	owner   string
 }
 
-// roster is what the rule knows of the registry: the active identities by their sanitized id
-// token, the roles active agents hold, and each one's current permissions.
+// roster is what the rule knows of the registry, by sanitized id token: the active
+// identities, the agents not revoked (owners of bind-only durables) and the roles they hold,
+// and each active identity's current permissions by inbox prefix.
 type roster struct {
 	names   wire.Names
 	ackWait time.Duration
 	active  map[string]provisioner.Record
+	agents  map[string]provisioner.Record
 	roles   map[string]bool
 	inboxes map[string]wire.Permissions // inbox prefix -> that identity's permissions
 }
 
 // newRoster builds the rule's view of recs at now. deliveryInbox is the inbox prefix of the
-// space's delivery connection, whose watches are its own.
+// space's delivery connection, whose watches are its own; empty before the delivery service
+// starts, when every watch is a previous run's.
 func newRoster(n wire.Names, recs []provisioner.Record, now time.Time, ackWait time.Duration, deliveryInbox string) roster {
-	r := roster{names: n, ackWait: ackWait, active: map[string]provisioner.Record{}, roles: map[string]bool{},
-		inboxes: map[string]wire.Permissions{deliveryInbox: wire.DeliveryPermissions(n, deliveryInbox)}}
+	r := roster{names: n, ackWait: ackWait, active: map[string]provisioner.Record{},
+		agents: map[string]provisioner.Record{}, roles: map[string]bool{}, inboxes: map[string]wire.Permissions{}}
+	if deliveryInbox != "" {
+		r.inboxes[deliveryInbox] = wire.DeliveryPermissions(n, deliveryInbox)
+	}
 	for _, rec := range recs {
+		if rec.Profile == provisioner.ProfileAgent && !rec.Revoked {
+			r.agents[wire.Sanitize(rec.ID)] = rec
+			if rec.Grants.Role != "" {
+				r.roles[wire.Sanitize(rec.Grants.Role)] = true
+			}
+		}
 		if !rec.Active(now) {
 			continue
 		}
 		r.active[wire.Sanitize(rec.ID)] = rec
 		if p, ok := identityPermissions(n, rec); ok {
 			r.inboxes[wire.InboxPrefix(rec.ID)] = p
-		}
-		if rec.Profile == provisioner.ProfileAgent && rec.Grants.Role != "" {
-			r.roles[wire.Sanitize(rec.Grants.Role)] = true
 		}
 	}
 	return r
@@ -196,16 +207,16 @@ func (r roster) judgeDMHistory(tok string, cfg jetstream.ConsumerConfig) judgeme
 
 // judgeBound judges dm_<tok> or dlv_<tok>, whose spec spec(id) gives.
 func (r roster) judgeBound(tok string, cfg jetstream.ConsumerConfig, spec func(id string) wire.ConsumerSpec) judgement {
-	rec, ok := r.active[tok]
-	if !ok || rec.Profile != provisioner.ProfileAgent {
-		return judgement{verdict: remove, why: "its owner is not an active agent", owner: tok}
+	rec, ok := r.agents[tok]
+	if !ok {
+		return judgement{verdict: remove, why: "its owner is not an agent, or was revoked", owner: tok}
 	}
 	return bound(spec(rec.ID), cfg, rec.ID)
 }
 
 func (r roster) judgeRole(role string, cfg jetstream.ConsumerConfig) judgement {
 	if !r.roles[role] {
-		return judgement{verdict: remove, why: "no active agent holds the role", owner: role}
+		return judgement{verdict: remove, why: "no agent that is not revoked holds the role", owner: role}
 	}
 	return bound(r.names.SvcConsumerSpec(role, r.ackWait), cfg, role)
 }

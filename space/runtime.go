@@ -59,12 +59,6 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 	if err := m.startDelivery(ctx, rt); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
-	// After the delivery service, whose watches push into an inbox known only now: consumers
-	// left from the last run by identities since revoked, or redefined while the mesh was down,
-	// go before any client can connect (issue 12 item 3).
-	if _, err := m.reconcile(ctx, rt); err != nil {
-		return nil, errors.Join(err, rt.close(ctx))
-	}
 	return rt, nil
 }
 
