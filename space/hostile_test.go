@@ -186,6 +186,39 @@ func TestAnAdminCannotRedefineDrainOrDeleteAnAgentsConsumers(t *testing.T) {
 	})
 }
 
+func TestNoReaderCanRedefineDrainOrDeleteAnAgentsHistoryConsumer(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	n, chat := w.n, w.n.ChatStream()
+	hist := n.HistoryConsumer(w.alice.ID)
+	all := "cotal.main.chat.>"
+	// alice's history consumer exists, as in the middle of one of her history reads.
+	plant(t, newPeer(t, w.m, w.alice), chat, jetstream.ConsumerConfig{Name: hist, FilterSubject: n.ChatFilter("general"),
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: wire.HistoryInactiveThreshold})
+	widened := jetstream.ConsumerConfig{Name: hist, FilterSubject: all, AckPolicy: jetstream.AckNonePolicy,
+		InactiveThreshold: wire.HistoryInactiveThreshold}
+	next := map[string]any{"batch": 1, "no_wait": true}
+	var cases []confinementCase
+	for _, who := range []struct {
+		name string
+		cred *provisioner.Credential
+	}{{"an observer", w.watcher}, {"an admin", w.root}} {
+		as := who.cred
+		cases = append(cases,
+			confinementCase{who.name + " reads all chat history through its own chathist", as,
+				readBack(chat, jetstream.ConsumerConfig{Name: n.HistoryConsumer(as.ID), FilterSubject: all,
+					AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: wire.HistoryInactiveThreshold}), permitted},
+			refuseAPI(who.name+" cannot widen an agent's chathist to all chat", as,
+				"$JS.API.CONSUMER.CREATE."+chat+"."+hist+"."+all, createBody(chat, widened)),
+			refuseAPI(who.name+" cannot create a CHAT consumer under a name of its choosing", as,
+				"$JS.API.CONSUMER.CREATE."+chat+".spy."+all, createBody(chat, jetstream.ConsumerConfig{Name: "spy", FilterSubject: all})),
+			refuseAPI(who.name+" cannot pull from an agent's chathist", as, "$JS.API.CONSUMER.MSG.NEXT."+chat+"."+hist, next),
+			refuseAPI(who.name+" cannot delete an agent's chathist", as, "$JS.API.CONSUMER.DELETE."+chat+"."+hist, nil),
+		)
+	}
+	run(t, w.m, cases)
+}
+
 // plant creates cfg on stream as p through the pinned create subject, which the attack needs
 // to be permitted. A consumer named by Durable is durable; one named by Name only is
 // ephemeral, and the server gives it an inactive threshold of its own.
@@ -211,14 +244,15 @@ func TestThePeriodicPassDeletesConsumersNoRuleKeeps(t *testing.T) {
 		stream string
 		cfg    jetstream.ConsumerConfig
 	}{
-		{"an observer's push consumer delivering all chat into an agent's inbox", watcher, chat,
-			jetstream.ConsumerConfig{Durable: "spy", FilterSubject: "cotal.main.chat.>", AckPolicy: jetstream.AckNonePolicy,
-				DeliverSubject: wire.InboxPrefix(bob.ID) + ".spy"}},
-		{"an observer's chathist under an agent's name reading all chat", watcher, chat,
-			jetstream.ConsumerConfig{Name: n.HistoryConsumer(bob.ID), FilterSubject: "cotal.main.chat.>",
-				AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: wire.HistoryInactiveThreshold}},
-		{"an observer's durable CHAT consumer", watcher, chat,
-			jetstream.ConsumerConfig{Durable: "forever", FilterSubject: "cotal.main.chat.>", AckPolicy: jetstream.AckNonePolicy}},
+		{"an observer's own chathist pushing all chat into an agent's inbox", watcher, chat,
+			jetstream.ConsumerConfig{Durable: n.HistoryConsumer(watcher.cred.ID), FilterSubject: "cotal.main.chat.>",
+				AckPolicy: jetstream.AckNonePolicy, DeliverSubject: wire.InboxPrefix(bob.ID) + ".spy"}},
+		{"an observer's own chathist made durable", watcher, chat,
+			jetstream.ConsumerConfig{Durable: n.HistoryConsumer(watcher.cred.ID), FilterSubject: "cotal.main.chat.>",
+				AckPolicy: jetstream.AckNonePolicy}},
+		{"an agent's chathist with an inactive threshold of a day", agent, chat,
+			jetstream.ConsumerConfig{Name: n.HistoryConsumer(bob.ID), FilterSubject: n.ChatFilter("general"),
+				AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 24 * time.Hour}},
 		{"an agent's durable consumer on the presence bucket", agent, presence,
 			jetstream.ConsumerConfig{Durable: "squat", FilterSubject: "$KV." + n.PresenceBucket() + ".>", AckPolicy: jetstream.AckNonePolicy}},
 	} {
@@ -250,7 +284,8 @@ func TestConsumersNoRuleKeepsDoNotSurviveARestart(t *testing.T) {
 	}
 	n := wire.NewNames("main")
 	root := newPeer(t, m, mint(t, m, "root", provisioner.ProfileAdmin, provisioner.Grants{}))
-	plant(t, root, n.ChatStream(), jetstream.ConsumerConfig{Durable: "parked", FilterSubject: "cotal.main.chat.>",
+	parked := n.HistoryConsumer(root.cred.ID)
+	plant(t, root, n.ChatStream(), jetstream.ConsumerConfig{Durable: parked, FilterSubject: "cotal.main.chat.>",
 		AckPolicy: jetstream.AckNonePolicy})
 	if err := m.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -260,5 +295,5 @@ func TestConsumersNoRuleKeepsDoNotSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	consumerGone(t, newPeer(t, m, root.cred), n.ChatStream(), "parked")
+	consumerGone(t, newPeer(t, m, root.cred), n.ChatStream(), parked)
 }

@@ -30,12 +30,10 @@ import (
 //   - chathist_<id> on CHAT: id is active, the consumer is transient (below), pull, with one
 //     filter that the owner's current read ACL covers (an observer's or admin's covers all
 //     chat). A re-mint that narrows the ACL therefore takes away every history consumer
-//     outside it.
+//     outside it. No other name on CHAT is anyone's: every profile creates CHAT consumers
+//     under its own chathist_<id> only (wire's grants).
 //   - dmhist_<id> on DM: id is an active admin, the consumer is transient and pull, its one
 //     filter inside the DM subtree.
-//   - any other consumer on CHAT: transient and pull. Only observer and admin hold a create
-//     on other CHAT names (SPEC Appendix B), and they read all chat anyway; no agent can
-//     create, pull or ack one.
 //   - any consumer on a KV stream (presence and registry watches): transient, and either pull
 //     or pushing into the inbox of an active identity whose own current grants let it create
 //     that watch. The KV clients watch with push consumers, so a deliver subject cannot be
@@ -162,7 +160,7 @@ func (r roster) judgeChat(name string, cfg jetstream.ConsumerConfig) judgement {
 	}
 	tok, ok := strings.CutPrefix(name, "chathist_")
 	if !ok {
-		return judgement{verdict: keep}
+		return judgement{verdict: remove, why: "not a consumer of the layout"}
 	}
 	rec, ok := r.active[tok]
 	if !ok {

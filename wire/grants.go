@@ -58,7 +58,7 @@ func AgentPermissions(n Names, id string, s AgentScope) Permissions {
 // reach.
 func ObserverPermissions(n Names, id string) Permissions {
 	p := common(id)
-	observerPermissions(&p, n)
+	observerPermissions(&p, n, id)
 	return p
 }
 
