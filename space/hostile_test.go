@@ -230,6 +230,30 @@ func plant(t *testing.T, p *peer, stream string, cfg jetstream.ConsumerConfig) {
 	}
 }
 
+// planted is one consumer an attacker creates, which the mesh must delete.
+type planted struct {
+	name   string
+	as     *peer
+	stream string
+	cfg    jetstream.ConsumerConfig
+}
+
+// deletedSoon plants each consumer and requires it gone within a few seconds.
+func deletedSoon(t *testing.T, cases []planted) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plant(t, tc.as, tc.stream, tc.cfg)
+			name := tc.cfg.Name + tc.cfg.Durable
+			await.True(t, 2*answerWait, name+" deleted", func() bool {
+				_, err := tc.as.request("$JS.API.CONSUMER.INFO."+tc.stream+"."+name, "", nil, nil)
+				var apiErr *jetstream.APIError
+				return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.ErrorCode(server.JSConsumerNotFoundErr)
+			})
+		})
+	}
+}
+
 func TestThePeriodicPassDeletesConsumersNoRuleKeeps(t *testing.T) {
 	t.Parallel()
 	m := spacetest.New(t, func(o *space.Options) { o.ReconcileInterval = 100 * time.Millisecond })
@@ -238,12 +262,7 @@ func TestThePeriodicPassDeletesConsumersNoRuleKeeps(t *testing.T) {
 	watcher := newPeer(t, m, mint(t, m, "watcher", provisioner.ProfileObserver, provisioner.Grants{}))
 	agent := newPeer(t, m, bob)
 	chat, presence := n.ChatStream(), wire.KVStream(n.PresenceBucket())
-	for _, tc := range []struct {
-		name   string
-		as     *peer
-		stream string
-		cfg    jetstream.ConsumerConfig
-	}{
+	deletedSoon(t, []planted{
 		{"an observer's own chathist pushing all chat into an agent's inbox", watcher, chat,
 			jetstream.ConsumerConfig{Durable: n.HistoryConsumer(watcher.cred.ID), FilterSubject: "cotal.main.chat.>",
 				AckPolicy: jetstream.AckNonePolicy, DeliverSubject: wire.InboxPrefix(bob.ID) + ".spy"}},
@@ -255,21 +274,33 @@ func TestThePeriodicPassDeletesConsumersNoRuleKeeps(t *testing.T) {
 				AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 24 * time.Hour}},
 		{"an agent's durable consumer on the presence bucket", agent, presence,
 			jetstream.ConsumerConfig{Durable: "squat", FilterSubject: "$KV." + n.PresenceBucket() + ".>", AckPolicy: jetstream.AckNonePolicy}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			plant(t, tc.as, tc.stream, tc.cfg)
-			name := tc.cfg.Name + tc.cfg.Durable
-			await.True(t, 2*answerWait, name+" deleted", func() bool {
-				_, err := tc.as.request("$JS.API.CONSUMER.INFO."+tc.stream+"."+name, "", nil, nil)
-				var apiErr *jetstream.APIError
-				return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.ErrorCode(server.JSConsumerNotFoundErr)
-			})
-		})
-	}
+	})
 	t.Run("an agent's presence watch survives", func(t *testing.T) {
 		if err := watchSees(n, bob.ID, nil)(context.Background(), t, agent); err != nil {
 			t.Fatal(err)
 		}
+	})
+}
+
+// TestAConsumerNoRuleKeepsIsDeletedAsItIsCreated leaves the periodic pass an hour away, so
+// only the check of each create can act: a push consumer under one's own name, which no grant
+// refuses, delivers for milliseconds, not for a reconcile interval.
+func TestAConsumerNoRuleKeepsIsDeletedAsItIsCreated(t *testing.T) {
+	t.Parallel()
+	m := spacetest.New(t, func(o *space.Options) { o.ReconcileInterval = time.Hour })
+	n := wire.NewNames("main")
+	bob := mint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	watcher := newPeer(t, m, mint(t, m, "watcher", provisioner.ProfileObserver, provisioner.Grants{}))
+	root := newPeer(t, m, mint(t, m, "root", provisioner.ProfileAdmin, provisioner.Grants{}))
+	deletedSoon(t, []planted{
+		{"an admin's own dmhist pushing every DM into an agent's inbox", root, n.DMStream(),
+			jetstream.ConsumerConfig{Name: n.DMHistoryConsumer(root.cred.ID), FilterSubject: "cotal.main.inst.>",
+				AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: wire.HistoryInactiveThreshold,
+				DeliverSubject: wire.InboxPrefix(bob.ID) + ".spy"}},
+		{"an observer's own chathist pushing all chat into an agent's inbox", watcher, n.ChatStream(),
+			jetstream.ConsumerConfig{Name: n.HistoryConsumer(watcher.cred.ID), FilterSubject: "cotal.main.chat.>",
+				AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: wire.HistoryInactiveThreshold,
+				DeliverSubject: wire.InboxPrefix(bob.ID) + ".spy"}},
 	})
 }
 

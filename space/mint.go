@@ -114,6 +114,10 @@ var ErrOpenMode = errors.New("space: the mesh runs in open mode and has no crede
 // Mint issues a credential in a running mesh. The order matters: the ACL record is written,
 // and then a re-mint's revocation of the previous credential reaches the broker, before the
 // new credential is returned, so "current read ACL" (SPEC §9 item 6) is never two things.
+// Before it returns, the durable copies of channels a re-mint took away are deleted and every
+// consumer of the space is reconciled against the new grants, so nothing made under the old
+// credential reads past the new one; that pass also creates any missing bind-only consumer of
+// an active agent, so with a running mesh an agent's consumers exist even without provision.
 func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision bool) (*provisioner.Credential, error) {
 	if m.store == nil {
 		return nil, ErrOpenMode
@@ -174,7 +178,8 @@ func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provi
 }
 
 // Revoke cuts a credential off at once: the account's revocation list reaches the broker
-// (connected clients of that id are disconnected) and its ACL record reads nothing.
+// (connected clients of that id are disconnected), its ACL record reads nothing, and every
+// consumer it owned is deleted by a reconciliation pass.
 func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if m.store == nil {
 		return ErrOpenMode

@@ -100,26 +100,36 @@ func (m *Mesh) reconcileStream(ctx context.Context, rt *spaceRuntime, r roster, 
 			present[stream+"/"+info.Name] = true
 			continue
 		}
+		if err := m.act(ctx, rt, stream, info.Name, j, rep); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if j.verdict == restore {
-			if err := m.restoreConsumer(ctx, rt, stream, info.Name, j); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			rep.Restored++
 			present[stream+"/"+info.Name] = true
-			m.log.Warn("restored a redefined consumer to its spec", "space", rt.name, "stream", stream,
-				"consumer", info.Name, "owner", j.owner, "reason", j.why)
-			continue
 		}
-		if err := rt.js.DeleteConsumer(ctx, stream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			errs = append(errs, fmt.Errorf("delete consumer %s on %s: %w", info.Name, stream, err))
-			continue
-		}
-		rep.Deleted++
-		m.log.Warn("deleted a consumer the layout does not allow", "space", rt.name, "stream", stream,
-			"consumer", info.Name, "owner", j.owner, "reason", j.why)
 	}
 	return errors.Join(errs...)
+}
+
+// act carries out j on the consumer name of stream: restore or delete, counted in rep and
+// logged with the owner's id, never a secret.
+func (m *Mesh) act(ctx context.Context, rt *spaceRuntime, stream, name string, j judgement, rep *ReconcileReport) error {
+	if j.verdict == restore {
+		if err := m.restoreConsumer(ctx, rt, stream, name, j); err != nil {
+			return err
+		}
+		rep.Restored++
+		m.log.Warn("restored a redefined consumer to its spec", "space", rt.name, "stream", stream,
+			"consumer", name, "owner", j.owner, "reason", j.why)
+		return nil
+	}
+	if err := rt.js.DeleteConsumer(ctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("delete consumer %s on %s: %w", name, stream, err)
+	}
+	rep.Deleted++
+	m.log.Warn("deleted a consumer the layout does not allow", "space", rt.name, "stream", stream,
+		"consumer", name, "owner", j.owner, "reason", j.why)
+	return nil
 }
 
 // restoreConsumer puts a bind-only durable back to j.spec. An update keeps its
@@ -165,14 +175,24 @@ func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r roster, p
 	return errors.Join(errs...)
 }
 
-// reconcileLoop re-checks rt's consumers every interval until stop is closed.
+// reconcileLoop re-checks rt's consumers every interval, and each consumer created or updated
+// as it happens, until stop is closed.
 func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, stop <-chan struct{}) {
+	news := make(chan created, createdQueue)
+	sub, err := watchCreates(rt, news)
+	if err != nil {
+		m.log.Error("watching consumer creates failed; only the periodic pass runs", "space", rt.name, "err", err)
+	} else {
+		defer func() { _ = sub.Unsubscribe() }()
+	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop:
 			return
+		case c := <-news:
+			m.checkCreated(rt, c)
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), reconcileTimeout)
 			rt.mintMu.Lock()
@@ -186,7 +206,8 @@ func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, stop <-ch
 	}
 }
 
-// startReconcilers runs each space's periodic pass, stopped by Close through m.stopping.
+// startReconcilers runs each space's periodic and on-create passes, stopped by Close through
+// m.stopping.
 func (m *Mesh) startReconcilers() {
 	if m.store == nil || m.opts.ReconcileInterval < 0 {
 		return

@@ -30,7 +30,7 @@ type spaceRuntime struct {
 	deliveryInbox string
 	reconciled    reconcileStats
 
-	mintMu sync.Mutex // serializes mint and revoke: broker update, then ACL record
+	mintMu sync.Mutex // serializes mint, revoke and consumer reconciliation: broker update, ACL record, pass
 }
 
 func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, error) {

@@ -21,6 +21,9 @@ func provisionerPermissions(p *Permissions, n Names) {
 		p.Pub.Allow.add("$JS.API.CONSUMER.LIST."+s.Name, consumerAPI("DELETE", s.Name, ">"))
 	}
 	p.Pub.Deny.add(consumerAPI("DELETE", n.ChatStream(), FanoutConsumer), consumerAPI("DELETE", n.InboxStream(), ReaderConsumer))
+	// The broker's audit of every JetStream API call in the account, so that each consumer
+	// create or update is judged as it happens rather than at the next periodic pass.
+	p.Sub.Allow.add("$JS.EVENT.ADVISORY.API")
 	// The privileged registries it alone writes (SPEC §7, LAYOUT.md): the channel registry
 	// with =defaults, and the ACL records written at mint, re-mint and revoke. Gets serve
 	// create-if-absent and compare-and-set writes.
