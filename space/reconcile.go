@@ -38,8 +38,9 @@ type reconcileStats struct {
 
 // Reconcile checks every consumer of every stream of space against the registry now and
 // deletes or restores each one the rule (reconcile_rule.go) does not keep. The mesh runs it at
-// start, after every mint and revoke, and every Options.ReconcileInterval; calling it is only
-// needed to act at once. An open mesh has no registry and nothing to reconcile.
+// start, after every mint and revoke, and every Options.ReconcileInterval, and judges each
+// consumer create as it happens; calling it is only needed to act at once. An open mesh has
+// no registry and nothing to reconcile.
 func (m *Mesh) Reconcile(ctx context.Context, space string) (ReconcileReport, error) {
 	rt, err := m.space(space)
 	if err != nil {
