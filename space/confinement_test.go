@@ -297,10 +297,10 @@ func TestObserverReadsChatOnly(t *testing.T) {
 	w := newWorld(t)
 	o, n := w.watcher, w.n
 	alice := newPeer(t, w.m, w.alice)
-	tail := jetstream.ConsumerConfig{Name: "watcher_tail", FilterSubject: "cotal.main.chat.>", AckPolicy: jetstream.AckNonePolicy}
+	tail := jetstream.ConsumerConfig{Name: n.HistoryConsumer(o.ID), FilterSubject: "cotal.main.chat.>", AckPolicy: jetstream.AckNonePolicy}
 	run(t, w.m, []confinementCase{
 		{"an observer follows all chat live", o, follow("cotal.main.chat.>", alice, n.ChatSubject(w.alice.ID, "general"), "general"), permitted},
-		{"an observer reads CHAT history with its own named single-filter consumer", o, readBack(n.ChatStream(), tail), permitted},
+		{"an observer reads CHAT history with its own chathist", o, readBack(n.ChatStream(), tail), permitted},
 		{"an observer watches presence", o, watchSees(n, w.bob.ID, w.bobPeer), permitted},
 		{"an observer reads the channel registry", o, registryGet(n), permitted},
 		refusePublish("an observer cannot post", o, n.ChatSubject(o.ID, "general")),
@@ -327,7 +327,7 @@ func TestAdminReadsTheSpaceButPostsNothing(t *testing.T) {
 	w := newWorld(t)
 	r, n := w.root, w.n
 	alice := newPeer(t, w.m, w.alice)
-	audit := jetstream.ConsumerConfig{Name: "audit", FilterSubject: "cotal.main.inst.>", AckPolicy: jetstream.AckNonePolicy}
+	audit := jetstream.ConsumerConfig{Name: n.DMHistoryConsumer(r.ID), FilterSubject: "cotal.main.inst.>", AckPolicy: jetstream.AckNonePolicy}
 	run(t, w.m, []confinementCase{
 		{"an admin taps the whole space live, DMs included", r, follow("cotal.main.>", alice, n.InstSubject(w.bob.ID, w.alice.ID), ""), permitted},
 		{"an admin reads DM history", r, readBack(n.DMStream(), audit), permitted},
@@ -357,10 +357,11 @@ func TestDeliveryConsumersAreOutOfReach(t *testing.T) {
 		cred *provisioner.Credential
 	}{{"an observer", w.watcher}, {"an admin", w.root}} {
 		as := who.cred
-		own := jetstream.ConsumerConfig{Name: "mine", FilterSubject: all, AckPolicy: jetstream.AckExplicitPolicy}
+		mine := n.HistoryConsumer(as.ID)
+		own := jetstream.ConsumerConfig{Name: mine, FilterSubject: all, AckPolicy: jetstream.AckExplicitPolicy}
 		cases = append(cases,
 			confinementCase{who.name + " creates its own CHAT consumer", as,
-				api("$JS.API.CONSUMER.CREATE."+chat+".mine."+all, createBody(chat, own)), permitted},
+				api("$JS.API.CONSUMER.CREATE."+chat+"."+mine+"."+all, createBody(chat, own)), permitted},
 			refuseAPI(who.name+" cannot redefine fanout", as, "$JS.API.CONSUMER.CREATE."+chat+"."+fanout+"."+all, createBody(chat, cfg)),
 			refuseAPI(who.name+" cannot redefine fanout without a filter in the subject", as, "$JS.API.CONSUMER.CREATE."+chat+"."+fanout, createBody(chat, cfg)),
 			refuseAPI(who.name+" cannot redefine fanout by the bare subject", as, "$JS.API.CONSUMER.CREATE."+chat, createBody(chat, cfg)),

@@ -33,7 +33,7 @@ type Mesh struct {
 	ops    *opsServer
 
 	stopping chan struct{}  // closed when Close begins; stops the watcher
-	watcher  sync.WaitGroup // the goroutine that turns a dead broker into Done
+	watcher  sync.WaitGroup // the goroutine that turns a dead broker into Done, and each space's reconciler
 	done     chan struct{}  // closed once the mesh has stopped (see Done)
 	doneOnce sync.Once
 	err      error // why the mesh stopped; written before done is closed
@@ -93,6 +93,7 @@ func (m *Mesh) start(ctx context.Context) error {
 	}
 	m.watcher.Add(1)
 	go m.watch()
+	m.startReconcilers()
 	return nil
 }
 

@@ -35,13 +35,15 @@ var (
 		"JetStream redeliveries seen by in-process endpoints.", nil, nil)
 	descConnections = prometheus.NewDesc("cotal_connections",
 		"Client connections to the broker, in-process ones included.", nil, nil)
+	descReconcile = prometheus.NewDesc("cotal_consumer_reconcile_total",
+		"Consumer reconciliation (issue 12) by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away).", []string{"space", "outcome"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
-		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descUp} {
+		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descReconcile, descUp} {
 		ch <- d
 	}
 }
@@ -88,6 +90,11 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(descStored, prometheus.GaugeValue, float64(st.Msgs), rt.name, name)
+	}
+	r := &rt.reconciled
+	for outcome, v := range map[string]int64{"passes": r.passes.Load(), "deleted": r.deleted.Load(),
+		"restored": r.restored.Load(), "failed": r.failures.Load(), "pruned_copies": r.pruned.Load()} {
+		ch <- prometheus.MustNewConstMetric(descReconcile, prometheus.CounterValue, float64(v), rt.name, outcome)
 	}
 	if rt.delivery == nil {
 		return

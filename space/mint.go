@@ -116,6 +116,10 @@ var ErrOpenMode = errors.New("space: the mesh runs in open mode and has no crede
 // Mint issues a credential in a running mesh. The order matters: the ACL record is written,
 // and then a re-mint's revocation of the previous credential reaches the broker, before the
 // new credential is returned, so "current read ACL" (SPEC §9 item 6) is never two things.
+// Before it returns, the durable copies of channels a re-mint took away are deleted and every
+// consumer of the space is reconciled against the new grants, so nothing made under the old
+// credential reads past the new one; that pass also creates any missing bind-only consumer of
+// an active agent, so with a running mesh an agent's consumers exist even without provision.
 func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision bool) (*provisioner.Credential, error) {
 	if m.store == nil {
 		return nil, ErrOpenMode
@@ -152,11 +156,35 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 			return nil, err
 		}
 	}
+	m.afterGrantChange(ctx, rt, rec)
 	return cred, nil
 }
 
+// afterGrantChange re-checks everything rec's identity may have created under its previous
+// grants (LAYOUT.md trap "A consumer outlives the ACL it was made under"): every consumer of
+// the space, and the durable copies already handed to it. The credential change itself has
+// happened and is not undone; a failure here is logged, counted, and closed by the next
+// periodic pass.
+func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provisioner.Record) {
+	if rec.Profile == provisioner.ProfileAgent && !rec.Revoked {
+		n, err := rt.pruneHandoff(ctx, rec.ID, provisioner.ACLFor(rec))
+		if err != nil {
+			m.log.Error("pruning durable copies after a credential change failed", "space", rt.name, "id", rec.ID, "err", err)
+		}
+		rt.reconciled.pruned.Add(int64(n))
+		if n > 0 {
+			m.log.Warn("deleted durable copies of channels outside the new read ACL", "space", rt.name,
+				"id", rec.ID, "name", rec.Name, "copies", n)
+		}
+	}
+	if _, err := m.reconcile(ctx, rt); err != nil {
+		m.log.Error("reconciling consumers after a credential change failed", "space", rt.name, "id", rec.ID, "err", err)
+	}
+}
+
 // Revoke cuts a credential off at once: the account's revocation list reaches the broker
-// (connected clients of that id are disconnected) and its ACL record reads nothing.
+// (connected clients of that id are disconnected), its ACL record reads nothing, and every
+// consumer it owned is deleted by a reconciliation pass.
 func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if m.store == nil {
 		return ErrOpenMode
@@ -178,7 +206,11 @@ func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if err != nil {
 		return err
 	}
-	return rt.putACL(ctx, rec)
+	if err := rt.putACL(ctx, rec); err != nil {
+		return err
+	}
+	m.afterGrantChange(ctx, rt, rec)
+	return nil
 }
 
 // Credentials lists every credential minted in space (no key material).
@@ -223,9 +255,12 @@ func (m *Mesh) putACLs(ctx context.Context, rt *spaceRuntime, ids []string) erro
 	return nil
 }
 
-// syncRegistry brings the space in line with the registry at start: every ACL record is
-// rewritten (credentials minted while no mesh ran get theirs, a tampered one is put back) and
-// every active agent's bind-only consumers exist, so an offline mint needs no second step.
+// syncRegistry brings the space in line with the registry at start, before the delivery
+// service and any client connect: every ACL record is rewritten (credentials minted while no
+// mesh ran get theirs, a tampered one is put back), and one reconciliation pass leaves exactly
+// the consumers the registry allows: every active agent's bind-only consumers exist with their
+// spec's config, so an offline mint needs no second step, and whatever an identity since
+// revoked, or anyone while the mesh was down, left behind is gone (issue 12 item 3).
 func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 	if m.store == nil {
 		return nil
@@ -238,11 +273,7 @@ func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 		if err := rt.putACL(ctx, rec); err != nil {
 			return err
 		}
-		if rec.Profile == provisioner.ProfileAgent && rec.Active(time.Now()) {
-			if err := provisionInstance(ctx, rt.js, rt.names, rec.ID, rec.Grants.Role, m.opts.AckWait); err != nil {
-				return err
-			}
-		}
 	}
-	return nil
+	_, err = m.reconcile(ctx, rt)
+	return err
 }

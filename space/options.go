@@ -49,6 +49,11 @@ type Options struct {
 	// redelivering (SPEC §8: 60 s, the default). A crashed receiver's unacked message reaches
 	// the next binding after this long; tests shorten it.
 	AckWait time.Duration
+	// ReconcileInterval is how often every consumer of each space is re-checked against the
+	// registry (Mesh.Reconcile); zero means 30 s. Each consumer create is also checked as it
+	// happens. A negative value turns both off; the passes at start and after every mint and
+	// revoke still run.
+	ReconcileInterval time.Duration
 	// Expiry is the lifetime of a credential minted with no expiry of its own (the exp of
 	// the SPEC §9 user JWT is issue time + Expiry). Zero means 24 h, provisioner's default.
 	Expiry time.Duration
@@ -129,6 +134,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.AckWait <= 0 {
 		o.AckWait = defaultAckWait
+	}
+	if o.ReconcileInterval == 0 {
+		o.ReconcileInterval = defaultReconcileInterval
 	}
 	if o.Sync == "" {
 		o.Sync = broker.SyncAlways

@@ -26,8 +26,11 @@ type spaceRuntime struct {
 
 	dlvConn  *nats.Conn // delivery identity: fan-out, trusted reader, the delivery ctl service
 	delivery *delivery.Service
+	// deliveryInbox is dlvConn's inbox prefix, where the delivery service's KV watches push.
+	deliveryInbox string
+	reconciled    reconcileStats
 
-	mintMu sync.Mutex // serializes mint and revoke: broker update, then ACL record
+	mintMu sync.Mutex // serializes mint, revoke and consumer reconciliation: broker update, ACL record, pass
 }
 
 func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, error) {
@@ -88,7 +91,7 @@ func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
 	if err != nil {
 		return err
 	}
-	rt.dlvConn = nc
+	rt.dlvConn, rt.deliveryInbox = nc, nc.Opts.InboxPrefix
 	cfg := delivery.DefaultConfig()
 	cfg.Names, cfg.Conn, cfg.Logger = rt.names, nc, m.log.With("space", rt.name)
 	cfg.ACL = rt.acls

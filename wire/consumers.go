@@ -11,6 +11,12 @@ const (
 	HistoryInactiveThreshold = 30 * time.Second
 	// ReaderMaxAckPending is the reader consumer's max ack pending.
 	ReaderMaxAckPending = 1000
+	// MaxTransientInactiveThreshold is the longest inactive threshold a transient consumer
+	// (chathist_<id>, dmhist_<id>, a reader's own CHAT read, a KV watch) may carry and still
+	// count as transient: the 5 min nats.go's ordered consumers choose on their own, well
+	// above chathist's 30 s. A longer one is a durable in disguise (LAYOUT.md trap "A consumer
+	// outlives the ACL it was made under").
+	MaxTransientInactiveThreshold = 5 * time.Minute
 )
 
 // AckPolicy is how a consumer's messages are acknowledged.
@@ -101,6 +107,18 @@ func (n Names) HistoryConsumerSpec(id, channel string, since time.Time) Consumer
 		c.Deliver, c.StartTime = DeliverByStartTime, since
 	}
 	return c
+}
+
+// DMHistoryConsumer is dmhist_<id>, the admin's own DM history consumer.
+func (n Names) DMHistoryConsumer(id string) string { return "dmhist_" + Sanitize(id) }
+
+// DMHistoryConsumerSpec is the admin's pinned dmhist_<id> on DM_<s>, the DM history of SPEC
+// Appendix B's god view read through a consumer of the admin's own: its grants pin the name
+// and the subtree cotal.<s>.inst.>, so the admin reads every DM without any verb on another
+// identity's dm_ (issue 12 item 3). Like chathist_<id> it acks nothing and is transient.
+func (n Names) DMHistoryConsumerSpec(id string) ConsumerSpec {
+	return ConsumerSpec{Stream: n.DMStream(), Name: n.DMHistoryConsumer(id), Filter: n.Prefix() + ".inst.>",
+		Ack: AckNone, Deliver: DeliverAll, MemoryStorage: true, InactiveThreshold: HistoryInactiveThreshold}
 }
 
 // FanoutConsumerSpec is the delivery service's fanout on CHAT_<s>, reading every chat

@@ -58,7 +58,7 @@ func AgentPermissions(n Names, id string, s AgentScope) Permissions {
 // reach.
 func ObserverPermissions(n Names, id string) Permissions {
 	p := common(id)
-	observerPermissions(&p, n)
+	observerPermissions(&p, n, id)
 	return p
 }
 
@@ -66,7 +66,7 @@ func ObserverPermissions(n Names, id string) Permissions {
 // live tap and DM history (SPEC Appendix B).
 func AdminPermissions(n Names, id string) Permissions {
 	p := common(id)
-	adminPermissions(&p, n)
+	adminPermissions(&p, n, id)
 	return p
 }
 

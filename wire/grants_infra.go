@@ -14,6 +14,16 @@ func provisionerPermissions(p *Permissions, n Names) {
 	for _, s := range []string{n.DMStream(), n.TaskStream(), n.DLVStream()} {
 		p.Pub.Allow.add(consumerAPI("CREATE", s, ">"), consumerAPI("INFO", s, ">"), consumerAPI("DELETE", s, ">"))
 	}
+	// The consumer reconciler (issue 12; LAYOUT.md trap "A consumer outlives the ACL it was
+	// made under"): list every consumer of every stream, configs only, and delete those no
+	// rule keeps. The delivery service's own two are out of its reach like everyone else's.
+	for _, s := range n.Streams() {
+		p.Pub.Allow.add("$JS.API.CONSUMER.LIST."+s.Name, consumerAPI("DELETE", s.Name, ">"))
+	}
+	p.Pub.Deny.add(consumerAPI("DELETE", n.ChatStream(), FanoutConsumer), consumerAPI("DELETE", n.InboxStream(), ReaderConsumer))
+	// The broker's audit of every JetStream API call in the account, so that each consumer
+	// create or update is judged as it happens rather than at the next periodic pass.
+	p.Sub.Allow.add("$JS.EVENT.ADVISORY.API")
 	// The privileged registries it alone writes (SPEC §7, LAYOUT.md): the channel registry
 	// with =defaults, and the ACL records written at mint, re-mint and revoke. Gets serve
 	// create-if-absent and compare-and-set writes.
@@ -50,6 +60,10 @@ func deliveryPermissions(p *Permissions, n Names) {
 	p.Pub.Allow.add(streamAPI("INFO", chat))
 	// Fan-out writes backstop entries; the trusted reader hands re-authorized copies over.
 	p.Pub.Allow.add(n.Prefix()+".dinbox.>", n.Prefix()+".dlv.>")
+	// A re-mint that narrows a member's read ACL takes the handed-over copies of the channels
+	// it lost back out of DLV, read and deleted one by one (issue 12 item 1).
+	dlv := n.DLVStream()
+	p.Pub.Allow.add(streamAPI("INFO", dlv), streamAPI("MSG.GET", dlv), streamAPI("MSG.DELETE", dlv))
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a
 	// compare-and-set conflict.
 	p.Pub.Allow.add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", KVStream(n.MembersBucket())))

@@ -1,49 +1,59 @@
 package wire
 
 // observerPermissions adds SPEC Appendix B's observer grants: all chat, live and history.
-func observerPermissions(p *Permissions, n Names) {
+func observerPermissions(p *Permissions, n Names, id string) {
 	p.Sub.Allow.add(n.Prefix() + ".chat.>")
-	readerPermissions(p, n)
+	readerPermissions(p, n, id)
 }
 
 // adminPermissions adds SPEC Appendix B's admin grants: the observer's read verbs, the whole
 // space's live tap and DM history. Admin still has no application publish.
-func adminPermissions(p *Permissions, n Names) {
+//
+// Appendix B's DM history verbs are on every consumer of DM (`<DM>`, `<DM>.>`), which let an
+// admin redefine an agent's dm_<id> (a wider filter its owner then pulls), delete it, ack its
+// messages away, or leave a push consumer delivering DMs anywhere (issue 12 item 3). They are
+// narrowed to one consumer of the admin's own, dmhist_<id>, created through the pinned subject
+// with the whole DM subtree as filter: the same DM history, and no verb on any other consumer.
+func adminPermissions(p *Permissions, n Names, id string) {
 	p.Sub.Allow.add(n.Prefix() + ".>")
-	readerPermissions(p, n)
-	dm := n.DMStream()
+	readerPermissions(p, n, id)
+	h := n.DMHistoryConsumerSpec(id)
 	p.Pub.Allow.add(
-		streamAPI("INFO", dm),
-		"$JS.API.CONSUMER.CREATE."+dm,
-		consumerAPI("CREATE", dm, ">"),
-		consumerAPI("INFO", dm, ">"),
-		consumerAPI("MSG.NEXT", dm, ">"),
-		consumerAPI("DELETE", dm, ">"),
-		"$JS.ACK."+dm+".>",
+		streamAPI("INFO", h.Stream),
+		pinnedCreate(h),
+		consumerAPI("INFO", h.Stream, h.Name),
+		consumerAPI("MSG.NEXT", h.Stream, h.Name),
+		consumerAPI("DELETE", h.Stream, h.Name),
+		ackSubject(h.Stream, h.Name),
 	)
 }
 
 // readerPermissions are the observer's pub grants of SPEC Appendix B, shared with admin, with
-// two changes that keep the delivery package's `fanout` consumer on CHAT out of reach
-// (LAYOUT.md Trap "Observer against delivery") and two read grants LAYOUT.md implies.
-func readerPermissions(p *Permissions, n Names) {
+// the CHAT consumer verbs narrowed to the reader's own chathist_<id> and two read grants
+// LAYOUT.md implies.
+//
+// Appendix B grants create, info, pull, delete and ack on every CHAT consumer (`<CHAT>`,
+// `<CHAT>.>`). That reaches the delivery package's `fanout` (LAYOUT.md trap "Observer against
+// delivery") and every agent's chathist_<id>: an observer could redefine an agent's history
+// consumer to all chat and let the agent pull it, drain it, or delete it mid-read (issue 12
+// item 3: nothing may redefine, drain or delete another identity's consumers). The reader
+// gets the agent's shape instead: one chathist_<id> of its own, created through the pinned
+// subject with any filter inside the chat subtree, which is the history a reader of all chat
+// needs and what the endpoint package's history read uses.
+func readerPermissions(p *Permissions, n Names, id string) {
 	chat := n.ChatStream()
 	kv := KVStream(n.PresenceBucket())
 	chkv := KVStream(n.ChannelsBucket())
+	hist := n.HistoryConsumer(id)
 	p.Pub.Allow.add(
 		streamAPI("INFO", chat),
 		streamAPI("INFO", kv),
 		streamAPI("INFO", chkv),
-		// Appendix B also lists the bare $JS.API.CONSUMER.CREATE.<CHAT>. It is withheld: the
-		// bare form takes the consumer name from the request body, so it updates any named
-		// consumer, fanout included (a new filter or inactive threshold stops durable
-		// delivery), and no subject deny can tell it apart. Every client that names its
-		// consumers uses the extended form below.
-		consumerAPI("CREATE", chat, ">"),
-		consumerAPI("INFO", chat, ">"),
-		consumerAPI("MSG.NEXT", chat, ">"),
-		consumerAPI("DELETE", chat, ">"),
-		"$JS.ACK."+chat+".>",
+		consumerAPI("CREATE", chat, hist)+"."+n.Prefix()+".chat.>",
+		consumerAPI("INFO", chat, hist),
+		consumerAPI("MSG.NEXT", chat, hist),
+		consumerAPI("DELETE", chat, hist),
+		ackSubject(chat, hist),
 		consumerAPI("CREATE", kv, ">"),
 		consumerAPI("INFO", kv, ">"),
 		streamAPI("MSG.GET", chkv),
@@ -64,10 +74,11 @@ func readerPermissions(p *Permissions, n Names) {
 	fanoutDenies(p, n)
 }
 
-// fanoutDenies refuse every verb on the fan-out consumer, which the observer's CHAT wildcards
-// would otherwise cover (LAYOUT.md Trap "Observer against delivery": cotal's own consumers are
-// out of every non-infrastructure credential's reach, its info included), plus the bare
-// create withheld above.
+// fanoutDenies refuse every verb on the fan-out consumer, which Appendix B's CHAT wildcards
+// for observers would cover (LAYOUT.md Trap "Observer against delivery": cotal's own consumers
+// are out of every non-infrastructure credential's reach, its info included), plus the bare
+// create. The reader's own grants above no longer reach it; the denies stay so that a later
+// allow cannot bring it back into reach by accident.
 func fanoutDenies(p *Permissions, n Names) {
 	chat, f := n.ChatStream(), FanoutConsumer
 	p.Pub.Deny.add(

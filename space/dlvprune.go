@@ -1,0 +1,53 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/wire"
+)
+
+// pruneHandoff deletes from id's durable handoff (its DLV subject) every copy of a channel acl
+// does not cover, and returns how many it deleted (issue 12 item 1).
+//
+// The trusted reader authorized each copy against the ACL in force when it handed the copy
+// over (SPEC §9 item 5), and dlv_<id> is bound by the agent, so a copy of a channel a re-mint
+// has since taken away stays readable with raw NATS until it is deleted. Purging the whole
+// subject would also take copies the member may still read, which the reader has already
+// acknowledged in INBOX and would never hand over again; so each copy is read and only those
+// outside acl go, by sequence. A copy that does not decode cannot be shown to be authorized
+// and goes too: the client would terminate it anyway (SPEC §5).
+//
+// It runs on the delivery identity's connection: that identity wrote the copies and already
+// reads backstop content, while the provisioner identity holds no content grant.
+func (rt *spaceRuntime) pruneHandoff(ctx context.Context, id string, acl wire.ACLRecord) (int, error) {
+	js, err := jetstream.New(rt.dlvConn)
+	if err != nil {
+		return 0, err
+	}
+	st, err := js.Stream(ctx, rt.names.DLVStream())
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", rt.names.DLVStream(), err)
+	}
+	subject, deleted := rt.names.DLVSubject(id), 0
+	for seq := uint64(1); ; {
+		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return deleted, nil
+		}
+		if err != nil {
+			return deleted, fmt.Errorf("read the durable handoff of %s: %w", id, err)
+		}
+		seq = msg.Sequence + 1
+		if m, err := wire.DecodeMessage(msg.Data); err == nil && acl.Covers(m.Channel) {
+			continue
+		}
+		if err := st.DeleteMsg(ctx, msg.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return deleted, fmt.Errorf("delete a durable copy of %s: %w", id, err)
+		}
+		deleted++
+	}
+}

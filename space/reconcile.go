@@ -1,0 +1,225 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/internal/jsconfig"
+	"github.com/cotal-go/cotal/provisioner"
+)
+
+// defaultReconcileInterval is how often every consumer of a space is re-checked unless
+// Options.ReconcileInterval says otherwise.
+const defaultReconcileInterval = 30 * time.Second
+
+// reconcileTimeout bounds one pass over a space.
+const reconcileTimeout = 30 * time.Second
+
+// ReconcileReport is what one pass of the consumer reconciler did in one space.
+type ReconcileReport struct {
+	// Checked counts the consumers judged.
+	Checked int
+	// Deleted counts consumers deleted because the rule keeps no such consumer.
+	Deleted int
+	// Restored counts bind-only durables put back to their wire spec.
+	Restored int
+}
+
+// reconcileStats are a space's reconciler counters since start, for the metrics.
+type reconcileStats struct {
+	passes, deleted, restored, failures atomic.Int64
+	pruned                              atomic.Int64 // durable copies deleted after a narrowing
+}
+
+// Reconcile checks every consumer of every stream of space against the registry now and
+// deletes or restores each one the rule (reconcile_rule.go) does not keep. The mesh runs it at
+// start, after every mint and revoke, and every Options.ReconcileInterval, and judges each
+// consumer create as it happens; calling it is only needed to act at once. An open mesh has
+// no registry and nothing to reconcile.
+func (m *Mesh) Reconcile(ctx context.Context, space string) (ReconcileReport, error) {
+	rt, err := m.space(space)
+	if err != nil {
+		return ReconcileReport{}, err
+	}
+	rt.mintMu.Lock()
+	defer rt.mintMu.Unlock()
+	return m.reconcile(ctx, rt)
+}
+
+// reconcile is one pass; the caller holds rt.mintMu, so the registry does not change under it.
+func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime) (ReconcileReport, error) {
+	var rep ReconcileReport
+	if m.store == nil {
+		return rep, nil
+	}
+	recs, err := m.store.List(rt.name)
+	if err != nil {
+		return rep, err
+	}
+	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
+	var errs []error
+	present := map[string]bool{}
+	for _, s := range rt.names.Streams() {
+		errs = append(errs, m.reconcileStream(ctx, rt, r, s.Name, present, &rep))
+	}
+	errs = append(errs, m.restoreMissing(ctx, rt, r, present, &rep))
+	rt.reconciled.passes.Add(1)
+	rt.reconciled.deleted.Add(int64(rep.Deleted))
+	rt.reconciled.restored.Add(int64(rep.Restored))
+	if err := errors.Join(errs...); err != nil {
+		rt.reconciled.failures.Add(1)
+		return rep, fmt.Errorf("reconcile consumers of space %s: %w", rt.name, err)
+	}
+	return rep, nil
+}
+
+// reconcileStream judges every consumer of stream, and records in present each one that
+// stays, as stream/name.
+func (m *Mesh) reconcileStream(ctx context.Context, rt *spaceRuntime, r roster, stream string, present map[string]bool, rep *ReconcileReport) error {
+	st, err := rt.js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("open stream %s: %w", stream, err)
+	}
+	list := st.ListConsumers(ctx)
+	var infos []*jetstream.ConsumerInfo
+	for info := range list.Info() {
+		infos = append(infos, info)
+	}
+	if err := list.Err(); err != nil {
+		return fmt.Errorf("list consumers of %s: %w", stream, err)
+	}
+	var errs []error
+	for _, info := range infos {
+		rep.Checked++
+		j := r.judge(stream, info.Name, info.Config)
+		if j.verdict == keep {
+			present[stream+"/"+info.Name] = true
+			continue
+		}
+		if err := m.act(ctx, rt, stream, info.Name, j, rep); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if j.verdict == restore {
+			present[stream+"/"+info.Name] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// act carries out j on the consumer name of stream: restore or delete, counted in rep and
+// logged with the owner's id, never a secret.
+func (m *Mesh) act(ctx context.Context, rt *spaceRuntime, stream, name string, j judgement, rep *ReconcileReport) error {
+	if j.verdict == restore {
+		if err := m.restoreConsumer(ctx, rt, stream, name, j); err != nil {
+			return err
+		}
+		rep.Restored++
+		m.log.Warn("restored a redefined consumer to its spec", "space", rt.name, "stream", stream,
+			"consumer", name, "owner", j.owner, "reason", j.why)
+		return nil
+	}
+	if err := rt.js.DeleteConsumer(ctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("delete consumer %s on %s: %w", name, stream, err)
+	}
+	rep.Deleted++
+	m.log.Warn("deleted a consumer the layout does not allow", "space", rt.name, "stream", stream,
+		"consumer", name, "owner", j.owner, "reason", j.why)
+	return nil
+}
+
+// restoreConsumer puts a bind-only durable back to j.spec. An update keeps its
+// acknowledgement state; what the server will not update in place (a push consumer made pull,
+// another ack policy) is deleted and created again, which loses that state, so the owner may
+// see retained messages again: at-least-once, deduplicated by id (SPEC §5), nothing lost.
+func (m *Mesh) restoreConsumer(ctx context.Context, rt *spaceRuntime, stream, name string, j judgement) error {
+	cfg := jsconfig.Consumer(j.spec)
+	if c, err := rt.js.UpdateConsumer(ctx, stream, cfg); err == nil && drift(j.spec, c.CachedInfo().Config) == "" {
+		return nil
+	}
+	if err := rt.js.DeleteConsumer(ctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("delete consumer %s on %s to restore it: %w", name, stream, err)
+	}
+	if _, err := rt.js.CreateConsumer(ctx, stream, cfg); err != nil {
+		return fmt.Errorf("restore consumer %s on %s: %w", name, stream, err)
+	}
+	return nil
+}
+
+// restoreMissing recreates every bind-only durable of an active agent that is not present,
+// for example one another identity deleted: its owner binds it and cannot create it.
+func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r roster, present map[string]bool, rep *ReconcileReport) error {
+	var errs []error
+	for _, rec := range r.active {
+		if rec.Profile != provisioner.ProfileAgent {
+			continue
+		}
+		for _, c := range rt.names.InstanceConsumerSpecs(rec.ID, rec.Grants.Role, m.opts.AckWait) {
+			if present[c.Stream+"/"+c.Name] {
+				continue
+			}
+			if _, err := rt.js.CreateOrUpdateConsumer(ctx, c.Stream, jsconfig.Consumer(c)); err != nil {
+				errs = append(errs, fmt.Errorf("recreate consumer %s on %s: %w", c.Name, c.Stream, err))
+				continue
+			}
+			present[c.Stream+"/"+c.Name] = true
+			rep.Restored++
+			m.log.Warn("recreated a missing consumer", "space", rt.name, "stream", c.Stream,
+				"consumer", c.Name, "owner", rec.ID)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reconcileLoop re-checks rt's consumers every interval, and each consumer created or updated
+// as it happens, until stop is closed.
+func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, stop <-chan struct{}) {
+	news := make(chan created, createdQueue)
+	sub, err := watchCreates(rt, news)
+	if err != nil {
+		m.log.Error("watching consumer creates failed; only the periodic pass runs", "space", rt.name, "err", err)
+	} else {
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case c := <-news:
+			m.checkCreated(rt, c)
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(context.Background(), reconcileTimeout)
+			rt.mintMu.Lock()
+			_, err := m.reconcile(ctx, rt)
+			rt.mintMu.Unlock()
+			cancel()
+			if err != nil {
+				m.log.Error("periodic consumer reconciliation failed", "space", rt.name, "err", err)
+			}
+		}
+	}
+}
+
+// startReconcilers runs each space's periodic and on-create passes, stopped by Close through
+// m.stopping.
+func (m *Mesh) startReconcilers() {
+	if m.store == nil || m.opts.ReconcileInterval < 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, rt := range m.spaces {
+		m.watcher.Add(1)
+		go func() {
+			defer m.watcher.Done()
+			m.reconcileLoop(rt, m.opts.ReconcileInterval, m.stopping)
+		}()
+	}
+}

@@ -1,0 +1,307 @@
+package space
+
+import (
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// The reconciliation rule (issue 12 items 1 and 3; LAYOUT.md trap "A consumer outlives the
+// ACL it was made under"). JetStream does not record who created a consumer, and a grant
+// pins a consumer's name and filter, never the rest of its config, so a consumer is judged by
+// its name, its stream and its config against the registry as it is now. A consumer is kept
+// only when it is exactly one of these:
+//
+//   - fanout on CHAT and reader on INBOX: the delivery service's own. Only the delivery
+//     identity can create them (every other profile is denied), and losing one stops durable
+//     delivery, so they are never touched.
+//   - dm_<id> on DM, dlv_<id> on DLV: id is an agent that is not revoked, and the config is the
+//     wire spec's (filter, explicit ack, ack wait, no deliver subject, no inactive threshold, no
+//     throttling or header-only knob). svc_<role> on TASK likewise for a role such an agent
+//     holds. A bind-only durable whose config drifted is restored to the spec; one whose owner
+//     was revoked is deleted. An expired credential keeps its durables: the broker refuses it
+//     already, nobody else may bind them, and a re-mint of the same key finds its queue where
+//     it left it instead of every retained DM again.
+//   - chathist_<id> on CHAT: id is active, the consumer is transient (below), pull, with one
+//     filter that the owner's current read ACL covers (an observer's or admin's covers all
+//     chat). A re-mint that narrows the ACL therefore takes away every history consumer
+//     outside it. No other name on CHAT is anyone's: every profile creates CHAT consumers
+//     under its own chathist_<id> only (wire's grants).
+//   - dmhist_<id> on DM: id is an active admin, the consumer is transient and pull, its one
+//     filter inside the DM subtree.
+//   - any consumer on a KV stream (presence and registry watches): transient, and either pull
+//     or pushing into the inbox of an active identity whose own current grants let it create
+//     that watch. The KV clients watch with push consumers, so a deliver subject cannot be
+//     refused outright; pointing one at somebody who may not read the bucket can.
+//
+// Transient means an inactive threshold above zero and at most
+// wire.MaxTransientInactiveThreshold: the server deletes it soon after its reader goes, so a
+// re-mint never leaves it reading for long, and nobody can park consumers that count against
+// a stream's limit. No consumer of a message stream may push: cotal and the SPEC §8 binding
+// read every message stream by pull, and a push consumer delivers to whatever subject its
+// creator named, past every read grant of the identity that subscribes there.
+//
+// Everything else on the space's streams is deleted.
+
+// verdict is what the reconciler does with one consumer.
+type verdict int
+
+const (
+	keep verdict = iota
+	remove
+	restore // delete and recreate from the wire spec
+)
+
+// judgement is the verdict on one consumer, with the spec to restore and, for the log, why
+// and whose it was (an instance id or role, never a secret).
+type judgement struct {
+	verdict verdict
+	spec    wire.ConsumerSpec
+	why     string
+	owner   string
+}
+
+// roster is what the rule knows of the registry, by sanitized id token: the active
+// identities, the agents not revoked (owners of bind-only durables) and the roles they hold,
+// and each active identity's current permissions by inbox prefix.
+type roster struct {
+	names   wire.Names
+	ackWait time.Duration
+	active  map[string]provisioner.Record
+	agents  map[string]provisioner.Record
+	roles   map[string]bool
+	inboxes map[string]wire.Permissions // inbox prefix -> that identity's permissions
+}
+
+// newRoster builds the rule's view of recs at now. deliveryInbox is the inbox prefix of the
+// space's delivery connection, whose watches are its own; empty before the delivery service
+// starts, when every watch is a previous run's.
+func newRoster(n wire.Names, recs []provisioner.Record, now time.Time, ackWait time.Duration, deliveryInbox string) roster {
+	r := roster{names: n, ackWait: ackWait, active: map[string]provisioner.Record{},
+		agents: map[string]provisioner.Record{}, roles: map[string]bool{}, inboxes: map[string]wire.Permissions{}}
+	if deliveryInbox != "" {
+		r.inboxes[deliveryInbox] = wire.DeliveryPermissions(n, deliveryInbox)
+	}
+	for _, rec := range recs {
+		if rec.Profile == provisioner.ProfileAgent && !rec.Revoked {
+			r.agents[wire.Sanitize(rec.ID)] = rec
+			if rec.Grants.Role != "" {
+				r.roles[wire.Sanitize(rec.Grants.Role)] = true
+			}
+		}
+		if !rec.Active(now) {
+			continue
+		}
+		r.active[wire.Sanitize(rec.ID)] = rec
+		if p, ok := identityPermissions(n, rec); ok {
+			r.inboxes[wire.InboxPrefix(rec.ID)] = p
+		}
+	}
+	return r
+}
+
+// identityPermissions are the wire permissions of rec's current credential.
+func identityPermissions(n wire.Names, rec provisioner.Record) (wire.Permissions, bool) {
+	switch rec.Profile {
+	case provisioner.ProfileAgent:
+		g := rec.Grants
+		return wire.AgentPermissions(n, rec.ID, wire.AgentScope{AllowSubscribe: g.AllowSubscribe,
+			AllowPublish: g.AllowPublish, Role: g.Role}), true
+	case provisioner.ProfileObserver:
+		return wire.ObserverPermissions(n, rec.ID), true
+	case provisioner.ProfileAdmin:
+		return wire.AdminPermissions(n, rec.ID), true
+	}
+	return wire.Permissions{}, false
+}
+
+// judge applies the rule to one consumer of stream, named name, with config cfg.
+func (r roster) judge(stream, name string, cfg jetstream.ConsumerConfig) judgement {
+	n := r.names
+	switch stream {
+	case n.ChatStream():
+		return r.judgeChat(name, cfg)
+	case n.DMStream():
+		if tok, ok := strings.CutPrefix(name, "dm_"); ok {
+			return r.judgeBound(tok, cfg, func(id string) wire.ConsumerSpec { return n.DMConsumerSpec(id, r.ackWait) })
+		}
+		if tok, ok := strings.CutPrefix(name, "dmhist_"); ok {
+			return r.judgeDMHistory(tok, cfg)
+		}
+	case n.DLVStream():
+		if tok, ok := strings.CutPrefix(name, "dlv_"); ok {
+			return r.judgeBound(tok, cfg, func(id string) wire.ConsumerSpec { return n.DLVConsumerSpec(id, r.ackWait) })
+		}
+	case n.TaskStream():
+		if role, ok := strings.CutPrefix(name, "svc_"); ok {
+			return r.judgeRole(role, cfg)
+		}
+	case n.InboxStream():
+		if name == wire.ReaderConsumer {
+			return judgement{verdict: keep}
+		}
+	default:
+		return r.judgeWatch(stream, cfg)
+	}
+	return judgement{verdict: remove, why: "not a consumer of the layout"}
+}
+
+func (r roster) judgeChat(name string, cfg jetstream.ConsumerConfig) judgement {
+	if name == wire.FanoutConsumer {
+		return judgement{verdict: keep}
+	}
+	if why := transientPull(cfg); why != "" {
+		return judgement{verdict: remove, why: why}
+	}
+	tok, ok := strings.CutPrefix(name, "chathist_")
+	if !ok {
+		return judgement{verdict: remove, why: "not a consumer of the layout"}
+	}
+	rec, ok := r.active[tok]
+	if !ok {
+		return judgement{verdict: remove, why: "its owner is not an active identity", owner: tok}
+	}
+	if !r.readsChat(rec, cfg) {
+		return judgement{verdict: remove, why: "its filter is outside the owner's current read ACL", owner: rec.ID}
+	}
+	return judgement{verdict: keep}
+}
+
+// readsChat reports whether cfg's one filter is a chat subset rec may read now.
+func (r roster) readsChat(rec provisioner.Record, cfg jetstream.ConsumerConfig) bool {
+	f, ok := oneFilter(cfg)
+	if !ok {
+		return false
+	}
+	if rec.Profile != provisioner.ProfileAgent {
+		return server.SubjectMatchesFilter(f, r.names.Prefix()+".chat.>")
+	}
+	for _, ch := range rec.Grants.AllowSubscribe {
+		if server.SubjectMatchesFilter(f, r.names.ChatFilter(ch)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r roster) judgeDMHistory(tok string, cfg jetstream.ConsumerConfig) judgement {
+	rec, ok := r.active[tok]
+	if !ok || rec.Profile != provisioner.ProfileAdmin {
+		return judgement{verdict: remove, why: "its owner is not an active admin", owner: tok}
+	}
+	if why := transientPull(cfg); why != "" {
+		return judgement{verdict: remove, why: why, owner: rec.ID}
+	}
+	if f, ok := oneFilter(cfg); !ok || !server.SubjectMatchesFilter(f, r.names.Prefix()+".inst.>") {
+		return judgement{verdict: remove, why: "its filter is outside the DM subtree", owner: rec.ID}
+	}
+	return judgement{verdict: keep}
+}
+
+// judgeBound judges dm_<tok> or dlv_<tok>, whose spec spec(id) gives.
+func (r roster) judgeBound(tok string, cfg jetstream.ConsumerConfig, spec func(id string) wire.ConsumerSpec) judgement {
+	rec, ok := r.agents[tok]
+	if !ok {
+		return judgement{verdict: remove, why: "its owner is not an agent, or was revoked", owner: tok}
+	}
+	return bound(spec(rec.ID), cfg, rec.ID)
+}
+
+func (r roster) judgeRole(role string, cfg jetstream.ConsumerConfig) judgement {
+	if !r.roles[role] {
+		return judgement{verdict: remove, why: "no agent that is not revoked holds the role", owner: role}
+	}
+	return bound(r.names.SvcConsumerSpec(role, r.ackWait), cfg, role)
+}
+
+// bound keeps a bind-only durable whose config is spec's and restores any other.
+func bound(spec wire.ConsumerSpec, cfg jetstream.ConsumerConfig, owner string) judgement {
+	if why := drift(spec, cfg); why != "" {
+		return judgement{verdict: restore, spec: spec, why: why, owner: owner}
+	}
+	return judgement{verdict: keep}
+}
+
+// drift says how cfg differs from spec in anything that changes what the consumer reads,
+// where it delivers, or whether it keeps what it holds; "" when it does not. Fields the spec
+// leaves to the server's default (deliver policy, max ack pending) only pace the reads.
+func drift(spec wire.ConsumerSpec, cfg jetstream.ConsumerConfig) string {
+	f, ok := oneFilter(cfg)
+	switch {
+	case !ok || f != spec.Filter:
+		return "its filter was changed"
+	case cfg.DeliverSubject != "" || cfg.DeliverGroup != "":
+		return "it was made a push consumer"
+	case cfg.AckPolicy != jetstream.AckExplicitPolicy || cfg.AckWait != spec.AckWait:
+		return "its acknowledgement was changed"
+	case cfg.InactiveThreshold != 0:
+		return "it was given an inactive threshold"
+	case cfg.MaxDeliver > 0 || len(cfg.BackOff) > 0 || cfg.RateLimit != 0 || cfg.HeadersOnly ||
+		cfg.SampleFrequency != "" || cfg.PauseUntil != nil && cfg.PauseUntil.After(time.Now()):
+		return "it was throttled, paused or cut to headers"
+	}
+	return ""
+}
+
+func (r roster) judgeWatch(stream string, cfg jetstream.ConsumerConfig) judgement {
+	if !transient(cfg) {
+		return judgement{verdict: remove, why: "a watch that is not transient"}
+	}
+	if cfg.DeliverSubject == "" {
+		return judgement{verdict: keep}
+	}
+	create := "$JS.API.CONSUMER.CREATE." + stream + ".x"
+	for inbox, p := range r.inboxes {
+		if server.SubjectMatchesFilter(cfg.DeliverSubject, inbox+".>") && mayPublish(p, create) {
+			return judgement{verdict: keep}
+		}
+	}
+	return judgement{verdict: remove, why: "it pushes to an identity that may not watch the bucket"}
+}
+
+// transientPull is "" for a transient pull consumer, else why it is not one.
+func transientPull(cfg jetstream.ConsumerConfig) string {
+	switch {
+	case cfg.DeliverSubject != "":
+		return "a push consumer on a message stream"
+	case !transient(cfg):
+		return "a durable where only transient consumers belong"
+	}
+	return ""
+}
+
+func transient(cfg jetstream.ConsumerConfig) bool {
+	return cfg.InactiveThreshold > 0 && cfg.InactiveThreshold <= wire.MaxTransientInactiveThreshold
+}
+
+// oneFilter is cfg's filter when it has exactly one.
+func oneFilter(cfg jetstream.ConsumerConfig) (string, bool) {
+	switch {
+	case len(cfg.FilterSubjects) == 1 && cfg.FilterSubject == "":
+		return cfg.FilterSubjects[0], true
+	case len(cfg.FilterSubjects) == 0 && cfg.FilterSubject != "":
+		return cfg.FilterSubject, true
+	}
+	return "", false
+}
+
+// mayPublish reports whether p lets its holder publish on subject: an allow matches and no
+// deny does, as the broker decides.
+func mayPublish(p wire.Permissions, subject string) bool {
+	for _, d := range p.Pub.Deny {
+		if server.SubjectMatchesFilter(subject, d) {
+			return false
+		}
+	}
+	for _, a := range p.Pub.Allow {
+		if server.SubjectMatchesFilter(subject, a) {
+			return true
+		}
+	}
+	return false
+}

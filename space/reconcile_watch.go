@@ -1,0 +1,99 @@
+package space
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// apiAudit is where the broker reports each JetStream API call of the account, with its
+// request and response (nats-server's JSAuditAdvisory).
+const apiAudit = "$JS.EVENT.ADVISORY.API"
+
+// createdQueue bounds the consumer creates waiting for a check; past it a create is left to
+// the next periodic pass.
+const createdQueue = 256
+
+// created is one consumer a JetStream API call created or updated, with the config the server
+// answered.
+type created struct {
+	stream, name string
+	config       jetstream.ConsumerConfig
+}
+
+// watchCreates queues every successful consumer create or update in rt's account on out, so
+// the rule judges it within milliseconds rather than at the next periodic pass: a push
+// consumer made under one's own name (which no grant can refuse) delivers nothing for long.
+// Consumer updates send no advisory of their own, hence the API audit rather than the
+// CONSUMER.CREATED advisory. The audit also carries other answers, message gets among them;
+// the handler decodes the subject first and ignores everything but consumer creates.
+func watchCreates(rt *spaceRuntime, out chan<- created) (*nats.Subscription, error) {
+	return rt.prov.Subscribe(apiAudit, func(msg *nats.Msg) {
+		var audit struct {
+			Subject  string `json:"subject"`
+			Response string `json:"response"`
+		}
+		if json.Unmarshal(msg.Data, &audit) != nil || !consumerCreate(audit.Subject) {
+			return
+		}
+		var resp struct {
+			jetstream.ConsumerInfo
+			Error *jetstream.APIError `json:"error"`
+		}
+		if json.Unmarshal([]byte(audit.Response), &resp) != nil || resp.Error != nil || resp.Name == "" {
+			return
+		}
+		select {
+		case out <- created{stream: resp.Stream, name: resp.Name, config: resp.Config}:
+		default:
+		}
+	})
+}
+
+// consumerCreate reports whether subject is one of the JetStream API's consumer create forms.
+func consumerCreate(subject string) bool {
+	return strings.HasPrefix(subject, "$JS.API.CONSUMER.CREATE.") ||
+		strings.HasPrefix(subject, "$JS.API.CONSUMER.DURABLE.CREATE.")
+}
+
+// checkCreated judges one created consumer against the registry now and acts on it.
+func (m *Mesh) checkCreated(rt *spaceRuntime, c created) {
+	if !rt.ownsStream(c.stream) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reconcileTimeout)
+	defer cancel()
+	rt.mintMu.Lock()
+	defer rt.mintMu.Unlock()
+	recs, err := m.store.List(rt.name)
+	if err != nil {
+		m.log.Error("checking a new consumer failed", "space", rt.name, "err", err)
+		return
+	}
+	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
+	j := r.judge(c.stream, c.name, c.config)
+	if j.verdict == keep {
+		return
+	}
+	var rep ReconcileReport
+	if err := m.act(ctx, rt, c.stream, c.name, j, &rep); err != nil {
+		rt.reconciled.failures.Add(1)
+		m.log.Error("acting on a new consumer failed", "space", rt.name, "err", err)
+	}
+	rt.reconciled.deleted.Add(int64(rep.Deleted))
+	rt.reconciled.restored.Add(int64(rep.Restored))
+}
+
+// ownsStream reports whether stream is one of the space's own.
+func (rt *spaceRuntime) ownsStream(stream string) bool {
+	for _, s := range rt.names.Streams() {
+		if s.Name == stream {
+			return true
+		}
+	}
+	return false
+}
