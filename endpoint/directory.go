@@ -20,7 +20,8 @@ type directoryKey struct {
 	liveness  time.Duration
 }
 
-// directories holds the shared directories of this process by key.
+// directories holds the shared directories of this process by key. Lock order: directories.mu
+// before a directory's mu; a directory's mu is never held while waiting for its watch.
 var directories = struct {
 	mu sync.Mutex
 	m  map[directoryKey]*directory
