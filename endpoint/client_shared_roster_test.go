@@ -73,7 +73,13 @@ func TestClosingTheCarrierLeavesTheOtherRostersRunning(t *testing.T) {
 	if err := carrier.Close(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	for range lost { // the events sent before Close, then the end of the channel
+	for closed := false; !closed; { // the events sent before Close, then the end of the channel
+		select {
+		case _, open := <-lost:
+			closed = !open
+		case <-ctxT(t).Done():
+			t.Fatal("the closed endpoint's subscription is still open")
+		}
 	}
 	await.True(t, settle, "the carrier's final offline record", func() bool {
 		p, ok := other.Roster().Peer(carrier.ID())
