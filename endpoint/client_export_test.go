@@ -3,3 +3,12 @@ package endpoint
 // InjectAsyncError hands err to the Endpoint as if the broker had reported it asynchronously,
 // so tests can drive the late-refusal path (SPEC §7) without changing a live credential.
 func InjectAsyncError(e *Endpoint, err error) { e.onAsyncError(e.nc, nil, err) }
+
+// CarriesRoster reports whether the shared presence watch of e's directory runs on e's
+// connection, so a test can close the carrier and see the watch move.
+func CarriesRoster(e *Endpoint) bool {
+	d := e.roster.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.carrier == e
+}

@@ -131,9 +131,14 @@ func TestRosterRecoversAfterItsWatchConsumerIsDeleted(t *testing.T) {
 	if err := alice.SetStatus(ctxT(t), wire.StatusWaiting, "after the loss"); err != nil {
 		t.Fatal(err)
 	}
-	await.True(t, settle, "bob's roster to see alice's new status", func() bool {
-		p, _ := peerOf(bob.Roster(), alice.ID())
-		return p.Presence.Activity == "after the loss"
-	})
-	await.True(t, settle, "a fresh roster", bob.Roster().Fresh)
+	for _, r := range []*peer{alice, bob} {
+		await.True(t, settle, r.Name()+"'s roster to see alice's new status", func() bool {
+			p, _ := peerOf(r.Roster(), alice.ID())
+			return p.Presence.Activity == "after the loss"
+		})
+		await.True(t, settle, "a fresh roster", r.Roster().Fresh)
+		if r.Stats().WatchRebuilds == 0 {
+			t.Errorf("%s counted no watch rebuild", r.Name())
+		}
+	}
 }

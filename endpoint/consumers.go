@@ -9,10 +9,14 @@ import (
 )
 
 // Binding timing: how often a missing consumer is looked up again, and how often a bound one
-// is checked for having vanished (a reconnect also triggers a check).
+// is checked for having vanished. A reconnect and missed idle heartbeats also trigger a check,
+// so the periodic one is a slow backstop: each check is a JetStream API request, and a process
+// of a thousand idle Endpoints would otherwise spend its CPU on them.
 const (
 	bindRetryMax   = 30 * time.Second
-	bindCheckEvery = 15 * time.Second
+	bindCheckEvery = time.Minute
+	// consumeStopWait bounds the wait for a stopped Consume to wind down.
+	consumeStopWait = 15 * time.Second
 	// consumeBatch bounds the copies pulled ahead of the Handler, so buffered copies do not
 	// sit out their ack wait while earlier ones are handled.
 	consumeBatch = 16
@@ -88,18 +92,26 @@ func (e *Endpoint) reportMissing(b binding, err error) {
 }
 
 // consume pulls from a bound consumer into the receive pipeline until ctx ends or the
-// consumer is lost. It checks the consumer after every reconnect and every bindCheckEvery,
-// because a pull consumer deleted while the connection was down is not noticed otherwise.
+// consumer is lost. It checks the consumer after every reconnect, when idle heartbeats stop
+// and every bindCheckEvery, because a pull consumer deleted while the connection was down is
+// not noticed otherwise.
 func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consumer) error {
 	lost := make(chan error, 1)
+	silent := make(chan struct{}, 1)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		e.receive(inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m})
 	},
 		jetstream.PullMaxMessages(consumeBatch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+			switch {
+			case errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound):
 				select {
 				case lost <- err:
+				default:
+				}
+			case errors.Is(err, jetstream.ErrNoHeartbeat):
+				select {
+				case silent <- struct{}{}:
 				default:
 				}
 			}
@@ -111,7 +123,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		cc.Stop()
 		select {
 		case <-cc.Closed():
-		case <-time.After(bindCheckEvery):
+		case <-time.After(consumeStopWait):
 			e.log.Warn("consumer did not stop in time", "consumer", b.consumer)
 		}
 	}()
@@ -124,6 +136,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		case err := <-lost:
 			return err
 		case <-e.conn.reconnectSignal():
+		case <-silent:
 		case <-check.C:
 		}
 		if _, err := cons.Info(ctx); errors.Is(err, jetstream.ErrConsumerNotFound) {

@@ -364,8 +364,7 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 	if e.channelsKV, err = e.openBucket(ctx, e.names.ChannelsBucket()); err != nil {
 		return err
 	}
-	e.roster = newRoster(e)
-	e.spawn(e.roster.run)
+	e.roster = joinDirectory(e)
 	if e.passive {
 		// SPEC Appendix B: an observer or admin writes no presence and binds no consumer; it
 		// reads the roster, channels and history only. Its final offline is never written.
@@ -476,13 +475,14 @@ func (e *Endpoint) shutdown(ctx context.Context, announce bool) error {
 	e.stopping = true
 	e.spawnMu.Unlock()
 	e.wg.Wait()
+	if e.roster != nil {
+		// The shared watch may run on this connection: it moves before the connection drains.
+		e.roster.leave()
+	}
 	if e.nc != nil {
 		if err := e.drain(ctx); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if e.roster != nil {
-		e.roster.closeSubscribers()
 	}
 	e.conn.finish(ErrClosed)
 	return errors.Join(errs...)

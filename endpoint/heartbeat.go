@@ -1,12 +1,14 @@
 package endpoint
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/cotal-go/cotal/wire"
 	"maps"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -24,7 +26,15 @@ type presenceState struct {
 	attention    wire.AttentionMode
 	channelModes map[string]wire.ChannelMode
 	final        bool // the final offline record is written or being written
+	// row is the record as last encoded with ts 0, for rowStatus, cut before the ts digits; a
+	// heartbeat appends its ts and the closing brace instead of encoding the record again.
+	// SetStatus and SetAttention clear it.
+	row       []byte
+	rowStatus wire.PresenceStatus
 }
+
+// tsTail is how json.Marshal ends a Presence with ts 0: ts is its last field.
+const tsTail = `"ts":0}`
 
 func (p *presenceState) stop() {
 	p.mu.Lock()
@@ -93,17 +103,9 @@ func (e *Endpoint) writeFinalPresence(ctx context.Context) error {
 
 // putPresence writes one record; e.pres.mu is held.
 func (e *Endpoint) putPresence(ctx context.Context, status wire.PresenceStatus) error {
-	p := wire.Presence{
-		Card:         e.card,
-		Status:       status,
-		Activity:     e.pres.activity,
-		Attention:    e.pres.attention,
-		ChannelModes: e.pres.channelModes,
-		TS:           time.Now().UnixMilli(),
-	}
-	data, err := json.Marshal(p)
+	data, err := e.encodePresence(status, time.Now().UnixMilli())
 	if err != nil {
-		return fmt.Errorf("encode presence: %w", err)
+		return err
 	}
 	if _, err := e.presenceKV.Put(ctx, e.id, data); err != nil {
 		return err
@@ -112,6 +114,32 @@ func (e *Endpoint) putPresence(ctx context.Context, status wire.PresenceStatus) 
 		e.roster.ownWritten(time.Now())
 	}
 	return nil
+}
+
+// encodePresence encodes the record with status and ts, reusing the last encoding when only
+// the ts changed; e.pres.mu is held.
+func (e *Endpoint) encodePresence(status wire.PresenceStatus, ts int64) ([]byte, error) {
+	if e.pres.row == nil || e.pres.rowStatus != status {
+		p := wire.Presence{Card: e.card, Status: status, Activity: e.pres.activity,
+			Attention: e.pres.attention, ChannelModes: e.pres.channelModes}
+		data, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode presence: %w", err)
+		}
+		if !bytes.HasSuffix(data, []byte(tsTail)) {
+			p.TS = ts
+			data, err = json.Marshal(p)
+			if err != nil {
+				return nil, fmt.Errorf("encode presence: %w", err)
+			}
+			return data, nil
+		}
+		e.pres.row, e.pres.rowStatus = data[:len(data)-len(tsTail)+len(`"ts":`)], status
+	}
+	data := make([]byte, 0, len(e.pres.row)+20)
+	data = append(data, e.pres.row...)
+	data = strconv.AppendInt(data, ts, 10)
+	return append(data, '}'), nil
 }
 
 // SetStatus announces status and activity now and in every later heartbeat (SPEC §6).
@@ -128,7 +156,7 @@ func (e *Endpoint) SetStatus(ctx context.Context, status wire.PresenceStatus, ac
 		return ErrPassive
 	}
 	e.pres.mu.Lock()
-	e.pres.status, e.pres.activity = status, activity
+	e.pres.status, e.pres.activity, e.pres.row = status, activity, nil
 	e.pres.mu.Unlock()
 	return e.writePresence(ctx)
 }
@@ -145,7 +173,7 @@ func (e *Endpoint) SetAttention(ctx context.Context, mode wire.AttentionMode, mo
 		return ErrPassive
 	}
 	e.pres.mu.Lock()
-	e.pres.attention, e.pres.channelModes = mode, maps.Clone(modes)
+	e.pres.attention, e.pres.channelModes, e.pres.row = mode, maps.Clone(modes), nil
 	e.pres.mu.Unlock()
 	return e.writePresence(ctx)
 }

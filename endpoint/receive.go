@@ -95,6 +95,8 @@ type inbound struct {
 	data    []byte
 	msg     jetstream.Msg // the JetStream copy to ack, nak or term; nil for live and history
 	seq     uint64        // the CHAT stream sequence of a history copy
+	// redelivered is read from msg's metadata once, by receive: parsing it is per copy work.
+	redelivered bool
 }
 
 // Handle sets the Handler, replacing any earlier one. Set Options.Handler instead to receive
@@ -117,7 +119,8 @@ const (
 // receive is the one receive pipeline every copy goes through (SPEC §4, §5, §8):
 // check → own-echo filter → dedup → surface → ack, nak or term.
 func (e *Endpoint) receive(in inbound) outcome {
-	if redelivered(in.msg) {
+	in.redelivered = redelivered(in.msg)
+	if in.redelivered {
 		e.stats.redeliveries.Add(1)
 	}
 	m, meta, err := e.check(in)
@@ -167,7 +170,7 @@ func (e *Endpoint) check(in inbound) (*wire.CotalMessage, Meta, error) {
 	if err != nil {
 		return nil, Meta{}, err
 	}
-	meta := Meta{Subject: in.subject, Historical: in.src == srcHistory, Redelivered: redelivered(in.msg)}
+	meta := Meta{Subject: in.subject, Historical: in.src == srcHistory, Redelivered: in.redelivered}
 	switch {
 	case sub.Kind != in.src.kind(), sub.Space != e.names.Space():
 		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
@@ -219,7 +222,7 @@ func (e *Endpoint) checkDurable(in inbound) (*wire.CotalMessage, Meta, error) {
 		return nil, Meta{}, fmt.Errorf("%w: %s", errOutsideReadACL, sub.Rest)
 	}
 	return m, Meta{Kind: MetaChannel, Durable: true, Channel: sub.Rest, Subject: origin,
-		Redelivered: redelivered(in.msg)}, nil
+		Redelivered: in.redelivered}, nil
 }
 
 // errOutsideReadACL marks a durable copy of a channel the credential no longer reads.

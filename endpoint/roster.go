@@ -1,15 +1,11 @@
 package endpoint
 
 import (
-	"context"
-	"github.com/cotal-go/cotal/wire"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Peer is one instance in the roster.
@@ -47,237 +43,42 @@ const rosterEventBuffer = 256
 
 // Roster is the presence directory of the space, kept current by a watch on the presence
 // bucket (SPEC §6). Offline peers stay listed for observability. It is safe for concurrent use.
+//
+// In-process Endpoints of one broker and space with the same Heartbeat and LivenessWindow
+// read one shared directory fed by one watch, so a process of N Endpoints decodes each row
+// once, not N times; each Endpoint's Roster still has its own subscribers and counters, and
+// one Endpoint closing leaves the others' rosters running.
 type Roster struct {
-	e *Endpoint
-
-	mu          sync.Mutex
-	peers       map[string]*Peer
-	subs        map[int]chan RosterEvent
-	nextSub     int
-	closed      bool
-	watching    bool          // the watch delivered its initial values and is running
-	loaded      chan struct{} // closed when the first watch has delivered its initial values
-	loadedOnce  sync.Once
-	lastUpdate  time.Time // last entry from the watch
-	unseenWrite time.Time // first own heartbeat written and not yet seen by the watch
-}
-
-func newRoster(e *Endpoint) *Roster {
-	return &Roster{e: e, peers: make(map[string]*Peer), subs: make(map[int]chan RosterEvent),
-		loaded: make(chan struct{})}
+	e   *Endpoint
+	dir *directory
+	// closed is set when the Endpoint leaves the directory; guarded by dir.mu.
+	closed bool
 }
 
 // Loaded is closed once the roster holds every row the presence bucket had when its watch
 // started; a Snapshot taken after it is complete, not a partial first read.
-func (r *Roster) Loaded() <-chan struct{} { return r.loaded }
+func (r *Roster) Loaded() <-chan struct{} { return r.dir.loaded }
 
 // Snapshot returns every known peer, this instance included, sorted by id. Online reflects
 // the liveness window at the time of the call.
-func (r *Roster) Snapshot() []Peer {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sweepLocked(time.Now())
-	out := make([]Peer, 0, len(r.peers))
-	for _, p := range r.peers {
-		out = append(out, *p)
-	}
-	slices.SortFunc(out, func(a, b Peer) int { return strings.Compare(a.Presence.Card.ID, b.Presence.Card.ID) })
-	return out
-}
+func (r *Roster) Snapshot() []Peer { return r.dir.snapshot() }
 
 // Peer returns the peer with instance id, if known.
-func (r *Roster) Peer(id string) (Peer, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sweepLocked(time.Now())
-	p, ok := r.peers[id]
-	if !ok {
-		return Peer{}, false
-	}
-	return *p, true
-}
+func (r *Roster) Peer(id string) (Peer, bool) { return r.dir.peer(id) }
 
 // Subscribe returns a channel of roster changes from now on and a cancel function. Delivery
 // never blocks the roster: when the subscriber falls rosterEventBuffer events behind, later
 // events are dropped (counted in Stats.RosterEventsDropped); Snapshot is always complete. The
 // channel is closed by cancel or when the Endpoint closes.
-func (r *Roster) Subscribe() (<-chan RosterEvent, func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ch := make(chan RosterEvent, rosterEventBuffer)
-	if r.closed {
-		close(ch)
-		return ch, func() {}
-	}
-	id := r.nextSub
-	r.nextSub++
-	r.subs[id] = ch
-	return ch, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if c, ok := r.subs[id]; ok {
-			delete(r.subs, id)
-			close(c)
-		}
-	}
-}
+func (r *Roster) Subscribe() (<-chan RosterEvent, func()) { return r.dir.subscribe(r) }
 
 // Fresh reports whether the roster can be trusted right now: the watch is running and has
-// delivered an update, at least this instance's own heartbeat, within two heartbeats.
-func (r *Roster) Fresh() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.watching && time.Since(r.lastUpdate) <= 2*r.e.opts.Heartbeat
-}
-
-func (r *Roster) closeSubscribers() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.closed = true
-	for id, c := range r.subs {
-		delete(r.subs, id)
-		close(c)
-	}
-}
+// delivered an update, at least a heartbeat of this process's instances, within two
+// heartbeats.
+func (r *Roster) Fresh() bool { return r.dir.fresh() }
 
 // ownWritten notes a successful own heartbeat, for stall detection.
-func (r *Roster) ownWritten(at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.unseenWrite.IsZero() {
-		r.unseenWrite = at
-	}
-}
-
-// run keeps a watch on the presence bucket until ctx ends, rebuilding it when it dies or
-// stalls, including after a reconnect that lost its consumer.
-func (r *Roster) run(ctx context.Context) {
-	backoff := newBackoff(250*time.Millisecond, 5*time.Second)
-	for ctx.Err() == nil {
-		w, err := r.e.presenceKV.WatchAll(ctx)
-		if err != nil {
-			r.e.log.Warn("presence watch failed; retrying", "err", err)
-			backoff.wait(ctx)
-			continue
-		}
-		backoff.reset()
-		reason := r.follow(ctx, w)
-		_ = w.Stop()
-		r.setWatching(false)
-		if ctx.Err() == nil {
-			r.e.stats.rebuilds.Add(1)
-			r.e.log.Info("rebuilding the presence watch", "reason", reason)
-		}
-	}
-}
-
-// follow applies watch updates and sweeps stale peers until the watch ends, stalls, or ctx
-// ends, and says why it stopped.
-func (r *Roster) follow(ctx context.Context, w jetstream.KeyWatcher) string {
-	tick := time.NewTicker(r.e.opts.Heartbeat / 2)
-	defer tick.Stop()
-	r.mu.Lock()
-	r.unseenWrite = time.Time{}
-	r.mu.Unlock()
-	for {
-		select {
-		case <-ctx.Done():
-			return "closing"
-		case entry, ok := <-w.Updates():
-			if !ok {
-				return "watch closed"
-			}
-			if entry == nil {
-				r.setWatching(true)
-				continue
-			}
-			r.apply(entry)
-		case now := <-tick.C:
-			r.mu.Lock()
-			r.sweepLocked(now)
-			stalled := !r.unseenWrite.IsZero() && now.Sub(r.unseenWrite) > 2*r.e.opts.Heartbeat
-			r.mu.Unlock()
-			if stalled && r.e.nc.IsConnected() {
-				return "own heartbeat not seen for two heartbeats"
-			}
-		}
-	}
-}
-
-func (r *Roster) setWatching(on bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.watching = on
-	if on {
-		r.lastUpdate = time.Now()
-		r.loadedOnce.Do(func() { close(r.loaded) })
-	}
-}
-
-// apply folds one watch entry into the roster. A delete or purge marks the peer offline at
-// once; a row that is not a valid Presence under its own key is dropped and counted (SPEC §6;
-// LAYOUT.md "Reply-subject injection").
-func (r *Roster) apply(entry jetstream.KeyValueEntry) {
-	now := time.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lastUpdate = now
-	key := entry.Key()
-	if key == r.e.id {
-		r.unseenWrite = time.Time{}
-	}
-	if op := entry.Operation(); op == jetstream.KeyValueDelete || op == jetstream.KeyValuePurge {
-		p, ok := r.peers[key]
-		if !ok {
-			return
-		}
-		wasOnline := p.Online
-		p.Online, p.Removed = false, true
-		if wasOnline {
-			r.publishLocked(RosterEvent{Kind: PeerOffline, Peer: *p})
-		}
-		return
-	}
-	p, err := wire.DecodePresence(key, entry.Value())
-	if err != nil {
-		r.e.stats.presenceDropped.Add(1)
-		r.e.log.Debug("dropped an invalid presence row", "key", key, "err", err)
-		return
-	}
-	next := Peer{Presence: *p, LastSeen: time.UnixMilli(p.TS),
-		Online: p.EffectiveStatus(now, r.e.opts.LivenessWindow) != wire.StatusOffline}
-	prev, known := r.peers[key]
-	r.peers[key] = &next
-	switch {
-	case next.Online && (!known || !prev.Online):
-		r.publishLocked(RosterEvent{Kind: PeerOnline, Peer: next})
-	case !next.Online && known && prev.Online:
-		r.publishLocked(RosterEvent{Kind: PeerOffline, Peer: next})
-	case next.Online && changed(prev.Presence, next.Presence):
-		r.publishLocked(RosterEvent{Kind: PeerUpdated, Peer: next})
-	}
-}
-
-// sweepLocked marks peers whose last heartbeat left the liveness window offline (SPEC §6).
-func (r *Roster) sweepLocked(now time.Time) {
-	for _, p := range r.peers {
-		if p.Online && p.Presence.Stale(now, r.e.opts.LivenessWindow) {
-			p.Online = false
-			r.publishLocked(RosterEvent{Kind: PeerOffline, Peer: *p})
-		}
-	}
-}
-
-// publishLocked fans ev out without blocking.
-func (r *Roster) publishLocked(ev RosterEvent) {
-	for _, c := range r.subs {
-		select {
-		case c <- ev:
-		default:
-			r.e.stats.rosterDropped.Add(1)
-		}
-	}
-}
+func (r *Roster) ownWritten(at time.Time) { r.dir.ownWritten(r.e.id, at) }
 
 // changed reports whether anything but the heartbeat time differs between two rows.
 func changed(a, b wire.Presence) bool {

@@ -2,10 +2,10 @@ package endpoint
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/cotal-go/cotal/wire"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -78,7 +78,9 @@ func (e *Endpoint) build(m *wire.CotalMessage, opts []SendOption) *wire.CotalMes
 // From, Space, ID and TS are filled in on m; a From naming another instance is refused with
 // ErrNotOwnSender.
 func (e *Endpoint) Publish(ctx context.Context, m *wire.CotalMessage) (Receipt, error) {
-	msg, err := e.prepare(m)
+	buf := encodeBuffers.Get().(*[]byte)
+	defer putEncodeBuffer(buf)
+	msg, err := e.prepare(m, (*buf)[:0])
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -89,8 +91,22 @@ func (e *Endpoint) Publish(ctx context.Context, m *wire.CotalMessage) (Receipt, 
 	if err != nil {
 		return Receipt{}, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, refusal(ctx, err))
 	}
+	*buf = msg.Data
 	e.stats.published.Add(1)
 	return Receipt{ID: m.ID, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// encodeBuffers recycles the encode buffers of Publish: when PublishMsg returns, nats.go has
+// copied the message into its own write buffer, so the next Publish may reuse the bytes.
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuffer keeps one large message from pinning its buffer in the pool.
+const maxPooledBuffer = 64 << 10
+
+func putEncodeBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledBuffer {
+		encodeBuffers.Put(buf)
+	}
 }
 
 // publishAttempt bounds the wait for one PubAck. A publish or its acknowledgement can be lost
@@ -123,8 +139,8 @@ func retryablePublish(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
-// prepare completes and checks m and builds its wire message.
-func (e *Endpoint) prepare(m *wire.CotalMessage) (*nats.Msg, error) {
+// prepare completes and checks m and builds its wire message, encoding it into buf.
+func (e *Endpoint) prepare(m *wire.CotalMessage, buf []byte) (*nats.Msg, error) {
 	switch {
 	case m.From.ID == "":
 		m.From = e.Ref()
@@ -150,7 +166,7 @@ func (e *Endpoint) prepare(m *wire.CotalMessage) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(m)
+	data, err := m.AppendJSON(buf)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", wire.ErrInvalidMessage, err)
 	}
@@ -206,7 +222,9 @@ func (p *PendingReceipt) Wait(ctx context.Context) (Receipt, error) {
 // PublishAsync is Publish without waiting for the acknowledgement, for throughput; call Wait
 // on the result to learn whether the message was stored.
 func (e *Endpoint) PublishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
-	msg, err := e.prepare(m)
+	// JetStream keeps an asynchronous message until its acknowledgement, so it gets its own
+	// buffer.
+	msg, err := e.prepare(m, nil)
 	if err != nil {
 		return nil, err
 	}

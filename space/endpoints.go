@@ -29,7 +29,9 @@ type AgentSpec struct {
 // Endpoint mints a credential for spec (with its bind-only consumers pre-created) and
 // returns an Endpoint connected in process, with no TCP. The credential never expires, so an
 // embedding program keeps its agents as long as it runs, and is valid for in-process
-// connections only, so it is worthless outside this process. The mesh closes the Endpoint,
+// connections only, so it is worthless outside this process. The mesh's Endpoints of one space
+// share one presence watch and directory (endpoint.Roster), so a thousand agents in one process
+// decode each presence row once. The mesh closes the Endpoint,
 // with a final offline presence, when the mesh closes; the caller may close it earlier.
 func (m *Mesh) Endpoint(ctx context.Context, spec AgentSpec) (*endpoint.Endpoint, error) {
 	if spec.Space == "" {
