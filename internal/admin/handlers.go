@@ -17,16 +17,17 @@ func routes(m *space.Mesh) http.Handler {
 	h := &handlers{m: m}
 	mux := http.NewServeMux()
 	for pattern, fn := range map[string]handler{
-		"GET /v1/status":                              h.status,
-		"GET /v1/links":                               h.links,
-		"GET /v1/spaces/{space}/link":                 h.link,
-		"POST /v1/spaces/{space}/credentials":         h.mint,
-		"GET /v1/spaces/{space}/credentials":          h.credentials,
-		"DELETE /v1/spaces/{space}/credentials/{id}":  h.revoke,
-		"GET /v1/spaces/{space}/pending/{who}":        h.pending,
-		"PATCH /v1/spaces/{space}/channels/{channel}": h.setChannel,
-		"PATCH /v1/spaces/{space}/defaults":           h.setDefaults,
-		"/":                                           notFound,
+		"GET /v1/status":                               h.status,
+		"GET /v1/links":                                h.links,
+		"GET /v1/spaces/{space}/link":                  h.link,
+		"POST /v1/spaces/{space}/credentials":          h.mint,
+		"GET /v1/spaces/{space}/credentials":           h.credentials,
+		"DELETE /v1/spaces/{space}/credentials/{id}":   h.revoke,
+		"GET /v1/spaces/{space}/pending/{who}":         h.pending,
+		"PATCH /v1/spaces/{space}/channels/{channel}":  h.setChannel,
+		"DELETE /v1/spaces/{space}/channels/{channel}": h.removeChannel,
+		"PATCH /v1/spaces/{space}/defaults":            h.setDefaults,
+		"/":                                            notFound,
 	} {
 		mux.Handle(pattern, fn)
 	}
@@ -114,6 +115,11 @@ func (h *handlers) setChannel(ctx context.Context, r *http.Request) (int, any, e
 	}
 	c, err := h.m.SetChannel(ctx, r.PathValue("space"), u)
 	return http.StatusOK, c, err
+}
+
+func (h *handlers) removeChannel(ctx context.Context, r *http.Request) (int, any, error) {
+	rm, err := h.m.RemoveChannel(ctx, r.PathValue("space"), r.PathValue("channel"))
+	return http.StatusOK, rm, err
 }
 
 func (h *handlers) setDefaults(ctx context.Context, r *http.Request) (int, any, error) {

@@ -24,7 +24,7 @@ func newChannelsCmd() *cobra.Command {
 and changes that config. Changing it is privileged: "set" and "default" work only beside
 "cotal up", through its admin socket, and the mesh's provisioner writes the registry.`,
 	}
-	cmd.AddCommand(newChannelsListCmd(), newChannelsSetCmd(), newChannelsDefaultCmd())
+	cmd.AddCommand(newChannelsListCmd(), newChannelsSetCmd(), newChannelsDefaultCmd(), newChannelsRmCmd())
 	return cmd
 }
 

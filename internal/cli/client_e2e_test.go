@@ -233,7 +233,9 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 	runCases(t, bin, []cliCase{
 		{name: "send as a remote agent reports the stream sequence honestly", args: append([]string{"send", "general", "hello from bob"}, asBob...),
 			code: exitOK, stdout: []string{"stored in CHAT_main at sequence 1 (storage confirmed; delivery is not)"}},
-		{name: "send beside up mints its own credential", args: append([]string{"send", "other", "an aside"}, local...),
+		{name: "send to a channel that does not exist refuses and suggests the close one", args: append([]string{"send", "genral", "hi"}, local...),
+			code: exitError, stderr: []string{`no such channel "genral"`, "did you mean general?", "--create"}},
+		{name: "send beside up mints its own credential and --create starts a channel", args: append([]string{"send", "other", "an aside", "--create"}, local...),
 			code: exitOK, stdout: []string{"stored in CHAT_main at sequence 2"}},
 		{name: "link prints the join link", args: append([]string{"link", "--space", "main"}, local...),
 			code: exitOK, stdout: []string{up.link + "\n"}},
@@ -243,8 +245,10 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			code: exitError, stderr: []string{`unknown channel "genral"`, "`cotal channels list`"}},
 		{name: "history outside the read ACL says what to mint", args: append([]string{"history", "other"}, asAlice...),
 			code: exitError, stderr: []string{`"alice"`, "read ACL", "--allow-subscribe"}},
-		{name: "send outside allowPublish says what to mint", args: append([]string{"send", "random", "hi"}, asAlice...),
+		{name: "send outside allowPublish says what to mint", args: append([]string{"send", "random", "hi", "--create"}, asAlice...),
 			code: exitError, stderr: []string{`channel "random" is outside the allowPublish of "alice"`, "--allow-publish random"}},
+		{name: "a hint names the channel in a form mint accepts", args: append([]string{"send", "#random", "hi", "--create"}, asAlice...),
+			code: exitError, stderr: []string{"--allow-publish _random`"}},
 		{name: "an observer credential cannot send", args: []string{"send", "general", "hi", "--link", up.link, "--creds", watcher},
 			code: exitError, stderr: []string{"cannot send", "observer", "agent credential"}},
 		{name: "a DM to a name nobody online has says how to find one", args: append([]string{"send", "@carol", "hi"}, asBob...),
@@ -261,6 +265,14 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			code: exitOK, stdout: []string{"space main defaults: class durable, replay on, window 7d"}},
 		{name: "channels list shows counts and config", args: append([]string{"channels", "list"}, asBob...),
 			code: exitOK, stdout: []string{"space defaults: class durable, replay on, window 7d", "general  1", "24h", "team chat", "alerts", "live", "other"}},
+		{name: "channels rm removes a channel's messages and config", args: append([]string{"channels", "rm", "other"}, local...),
+			code: exitOK, stdout: []string{"removed channel other from space main: 1 message and no config"}},
+		{name: "a removed channel is gone", args: append([]string{"history", "other"}, local...),
+			code: exitError, stderr: []string{`unknown channel "other"`}},
+		{name: "channels rm of an unknown channel fails", args: append([]string{"channels", "rm", "other"}, local...),
+			code: exitError, stderr: []string{`unknown channel "other"`}},
+		{name: "channels rm without a channel says which argument is missing", args: append([]string{"channels", "rm"}, local...),
+			code: exitUsage, stderr: []string{"missing argument CHANNEL"}},
 		{name: "who as a remote agent reads the roster without joining it", args: append([]string{"who", "--json"}, asBob...),
 			code: exitOK, stdout: []string{"["}},
 		{name: "shell completion offers the agents for deliver pending", args: []string{"__complete", "deliver", "pending", "--dir", dir, ""},
@@ -302,6 +314,10 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		who.waitLine(t, `"name":"alice"`, `"status":"idle"`)
 		cliCase{args: append([]string{"who"}, local...), stdout: []string{"alice", "endpoint", "idle"}}.run(t, bin)
 		cliCase{args: append([]string{"send", "@alice", "psst"}, asBob...), stdout: []string{"stored in DM_main"}}.run(t, bin)
+		cliCase{name: "a name without its @ is refused with the @name suggested", args: append([]string{"send", "alice", "hi"}, asBob...),
+			code: exitError, stderr: []string{`no such channel "alice"`, "@alice"}}.run(t, bin)
+		cliCase{name: "a shortened instance id is refused with the full id suggested", args: append([]string{"send", aliceID[:8], "hi"}, asBob...),
+			code: exitError, stderr: []string{"no such channel", aliceID}}.run(t, bin)
 		tail.waitLine(t, "dm bob: psst")
 		tail.interrupt(t)
 		who.interrupt(t)

@@ -67,6 +67,7 @@ func parseTarget(s string) (target, error) {
 
 func newSendCmd() *cobra.Command {
 	var f clientFlags
+	var create bool
 	cmd := &cobra.Command{
 		Use:   "send CHANNEL|@NAME|ID|svc:ROLE [TEXT|-]",
 		Short: "Send a message to a channel, an instance or a service role",
@@ -80,10 +81,14 @@ Targets:
   svc:ROLE    anycast to exactly one holder of the role
 TEXT is read from standard input when it is absent or "-".
 
+A channel the space does not know (no message, no config, not named by the credential's
+--allow-publish) is refused as a likely typo, with suggestions; --create starts it.
+
 Beside "cotal up" it mints a 5-minute agent credential allowed to post to CHANNEL; with
 --creds it sends as that credential, which must be an agent whose --allow-publish covers
 the channel.` + connectHelp,
 		Example: `  cotal send general "hello, team"
+  cotal send release-notes "first note" --create
   echo "build finished" | cotal send @alice
   cotal send svc:reviewer "please review PR 12" --link cotal://host:4222/main --creds bob.creds`,
 		Args:              cobra.RangeArgs(1, 2),
@@ -98,10 +103,11 @@ the channel.` + connectHelp,
 			if err != nil {
 				return err
 			}
-			return runSend(cmd, &f, t, text)
+			return runSend(cmd, &f, t, text, create)
 		},
 	}
 	addClientFlags(cmd, &f)
+	cmd.Flags().BoolVar(&create, "create", false, "start a new channel: send to a channel with no message and no config yet")
 	return cmd
 }
 
@@ -121,10 +127,10 @@ func messageText(stdin io.Reader, args []string) (string, error) {
 	return text, nil
 }
 
-func runSend(cmd *cobra.Command, f *clientFlags, t target, text string) error {
+func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create bool) error {
 	want := mintFor{command: "send", profile: "agent", lifetime: oneShotLifetime}
 	if t.kind == endpoint.MetaChannel {
-		want.publish = []string{t.channel}
+		want.publish = []string{wire.SanitizeChannel(t.channel)}
 	}
 	s, err := openSession(cmd, f, want)
 	if err != nil {
@@ -147,6 +153,11 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string) error {
 	}()
 	if t.name != "" {
 		if t.id, err = resolveName(ctx, e, t.name); err != nil {
+			return err
+		}
+	}
+	if t.kind == endpoint.MetaChannel && !create {
+		if err := checkChannel(ctx, e, s, t.channel); err != nil {
 			return err
 		}
 	}
@@ -175,7 +186,7 @@ func sendError(err error, t target, s *session) error {
 	if errors.Is(err, endpoint.ErrPublishRefused) && t.kind == endpoint.MetaChannel {
 		return fmt.Errorf("the mesh refused to store the message: channel %q is outside the allowPublish of %q; "+
 			"mint a credential that may post there (`cotal auth mint --profile agent --name NAME --allow-publish %s`), "+
-			"or send without --creds beside `cotal up`", t.channel, s.cred.Name, t.channel)
+			"or send without --creds beside `cotal up`", t.channel, s.cred.Name, wire.SanitizeChannel(t.channel))
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no storage confirmation within %s (%w): the message may or may not be stored; check with `cotal status`", sendWait, err)
@@ -186,16 +197,8 @@ func sendError(err error, t target, s *session) error {
 // resolveName finds the one online instance, other than this one, whose display name is
 // name (case-insensitive, as mentions resolve, SPEC §4).
 func resolveName(ctx context.Context, e *endpoint.Endpoint, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, rosterWait)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !e.Roster().Fresh() {
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("the roster did not load within %s: %w", rosterWait, ctx.Err())
-		case <-tick.C:
-		}
+	if err := waitRoster(ctx, e); err != nil {
+		return "", err
 	}
 	var ids []string
 	for _, p := range e.Roster().Snapshot() {
