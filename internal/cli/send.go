@@ -24,10 +24,6 @@ const rosterWait = 5 * time.Second
 
 // Send errors.
 var (
-	// errNoSuchName: no online instance has the display name of an @NAME target.
-	errNoSuchName = errors.New("no online instance has that name")
-	// errAmbiguousName: more than one online instance has the display name of an @NAME target.
-	errAmbiguousName = errors.New("more than one online instance has that name")
 	// errCannotSend: the credential's profile has no application publish (SPEC Appendix B).
 	errCannotSend = errors.New("this credential cannot send")
 )
@@ -195,24 +191,18 @@ func sendError(err error, t target, s *session) error {
 }
 
 // resolveName finds the one online instance, other than this one, whose display name is
-// name (case-insensitive, as mentions resolve, SPEC §4).
+// name (endpoint.ResolveName), and says what to do when there is none or several.
 func resolveName(ctx context.Context, e *endpoint.Endpoint, name string) (string, error) {
-	if err := waitRoster(ctx, e); err != nil {
-		return "", err
+	ctx, cancel := context.WithTimeout(ctx, rosterWait)
+	defer cancel()
+	id, err := e.ResolveName(ctx, name)
+	switch {
+	case errors.Is(err, endpoint.ErrUnknownName):
+		return "", fmt.Errorf("@%s: %w; `cotal who` lists who is online; to reach an offline instance send to its id, its DMs wait for it", name, err)
+	case errors.Is(err, endpoint.ErrAmbiguousName):
+		return "", fmt.Errorf("@%s: %w; send to one of them by id", name, err)
 	}
-	var ids []string
-	for _, p := range e.Roster().Snapshot() {
-		if p.Online && p.Presence.Card.ID != e.ID() && strings.EqualFold(p.Presence.Card.Name, name) {
-			ids = append(ids, p.Presence.Card.ID)
-		}
-	}
-	switch len(ids) {
-	case 0:
-		return "", fmt.Errorf("%w: @%s; `cotal who` lists who is online; to reach an offline instance send to its id, its DMs wait for it", errNoSuchName, name)
-	case 1:
-		return ids[0], nil
-	}
-	return "", fmt.Errorf("%w: @%s is %s; send to one of them by id", errAmbiguousName, name, strings.Join(ids, ", "))
+	return id, err
 }
 
 // receipt is the --json form of a stored message.
