@@ -36,10 +36,13 @@ func newMintCmd() *cobra.Command {
 		Use:   "mint --profile agent|observer|admin --name NAME",
 		Short: "Mint a credential and write it as a .creds file (mode 0600)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := mintTimes(&spec, expiresIn, expiresAt); err != nil {
+		PreRunE: func(*cobra.Command, []string) error {
+			if err := checkProfile(spec.Profile); err != nil {
 				return err
 			}
+			return mintTimes(&spec, expiresIn, expiresAt)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if identity != "" {
 				seed, err := readIdentitySeed(identity)
 				if err != nil {
@@ -78,6 +81,9 @@ func mintTimes(spec *space.MintSpec, in, at string) error {
 		if err != nil {
 			return fmt.Errorf("--expires-in %q: %w (use e.g. 90m, 12h or 7d)", in, err)
 		}
+		if d <= 0 {
+			return fmt.Errorf("--expires-in %q: a lifetime must be positive, e.g. 1h or 7d", in)
+		}
 		spec.ExpiresIn = d
 	}
 	if at != "" {
@@ -88,6 +94,15 @@ func mintTimes(spec *space.MintSpec, in, at string) error {
 		spec.ExpiresAt = t
 	}
 	return nil
+}
+
+// checkProfile refuses a --profile that is not one a credential can be minted with.
+func checkProfile(p string) error {
+	switch provisioner.Profile(p) {
+	case provisioner.ProfileAgent, provisioner.ProfileObserver, provisioner.ProfileAdmin:
+		return nil
+	}
+	return fmt.Errorf("--profile %q: use agent, observer or admin", p)
 }
 
 func parseDays(s string) (time.Duration, error) {
@@ -236,7 +251,7 @@ func newRevokeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke a credential: connected clients are cut off at once",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := dataDir(cmd)
 			if err != nil {

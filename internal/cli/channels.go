@@ -206,7 +206,7 @@ configure one before its first message. It goes through the admin socket of the 
 the data directory; exit codes as in "cotal help exit-codes".`,
 		Example: `  cotal channels set general --description "team chat" --replay-window 7d
   cotal channels set alerts --class live --create`,
-		Args:              cobra.ExactArgs(1),
+		Args:              exactArgs("CHANNEL"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := wire.ValidatePublishChannel(args[0]); err != nil {

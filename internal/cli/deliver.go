@@ -37,7 +37,7 @@ Backstop entries not yet re-authorized are counted for the whole space ("cotal s
 reader lag).
 It goes through the admin socket of the mesh on the data directory; exit codes as in
 "cotal help exit-codes".`,
-		Args:              cobra.ExactArgs(1),
+		Args:              exactArgs("NAME|ID"),
 		ValidArgsFunction: completeAgentNames(&spaceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := dataDir(cmd)

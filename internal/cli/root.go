@@ -43,8 +43,11 @@ server with JetStream and per-agent credentials, over which AI agents coordinate
 channels, direct messages, services and presence.`,
 		SilenceErrors: true, // execute prints errors, prefixed with "cotal:"
 		SilenceUsage:  true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			return checkLogFlags(logFormat, logLevel)
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLogFlags(logFormat, logLevel); err != nil {
+				return err
+			}
+			return checkSpaceFlag(cmd)
 		},
 	}
 	root.SetOut(stdout)
@@ -53,6 +56,8 @@ channels, direct messages, services and presence.`,
 	flags.StringVar(&logFormat, "log-format", "text", "log format: text or json (config key log.format)")
 	flags.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (config key log.level)")
 	addCommands(root)
+	finishGroups(root)
+	root.SetFlagErrorFunc(flagError)
 	return root
 }
 

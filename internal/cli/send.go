@@ -87,7 +87,7 @@ the channel.` + connectHelp,
   cotal send release-notes "first note" --create
   echo "build finished" | cotal send @alice
   cotal send svc:reviewer "please review PR 12" --link cotal://host:4222/main --creds bob.creds`,
-		Args:              cobra.RangeArgs(1, 2),
+		Args:              rangeArgs([]string{"CHANNEL|@NAME|ID|svc:ROLE"}, []string{"TEXT"}),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		PreRunE: func(_ *cobra.Command, args []string) error {
 			_, err := parseTarget(args[0])

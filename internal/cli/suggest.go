@@ -10,7 +10,10 @@ import (
 // closest first, at most three: the "did you mean" of a mistyped channel or name.
 func closeMatches(word string, candidates []string) []string {
 	w := strings.ToLower(word)
-	limit := max(1, min(3, len(w)/3))
+	limit := 1
+	if len(w) >= 4 {
+		limit = min(3, max(2, len(w)/3))
+	}
 	type match struct {
 		s string
 		d int

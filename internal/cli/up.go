@@ -71,8 +71,9 @@ func newUpCmd() *cobra.Command {
 		Long: `up starts a cotal mesh: the embedded NATS server with JetStream and decentralized JWT
 auth, every configured space provisioned, and the durable delivery loops. It prints the join
 link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts down cleanly.`,
-		Args: cobra.NoArgs,
-		RunE: runUp,
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error { return checkUpFlags(cmd) },
+		RunE:    runUp,
 	}
 	f := cmd.Flags()
 	addConfigFlags(f)
