@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/internal/admin"
@@ -64,7 +66,7 @@ func newMintCmd() *cobra.Command {
 	f.StringSliceVar(&spec.AllowPublish, "allow-publish", nil, "channels the agent may post to; default none (agent only)")
 	f.BoolVar(&spec.Provision, "provision", false, "create the agent's DM, durable-copy and role consumers now")
 	f.StringVar(&out, "out", "", "where to write the .creds file (default ./NAME.creds)")
-	f.StringVar(&expiresIn, "expires-in", "", "lifetime, e.g. 1h or 7d (default: config key expiry, 24h unless set)")
+	f.StringVar(&expiresIn, "expires-in", "", "lifetime: "+durationUnits+" (default: config key expiry, 24h unless set)")
 	f.StringVar(&expiresAt, "expires-at", "", "absolute expiry, RFC 3339 (e.g. 2027-01-02T15:04:05Z)")
 	f.BoolVar(&spec.NoExpiry, "no-expiry", false, "never expires; only revocation ends it")
 	f.StringVar(&identity, "identity", "", "re-mint for the nkey in this .creds file (revokes its previous credential)")
@@ -74,15 +76,12 @@ func newMintCmd() *cobra.Command {
 	return cmd
 }
 
-// mintTimes parses --expires-in (Go durations plus a "d" day suffix) and --expires-at.
+// mintTimes parses --expires-in (parseDuration) and --expires-at.
 func mintTimes(spec *space.MintSpec, in, at string) error {
 	if in != "" {
-		d, err := parseDays(in)
+		d, err := parseDuration(in)
 		if err != nil {
-			return fmt.Errorf("--expires-in %q: %w (use e.g. 90m, 12h or 7d)", in, err)
-		}
-		if d <= 0 {
-			return fmt.Errorf("--expires-in %q: a lifetime must be positive, e.g. 1h or 7d", in)
+			return fmt.Errorf("--expires-in %q: %w", in, err)
 		}
 		spec.ExpiresIn = d
 	}
@@ -103,14 +102,6 @@ func checkProfile(p string) error {
 		return nil
 	}
 	return fmt.Errorf("--profile %q: use agent, observer or admin", p)
-}
-
-func parseDays(s string) (time.Duration, error) {
-	var days int
-	if n, err := fmt.Sscanf(s, "%dd", &days); err == nil && n == 1 && fmt.Sprintf("%dd", days) == s {
-		return time.Duration(days) * 24 * time.Hour, nil
-	}
-	return time.ParseDuration(s)
 }
 
 func readIdentitySeed(path string) (string, error) {
@@ -249,30 +240,63 @@ func stateText(r space.CredentialInfo) string {
 func newRevokeCmd() *cobra.Command {
 	var spaceName string
 	cmd := &cobra.Command{
-		Use:   "revoke ID",
+		Use:   "revoke ID|NAME",
 		Short: "Revoke a credential: connected clients are cut off at once",
-		Args:  exactArgs("ID"),
+		Long: `revoke ends a credential, named by its instance id or by the name it was minted with.
+A name held by more than one active credential is refused with their ids; revoke one of
+them by id ("cotal auth list" shows them).`,
+		Args: exactArgs("ID|NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := dataDir(cmd)
 			if err != nil {
 				return err
 			}
+			id, err := credentialID(cmd, dir, spaceName, args[0])
+			if err != nil {
+				return err
+			}
 			err = withMeshOrStore(cmd, dir, func(c *admin.Client) error {
-				return c.Revoke(cmd.Context(), spaceName, args[0])
+				return c.Revoke(cmd.Context(), spaceName, id)
 			}, func(s *provisioner.Store) error {
-				_, err := s.Revoke(spaceName, args[0])
+				_, err := s.Revoke(spaceName, id)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", id)
 			return nil
 		},
 	}
 	addConfigFlags(cmd.Flags())
 	cmd.Flags().StringVar(&spaceName, "space", "main", "space of the credential")
 	return cmd
+}
+
+// credentialID is who as an instance id: itself when it is one, else the id of the one active
+// credential minted with that name.
+func credentialID(cmd *cobra.Command, dir, spaceName, who string) (string, error) {
+	if nkeys.IsValidPublicUserKey(who) {
+		return who, nil
+	}
+	recs, err := listCredentials(cmd, dir, spaceName)
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, r := range recs {
+		if r.Name == who && r.Active(time.Now()) {
+			ids = append(ids, r.ID)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("no active credential is named %q in space %s; `cotal auth list` shows them", who, spaceName)
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("%d active credentials are named %q in space %s: %s; revoke one by id",
+		len(ids), who, spaceName, strings.Join(ids, ", "))
 }
 
 // dataDir resolves the data directory the way `cotal up` does, through meshOptions, from

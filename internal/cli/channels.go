@@ -148,7 +148,7 @@ type channelFlags struct {
 func addChannelFlags(cmd *cobra.Command, cf *channelFlags, text bool) {
 	fs := cmd.Flags()
 	fs.StringVar(&cf.replay, "replay", "", "history replay on join: true or false")
-	fs.StringVar(&cf.window, "replay-window", "", "backfill horizon: a count and s, m, h or d, e.g. 24h")
+	fs.StringVar(&cf.window, "replay-window", "", "backfill horizon: "+durationUnits)
 	fs.StringVar(&cf.class, "class", "", "delivery class: live or durable (SPEC §4)")
 	_ = cmd.RegisterFlagCompletionFunc("replay", cobra.FixedCompletions([]string{"true", "false"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("class", cobra.FixedCompletions([]string{"live", "durable"}, cobra.ShellCompDirectiveNoFileComp))
@@ -172,7 +172,15 @@ func (cf *channelFlags) update(cmd *cobra.Command, channel string) (space.Channe
 		u.Replay = &b
 	}
 	if set("replay-window") {
-		u.ReplayWindow = &cf.window
+		d, err := parseDuration(cf.window)
+		if err != nil {
+			return u, fmt.Errorf("--replay-window %q: %w", cf.window, err)
+		}
+		w := cf.window
+		if _, err := wire.ParseReplayWindow(w); err != nil {
+			w = replayWindowText(d) // written as SPEC §7 spells it
+		}
+		u.ReplayWindow = &w
 	}
 	if set("class") {
 		c := wire.DeliveryClass(cf.class)

@@ -203,7 +203,9 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 		cliCase{name: "a set with nothing to change is a usage error", args: []string{"channels", "set", "general", "--dir", dir},
 			code: exitUsage, stderr: []string{"nothing to change"}},
 		cliCase{name: "an invalid replay window is a usage error", args: []string{"channels", "set", "general", "--replay-window", "0h", "--dir", dir},
-			code: exitUsage, stderr: []string{`replayWindow "0h" is zero`}},
+			code: exitUsage, stderr: []string{`--replay-window "0h"`, "must be positive"}},
+		cliCase{name: "a replay window in another syntax names the allowed units", args: []string{"channels", "set", "general", "--replay-window", "1 hour", "--dir", dir},
+			code: exitUsage, stderr: []string{`--replay-window "1 hour"`, "s, m, h, d (24h) or w (7d)"}},
 		cliCase{name: "an unknown class is a usage error", args: []string{"channels", "default", "--class", "sometimes", "--dir", dir},
 			code: exitUsage, stderr: []string{"not live or durable"}},
 		cliCase{name: "a bad --sync is a usage error", args: []string{"up", "--sync", "sometimes", "--dir", dir},
@@ -217,7 +219,7 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 		cliCase{name: "a bad --profile is a usage error", args: []string{"auth", "mint", "--name", "x", "--profile", "boss", "--dir", dir},
 			code: exitUsage, stderr: []string{`--profile "boss": use agent, observer or admin`}},
 		cliCase{name: "a negative --expires-in is a usage error in words", args: []string{"auth", "mint", "--name", "x", "--expires-in", "-1h", "--dir", dir},
-			code: exitUsage, stderr: []string{`--expires-in "-1h": a lifetime must be positive`}},
+			code: exitUsage, stderr: []string{`--expires-in "-1h"`, "it must be positive"}},
 		cliCase{name: "a typo'd subcommand gets a suggestion", args: []string{"auth", "mnit"},
 			code: exitUsage, stderr: []string{`unknown command "mnit"`, "did you mean mint?"}},
 		cliCase{name: "a typo'd top-level command gets a suggestion", args: []string{"sned"},
@@ -281,6 +283,8 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			code: exitError, stderr: []string{`unknown channel "genral"`, "--create"}},
 		{name: "channels set changes a channel", args: append([]string{"channels", "set", "general", "--description", "team chat", "--replay-window", "24h"}, local...),
 			code: exitOK, stdout: []string{"channel general in space main", "window 24h", "description team chat"}},
+		{name: "a combined replay window is stored as SPEC §7 spells it", args: append([]string{"channels", "set", "alerts", "--replay-window", "1h30m", "--create"}, local...),
+			code: exitOK, stdout: []string{"window 90m"}},
 		{name: "channels set --create configures a channel before its first message", args: append([]string{"channels", "set", "alerts", "--class", "live", "--create"}, local...),
 			code: exitOK, stdout: []string{"class live"}},
 		{name: "channels default changes the space defaults", args: append([]string{"channels", "default", "--replay-window", "7d"}, local...),
@@ -359,6 +363,13 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			t.Fatalf("status members %v, connections %d; want alice and bob", names, st.Connections)
 		}
 		cliCase{args: append([]string{"status"}, local...), stdout: []string{"healthy", "CHAT_main", "MEMBER", "alice"}}.run(t, bin)
+	})
+
+	t.Run("auth revoke takes a name as well as an id", func(t *testing.T) {
+		_, eveID := mintCreds(t, bin, dir, "eve")
+		cliCase{args: append([]string{"auth", "revoke", "eve"}, local...), stdout: []string{"revoked " + eveID}}.run(t, bin)
+		cliCase{args: append([]string{"auth", "revoke", "eve"}, local...), code: exitError,
+			stderr: []string{`no active credential is named "eve"`, "`cotal auth list`"}}.run(t, bin)
 	})
 
 	t.Run("deliver pending shows what waits for an instance", func(t *testing.T) {
