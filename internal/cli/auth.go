@@ -152,15 +152,23 @@ func withDefaultExpiry(spec space.MintSpec, expiry time.Duration) space.MintSpec
 	return spec
 }
 
+// mintedJSON is the --json form of a minted credential: where the file is, never its content.
+type mintedJSON struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Space       string    `json:"space"`
+	Profile     string    `json:"profile"`
+	Role        string    `json:"role,omitempty"`
+	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
+	Provisioned bool      `json:"provisioned"`
+	File        string    `json:"file"`
+}
+
 func printMinted(cmd *cobra.Command, cred *space.MintedCredential, out string, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
-		view := *cred
-		view.Creds = nil
-		return json.NewEncoder(w).Encode(struct {
-			space.MintedCredential
-			File string `json:"file"`
-		}{view, out})
+		return json.NewEncoder(w).Encode(mintedJSON{ID: cred.ID, Name: cred.Name, Space: cred.Space,
+			Profile: cred.Profile, Role: cred.Role, ExpiresAt: cred.ExpiresAt, Provisioned: cred.Provisioned, File: out})
 	}
 	fmt.Fprintf(w, "%s\n", cred.ID)
 	expiry := "never"

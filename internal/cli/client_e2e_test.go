@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -230,6 +231,8 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 			code: exitUsage, stderr: []string{"missing argument CHANNEL"}},
 		cliCase{name: "an extra argument is named", args: []string{"send", "general", "hi", "there", "--dir", dir},
 			code: exitUsage, stderr: []string{`unexpected argument "there"`}},
+		cliCase{name: "--version prints the versions", args: []string{"--version"},
+			code: exitOK, stdout: []string{"cotal ", "Go ", "nats-server "}},
 		cliCase{name: "help documents the exit codes", args: []string{"help", "exit-codes"},
 			code: exitOK, stdout: []string{"0  success", "1  the command ran and failed", "2  the command line was wrong"}},
 	)
@@ -274,7 +277,7 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		{name: "a hint names the channel in a form mint accepts", args: append([]string{"send", "#random", "hi", "--create"}, asAlice...),
 			code: exitError, stderr: []string{"--allow-publish _random`"}},
 		{name: "an observer credential cannot send", args: []string{"send", "general", "hi", "--link", up.link, "--creds", watcher},
-			code: exitError, stderr: []string{"cannot send", "observer", "agent credential"}},
+			code: exitError, stderr: []string{"cannot send", "is an observer credential", "agent credential"}},
 		{name: "a DM to a name nobody online has says how to find one", args: append([]string{"send", "@carol", "hi"}, asBob...),
 			code: exitError, stderr: []string{"@carol", "`cotal who`"}},
 		{name: "an observer reads history too", args: []string{"history", "general", "--link", up.link, "--creds", watcher},
@@ -354,6 +357,9 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		var st space.Status
 		if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Spaces) != 1 {
 			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		if k := regexp.MustCompile(`"[A-Z]\w*":`).FindString(out); k != "" {
+			t.Fatalf("status --json has the key %s; every key is camelCase:\n%s", k, out)
 		}
 		names := map[string]bool{}
 		for _, m := range st.Spaces[0].Members {

@@ -188,8 +188,8 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 	var minted struct {
 		ID, File string
 	}
-	if err := json.Unmarshal([]byte(stdout), &minted); err != nil || !strings.HasPrefix(minted.ID, "U") {
-		t.Fatalf("mint --json printed %q (%v)", stdout, err)
+	if err := json.Unmarshal([]byte(stdout), &minted); err != nil || !strings.HasPrefix(minted.ID, "U") || strings.Contains(stdout, `"creds"`) {
+		t.Fatalf("mint --json printed %q (%v); want the id and file, never a creds field", stdout, err)
 	}
 	t.Run("the creds file is private", func(t *testing.T) {
 		fi, err := os.Stat(creds)

@@ -67,6 +67,10 @@ type printer struct {
 	markOld bool // suffix historical items with "(history)"
 	seen    map[string]bool
 	dropped io.Writer // where malformed copies are reported
+	// self is the reader's instance id; a DM to anyone else (an admin's tail) names its
+	// recipient, by nameOf when it knows the id.
+	self   string
+	nameOf func(id string) string
 }
 
 func newPrinter(w, errw io.Writer, asJSON, markOld bool) *printer {
@@ -107,8 +111,11 @@ func (p *printer) line(it item) string {
 	}
 	ts := clock(time.UnixMilli(m.TS))
 	text := partsText(m.Parts)
-	s := fmt.Sprintf("%s %s %s: %s", style(p.color, ansiDim, ts), style(p.color, ansiCyan, where),
-		style(p.color, ansiBold, m.From.Name), text)
+	from := style(p.color, ansiBold, m.From.Name)
+	if it.Kind == endpoint.MetaDM && m.To != "" && m.To != p.self {
+		from += " → " + style(p.color, ansiBold, p.recipient(m.To))
+	}
+	s := fmt.Sprintf("%s %s %s: %s", style(p.color, ansiDim, ts), style(p.color, ansiCyan, where), from, text)
 	if it.Historical && p.markOld {
 		s += " " + style(p.color, ansiDim, "(history)")
 	}
@@ -116,6 +123,16 @@ func (p *printer) line(it item) string {
 		s = style(true, ansiMag, "»") + " " + s
 	}
 	return s
+}
+
+// recipient names the instance id: its display name when known, else its id.
+func (p *printer) recipient(id string) string {
+	if p.nameOf != nil {
+		if name := p.nameOf(id); name != "" {
+			return name
+		}
+	}
+	return id
 }
 
 // clock is the time of day for today, else date and time, in local time.
@@ -161,4 +178,22 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return t.Format("2006-01-02")
+}
+
+// rosterName is the display name of an instance id in e's roster, empty when unknown.
+func rosterName(e *endpoint.Endpoint) func(id string) string {
+	return func(id string) string {
+		if peer, ok := e.Roster().Peer(id); ok {
+			return peer.Presence.Card.Name
+		}
+		return ""
+	}
+}
+
+// withArticle puts "a" or "an" before word, by its first letter: "an observer", "a service".
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }

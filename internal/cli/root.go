@@ -50,6 +50,8 @@ channels, direct messages, services and presence.`,
 			return checkSpaceFlag(cmd)
 		},
 	}
+	root.Version = cotalVersion()
+	root.SetVersionTemplate(versionText())
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	flags := root.PersistentFlags()

@@ -134,8 +134,8 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create b
 	}
 	defer s.close(want)
 	if p := s.cred.Profile; s.creds != nil && p != "" && p != "agent" {
-		return fmt.Errorf("%w: %q is a %s credential, which has no application publish; send with an agent credential (`cotal auth mint --profile agent --allow-publish CHANNEL`)",
-			errCannotSend, s.cred.Name, p)
+		return fmt.Errorf("%w: %q is %s credential, which has no application publish; send with an agent credential (`cotal auth mint --profile agent --allow-publish CHANNEL`)",
+			errCannotSend, s.cred.Name, withArticle(p))
 	}
 	ctx := cmd.Context()
 	e, err := endpoint.Connect(ctx, endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint, MaxReconnects: 1})

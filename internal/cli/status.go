@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +42,7 @@ durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+
 				return err
 			}
 			if asJSON {
-				err = json.NewEncoder(cmd.OutOrStdout()).Encode(st)
+				err = encodeCamel(cmd.OutOrStdout(), st)
 			} else {
 				err = printStatus(cmd.OutOrStdout(), st, spaceName)
 			}

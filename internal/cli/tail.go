@@ -82,6 +82,7 @@ func tailPassive(cmd *cobra.Command, s *session, p *printer, channels []string, 
 		return err
 	}
 	defer closeEndpoint(e)
+	p.self, p.nameOf = e.ID(), rosterName(e)
 	copies := make(chan endpoint.Delivery, tailBuffer)
 	opts := endpoint.FollowOptions{Channels: channels,
 		Unicast: len(channels) == 0 && (s.cred.Profile == endpoint.ProfileAdmin || s.cred.Profile == "")}
@@ -165,6 +166,7 @@ func tailAsAgent(cmd *cobra.Command, s *session, p *printer, channels []string, 
 		return err
 	}
 	defer closeEndpoint(e)
+	p.self, p.nameOf = e.ID(), rosterName(e)
 	if len(channels) == 0 {
 		channels = s.cred.ReadACL
 	}
