@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,7 +34,7 @@ then waits up to 10s for it, and says so on stderr.`,
 func newMintCmd() *cobra.Command {
 	var spec space.MintSpec
 	var out, expiresIn, expiresAt, identity string
-	var asJSON bool
+	var asJSON, force bool
 	cmd := &cobra.Command{
 		Use:   "mint --profile agent|observer|admin --name NAME",
 		Short: "Mint a credential and write it as a .creds file (mode 0600)",
@@ -52,7 +53,7 @@ func newMintCmd() *cobra.Command {
 				}
 				spec.IdentitySeed = seed
 			}
-			return runMint(cmd, spec, out, asJSON)
+			return runMint(cmd, spec, out, force, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -71,6 +72,7 @@ func newMintCmd() *cobra.Command {
 	f.BoolVar(&spec.NoExpiry, "no-expiry", false, "never expires; only revocation ends it")
 	f.StringVar(&identity, "identity", "", "re-mint for the nkey in this .creds file (revokes its previous credential)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.BoolVar(&force, "force", false, "replace an existing file at --out")
 	_ = cmd.MarkFlagRequired("name")
 	cmd.MarkFlagsMutuallyExclusive("expires-in", "expires-at", "no-expiry")
 	return cmd
@@ -116,9 +118,18 @@ func readIdentitySeed(path string) (string, error) {
 	return kp, nil
 }
 
-func runMint(cmd *cobra.Command, spec space.MintSpec, out string, asJSON bool) error {
+// runMint checks the output path first, so a credential is minted only when its file can be
+// written; should the write fail anyway, the credential is revoked, so no active registry entry
+// is left whose seed nobody has.
+func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON bool) error {
 	opts, err := meshOptions(cmd, dirConfigFlags)
 	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Clean(spec.Name + ".creds")
+	}
+	if err := checkCredsOut(out, force); err != nil {
 		return err
 	}
 	dir := opts.Dir
@@ -133,13 +144,28 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, asJSON bool) e
 	if err != nil {
 		return err
 	}
-	if out == "" {
-		out = filepath.Clean(spec.Name + ".creds")
-	}
 	if err := provisioner.WriteCredsBytes(out, cred.Creds); err != nil {
-		return err
+		cause := errors.Unwrap(err) // WriteCredsBytes wraps the cause, which may name its temporary file
+		if cause == nil {
+			cause = err
+		}
+		werr := fmt.Errorf("%w to %s: %w", errCredsOut, out, pathCause(cause))
+		if rerr := revokeMinted(cmd, dir, cred); rerr != nil {
+			return fmt.Errorf("%w; revoking the unwritten credential %s failed too: %w", werr, cred.ID, rerr)
+		}
+		return fmt.Errorf("%w; the credential was revoked, nothing was minted", werr)
 	}
 	return printMinted(cmd, cred, out, asJSON)
+}
+
+// revokeMinted revokes a credential whose file could not be written.
+func revokeMinted(cmd *cobra.Command, dir string, cred *space.MintedCredential) error {
+	return withMeshOrStore(cmd, dir, func(c *admin.Client) error {
+		return c.Revoke(cmd.Context(), cred.Space, cred.ID)
+	}, func(s *provisioner.Store) error {
+		_, err := s.Revoke(cred.Space, cred.ID)
+		return err
+	})
 }
 
 // withDefaultExpiry gives spec the configured lifetime when it names no expiry of its own. Only

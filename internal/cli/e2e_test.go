@@ -218,6 +218,35 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 			t.Fatalf("auth list (exit %d):\n%s", code, out)
 		}
 	})
+	t.Run("mint refuses to overwrite a creds file or write where it cannot, and registers nothing then", func(t *testing.T) {
+		before, _ := os.ReadFile(creds)
+		_, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "alice2", "--out", creds)
+		if code != exitError || !strings.Contains(stderr, creds+" exists; pass --force") {
+			t.Fatalf("mint onto an existing file: exit %d: %s", code, stderr)
+		}
+		if after, _ := os.ReadFile(creds); !bytes.Equal(before, after) {
+			t.Fatal("the existing creds file changed")
+		}
+		missing := filepath.Join(dir, "nosuch", "carol.creds")
+		_, stderr, code = runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "carol", "--out", missing)
+		if code != exitError || !strings.Contains(stderr, "the directory "+filepath.Dir(missing)+" does not exist") || strings.Contains(stderr, ".cotal-") {
+			t.Fatalf("mint into a missing directory: exit %d: %s", code, stderr)
+		}
+		out, _, _ := runCotal(t, bin, "auth", "list", "--dir", dir)
+		if strings.Contains(out, "alice2") || strings.Contains(out, "carol") {
+			t.Fatalf("a refused mint left a registry entry:\n%s", out)
+		}
+		forced := filepath.Join(dir, "forced.creds")
+		if err := os.WriteFile(forced, []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "dave", "--out", forced, "--force"); code != exitOK {
+			t.Fatalf("mint --force: exit %d: %s", code, stderr)
+		}
+		if data, _ := os.ReadFile(forced); !strings.Contains(string(data), "NATS USER JWT") {
+			t.Fatalf("--force did not replace the file: %q", data)
+		}
+	})
 	t.Run("revoke cuts the credential off at once", func(t *testing.T) {
 		if _, stderr, code := runCotal(t, bin, "auth", "revoke", "--dir", dir, minted.ID); code != 0 {
 			t.Fatalf("revoke: exit %d: %s", code, stderr)
