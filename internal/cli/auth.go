@@ -65,7 +65,7 @@ func newMintCmd() *cobra.Command {
 	f.StringSliceVar(&spec.Subscribe, "subscribe", nil, "channels joined at boot (agent only)")
 	f.StringSliceVar(&spec.AllowSubscribe, "allow-subscribe", nil, "read ACL, default = --subscribe (agent only)")
 	f.StringSliceVar(&spec.AllowPublish, "allow-publish", nil, "channels the agent may post to; default none (agent only)")
-	f.BoolVar(&spec.Provision, "provision", false, "create the agent's DM, durable-copy and role consumers now")
+	f.BoolVar(&spec.Provision, "provision", false, "create the agent's DM, durable-copy and role consumers at mint (default while the mesh runs; offline, its next start does)")
 	f.StringVar(&out, "out", "", "where to write the .creds file (default ./NAME.creds)")
 	f.StringVar(&expiresIn, "expires-in", "", "lifetime: "+durationUnits+" (default: config key expiry, 24h unless set)")
 	f.StringVar(&expiresAt, "expires-at", "", "absolute expiry, RFC 3339 (e.g. 2027-01-02T15:04:05Z)")
@@ -135,6 +135,11 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON 
 	dir := opts.Dir
 	var cred *space.MintedCredential
 	err = withMeshOrStore(cmd, dir, func(c *admin.Client) (err error) {
+		// A running mesh creates the consumers now unless told not to, so DMs sent from this
+		// moment on reach the agent's first tail (SPEC §8).
+		if !cmd.Flags().Changed("provision") {
+			spec.Provision = true
+		}
 		cred, err = c.Mint(cmd.Context(), spec)
 		return err
 	}, func(s *provisioner.Store) (err error) {
@@ -204,7 +209,7 @@ func printMinted(cmd *cobra.Command, cred *space.MintedCredential, out string, a
 	fmt.Fprintf(cmd.ErrOrStderr(), "minted %s %q in space %s, expires %s; credentials written to %s (mode 0600)\n",
 		cred.Profile, cred.Name, cred.Space, expiry, out)
 	if !cred.Provisioned && cred.Profile == string(provisioner.ProfileAgent) {
-		fmt.Fprintln(cmd.ErrOrStderr(), "its DM and durable-copy consumers are created when the mesh (re)starts; use --provision with a running mesh to create them now")
+		fmt.Fprintln(cmd.ErrOrStderr(), "its DM and durable-copy consumers are created when the mesh next starts")
 	}
 	return nil
 }

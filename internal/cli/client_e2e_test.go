@@ -371,6 +371,17 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		cliCase{args: append([]string{"status"}, local...), stdout: []string{"healthy", "CHAT_main", "MEMBER", "alice"}}.run(t, bin)
 	})
 
+	t.Run("a mint while the mesh runs provisions the agent's consumers by default", func(t *testing.T) {
+		out := cliCase{args: append([]string{"auth", "mint", "--name", "frank", "--json", "--out", filepath.Join(dir, "frank.creds")}, local...)}.run(t, bin)
+		if !strings.Contains(out, `"provisioned":true`) {
+			t.Fatalf("mint --json: %s", out)
+		}
+		out = cliCase{args: append([]string{"deliver", "pending", "frank"}, local...), stdout: []string{"dm_"}}.run(t, bin)
+		if strings.Contains(out, "does not exist") {
+			t.Fatalf("frank's consumers are missing:\n%s", out)
+		}
+	})
+
 	t.Run("auth revoke takes a name as well as an id", func(t *testing.T) {
 		_, eveID := mintCreds(t, bin, dir, "eve")
 		cliCase{args: append([]string{"auth", "revoke", "eve"}, local...), stdout: []string{"revoked " + eveID}}.run(t, bin)

@@ -104,7 +104,7 @@ func printPending(w io.Writer, spaceName string, b *space.MemberBacklog) error {
 
 func pendingLine(b *space.Backlog) string {
 	if b.Missing {
-		return fmt.Sprintf("none kept: consumer %s does not exist (the mesh creates it at mint with --provision, or at its next start)", b.Consumer)
+		return fmt.Sprintf("none kept: consumer %s does not exist (a running mesh creates it at mint, else at its next start)", b.Consumer)
 	}
 	return fmt.Sprintf("%d pending, %d delivered and not acknowledged (%s)", b.Pending, b.AckPending, b.Consumer)
 }
