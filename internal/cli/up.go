@@ -163,7 +163,7 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 		fmt.Fprintf(w, "  health:   %s/healthz   metrics: %s/metrics   monitoring: %s/varz\n", u, u, u)
 	}
 	if !cfg.Open {
-		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general --provision\n", m.Dir())
+		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general\n", m.Dir())
 	}
 	fmt.Fprintln(w, "press Ctrl-C to stop")
 }
