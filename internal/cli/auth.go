@@ -216,7 +216,7 @@ func printMinted(cmd *cobra.Command, cred *space.MintedCredential, out string, a
 
 func newListCmd() *cobra.Command {
 	var spaceName string
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the credentials minted in a space",
@@ -230,6 +230,11 @@ func newListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			shown := visibleCredentials(recs, all)
+			if hidden := len(recs) - len(shown); hidden > 0 && !asJSON {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d short-lived credentials of cotal's own commands hidden; --all shows them\n", hidden)
+			}
+			recs = shown
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(recs)
 			}
@@ -244,6 +249,7 @@ func newListCmd() *cobra.Command {
 	addConfigFlags(cmd.Flags())
 	cmd.Flags().StringVar(&spaceName, "space", "main", "space to list")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, allHelp)
 	return cmd
 }
 

@@ -347,6 +347,11 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		who.waitLine(t, `"name":"alice"`, `"status":"idle"`)
 		cliCase{args: append([]string{"who"}, local...), stdout: []string{"alice", "endpoint", "idle"}}.run(t, bin)
 		cliCase{args: append([]string{"send", "@alice", "psst"}, asBob...), stdout: []string{"stored in DM_main"}}.run(t, bin)
+		cliCase{name: "a one-shot send with alice's credential", args: append([]string{"send", "general", "from alice's file"}, asAlice...),
+			stdout: []string{"stored in CHAT_main"}}.run(t, bin)
+		if out := (cliCase{args: append([]string{"who", "--json"}, local...)}).run(t, bin); !regexp.MustCompile(`"name":"alice"[^}]*"status":"idle"`).MatchString(out) {
+			t.Fatalf("a one-shot send with alice's credential touched her presence:\n%s", out)
+		}
 		cliCase{name: "a name without its @ is refused with the @name suggested", args: append([]string{"send", "alice", "hi"}, asBob...),
 			code: exitError, stderr: []string{`no such channel "alice"`, "@alice"}}.run(t, bin)
 		cliCase{name: "a shortened instance id is refused with the full id suggested", args: append([]string{"send", aliceID[:8], "hi"}, asBob...),
@@ -391,6 +396,20 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		cliCase{args: append([]string{"auth", "revoke", "eve"}, local...), stdout: []string{"revoked " + eveID}}.run(t, bin)
 		cliCase{args: append([]string{"auth", "revoke", "eve"}, local...), code: exitError,
 			stderr: []string{`no active credential is named "eve"`, "`cotal auth list`"}}.run(t, bin)
+	})
+
+	t.Run("the CLI's own short-lived identities are hidden unless --all", func(t *testing.T) {
+		out := cliCase{args: append([]string{"auth", "list"}, local...), stderr: []string{"short-lived credentials of cotal's own commands hidden; --all shows them"}}.run(t, bin)
+		if strings.Contains(out, "cli-") || !strings.Contains(out, "alice") {
+			t.Fatalf("auth list shows the CLI's own credentials:\n%s", out)
+		}
+		cliCase{args: append([]string{"auth", "list", "--all"}, local...), stdout: []string{"cli-send-"}}.run(t, bin)
+		if out := (cliCase{args: append([]string{"status"}, local...)}).run(t, bin); strings.Contains(out, "cli-") {
+			t.Fatalf("status shows the CLI's own identities:\n%s", out)
+		}
+		if out := (cliCase{args: append([]string{"who"}, local...)}).run(t, bin); strings.Contains(out, "cli-") {
+			t.Fatalf("who shows the CLI's own identities:\n%s", out)
+		}
 	})
 
 	t.Run("deliver pending shows what waits for an instance", func(t *testing.T) {

@@ -138,7 +138,11 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create b
 			errCannotSend, s.cred.Name, withArticle(p))
 	}
 	ctx := cmd.Context()
-	e, err := endpoint.Connect(ctx, endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint, MaxReconnects: 1})
+	// Passive: a one-shot send announces no presence, so sending with the credential of a
+	// running agent leaves that agent's presence alone, and the command's own identity never
+	// shows in the roster.
+	e, err := endpoint.Connect(ctx, endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint,
+		MaxReconnects: 1, Passive: true})
 	if err != nil {
 		return s.connectError(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/nats-io/jwt/v2"
 
@@ -72,20 +71,16 @@ func targetGuesses(ctx context.Context, e *endpoint.Endpoint, typed string, chan
 	return guesses
 }
 
-// waitRoster waits, bounded by rosterWait, for the roster's first full view.
+// waitRoster waits, bounded by rosterWait, for the roster's first complete read.
 func waitRoster(ctx context.Context, e *endpoint.Endpoint) error {
 	ctx, cancel := context.WithTimeout(ctx, rosterWait)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !e.Roster().Fresh() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the roster did not load within %s: %w", rosterWait, ctx.Err())
-		case <-tick.C:
-		}
+	select {
+	case <-e.Roster().Loaded():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the roster did not load within %s: %w", rosterWait, ctx.Err())
 	}
-	return nil
 }
 
 // grantedChannels are the concrete channels the credential's publish grants name
