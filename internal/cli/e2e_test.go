@@ -26,12 +26,25 @@ import (
 // bare "SU" is not enough, since a public key contains it by chance.
 var userSeed = regexp.MustCompile(`\bSU[A-Z2-7]{56}\b`)
 
+// binDir is the temporary directory buildCotal built the binary in, removed by TestMain.
+var binDir string
+
+// TestMain removes the binary the e2e tests built, about 32 MB, when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // buildCotal builds the binary once per test run; the e2e tests drive it as a user would.
 var buildCotal = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "cotal-bin-")
 	if err != nil {
 		return "", err
 	}
+	binDir = dir
 	bin := filepath.Join(dir, "cotal")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/cotal-go/cotal").CombinedOutput()
 	if err != nil {
