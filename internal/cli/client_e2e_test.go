@@ -236,6 +236,24 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 		cliCase{name: "help documents the exit codes", args: []string{"help", "exit-codes"},
 			code: exitOK, stdout: []string{"0  success", "1  the command ran and failed", "2  the command line was wrong"}},
 	)
+	cfgDir, badDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(cfgDir, "cotal.yaml"), []byte("listen: 127.0.0.1:5000\nsync: interval\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(badDir, "cotal.yaml"), []byte("sync: sometimes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases,
+		cliCase{name: "config prints each key with the layer that set it", args: []string{"config", "--dir", cfgDir, "--http", "127.0.0.1:8222"},
+			code: exitOK, stdout: []string{"KEY", "FROM", "file " + filepath.Join(cfgDir, "cotal.yaml"), "flag", "default"}},
+		cliCase{name: "config --json is a list of key, value and source", args: []string{"config", "--dir", cfgDir, "--json", "--http", "127.0.0.1:8222"},
+			code: exitOK, stdout: []string{`{"key":"listen","value":"127.0.0.1:5000","source":"file ` + filepath.Join(cfgDir, "cotal.yaml") + `"}`,
+				`{"key":"http","value":"127.0.0.1:8222","source":"flag"}`, `{"key":"expiry","value":"24h0m0s","source":"default"}`}},
+		cliCase{name: "up --check validates and exits", args: []string{"up", "--check", "--dir", cfgDir},
+			code: exitOK, stdout: []string{"configuration is valid", "listen 127.0.0.1:5000", "sync interval"}},
+		cliCase{name: "up --check of an invalid file fails naming the key", args: []string{"up", "--check", "--dir", badDir},
+			code: exitError, stderr: []string{`sync: "sometimes" is not a sync mode`}},
+	)
 	garbage := filepath.Join(dir, "garbage.creds")
 	if err := os.WriteFile(garbage, []byte("not a credential"), 0o600); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,6 +76,13 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 		PreRunE: func(cmd *cobra.Command, _ []string) error { return checkUpFlags(cmd) },
 		RunE:    runUp,
 	}
+	addUpFlags(cmd)
+	cmd.Flags().Bool("check", false, "validate the configuration, print a summary and exit without starting")
+	return cmd
+}
+
+// addUpFlags are up's configuration flags, which `cotal config` shares.
+func addUpFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addConfigFlags(f)
 	f.String("listen", "", "client listener host:port (default 127.0.0.1:4222)")
@@ -84,7 +92,6 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 	f.String("tls-key", "", "TLS private key (PEM) for the listener")
 	f.String("sync", "", "JetStream durability: always (fsync every write, default) or interval")
 	f.Bool("open", false, "unauthenticated dev mode: NO security, anyone who can connect can do anything")
-	return cmd
 }
 
 // runUp starts in the order that makes "up" mean ready: the admin socket is bound first, so a
@@ -94,6 +101,11 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 func runUp(cmd *cobra.Command, _ []string) error {
 	cfg, err := loadConfig(cmd, upConfigFlags)
 	if err != nil {
+		return err
+	}
+	if check, _ := cmd.Flags().GetBool("check"); check {
+		_, err := fmt.Fprintf(cmd.OutOrStdout(), "configuration is valid: data dir %s, listen %s, spaces %s, sync %s, open %t; `cotal config` shows every key and its source\n",
+			cfg.Dir, orNone(cfg.Listen), strings.Join(cfg.Spaces, ","), cfg.Sync, cfg.Open)
 		return err
 	}
 	srv, err := admin.Listen(cfg.Dir)
@@ -131,6 +143,14 @@ func runMesh(ctx context.Context, m *space.Mesh) error {
 		}
 		return nil
 	}
+}
+
+// orNone shows an empty setting as off.
+func orNone(s string) string {
+	if s == "" {
+		return "off"
+	}
+	return s
 }
 
 func closeAdmin(srv *admin.Server) error {
