@@ -435,3 +435,25 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			stdout: []string{"waiting for bob", "DMs", "dm_", "durable copies", "dlv_"}}.run(t, bin)
 	})
 }
+
+func TestClientCommandsAgainstAnOpenMesh(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	startUp(t, bin, dir, "--open")
+	local := []string{"--dir", dir}
+	openMode := "started with `cotal up --open`, so there is nothing to mint"
+	runCases(t, bin, []cliCase{
+		{name: "send works without a credential", args: append([]string{"send", "general", "hello, open mesh", "--create"}, local...),
+			code: exitOK, stdout: []string{"stored in CHAT_main at sequence 1"}},
+		{name: "history reads it", args: append([]string{"history", "general"}, local...),
+			code: exitOK, stdout: []string{"hello, open mesh"}},
+		{name: "channels list lists it", args: append([]string{"channels", "list"}, local...),
+			code: exitOK, stdout: []string{"general"}},
+		{name: "who reads the roster", args: append([]string{"who"}, local...), code: exitOK},
+		{name: "status works", args: append([]string{"status"}, local...), code: exitOK, stdout: []string{"healthy"}},
+		{name: "auth mint explains open mode", args: append([]string{"auth", "mint", "--name", "alice", "--out", filepath.Join(dir, "alice.creds")}, local...),
+			code: exitError, stderr: []string{openMode}},
+		{name: "auth list explains open mode", args: append([]string{"auth", "list"}, local...),
+			code: exitError, stderr: []string{openMode}},
+	})
+}

@@ -141,8 +141,11 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create b
 	// Passive: a one-shot send announces no presence, so sending with the credential of a
 	// running agent leaves that agent's presence alone, and the command's own identity never
 	// shows in the roster.
-	e, err := endpoint.Connect(ctx, endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint,
-		MaxReconnects: 1, Passive: true})
+	opts := endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint, MaxReconnects: 1, Passive: true}
+	if s.creds == nil {
+		opts.Name = userName() // an open mesh: no credential names the sender
+	}
+	e, err := endpoint.Connect(ctx, opts)
 	if err != nil {
 		return s.connectError(err)
 	}
