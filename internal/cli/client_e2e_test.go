@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -456,4 +457,25 @@ func TestClientCommandsAgainstAnOpenMesh(t *testing.T) {
 		{name: "auth list explains open mode", args: append([]string{"auth", "list"}, local...),
 			code: exitError, stderr: []string{openMode}},
 	})
+}
+
+func TestTailSaysWhenItLosesAndRegainsTheMesh(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	up := startUp(t, bin, dir, "--listen", addr)
+	alice, _ := mintCreds(t, bin, dir, "alice", "--subscribe", "general")
+	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", alice)
+	tail.waitStderr(t, "following")
+
+	_ = up.cmd.Process.Kill()
+	tail.waitStderr(t, "lost the mesh")
+	startUp(t, bin, dir, "--listen", addr)
+	tail.waitStderr(t, "reconnected to the mesh")
+	tail.interrupt(t)
 }

@@ -99,6 +99,24 @@ func (p *printer) reportDropped(ev endpoint.Event) {
 	}
 }
 
+// reportConnection is a following command's OnEvent: reportDropped, and a line when the
+// connection to the mesh is lost and when it is back, so a quiet tail is not taken for a
+// quiet space.
+func (p *printer) reportConnection(ev endpoint.Event) {
+	switch ev.Kind {
+	case endpoint.EventDisconnected:
+		cause := ""
+		if ev.Err != nil {
+			cause = fmt.Sprintf(" (%v)", ev.Err)
+		}
+		fmt.Fprintf(p.dropped, "cotal: %s lost the mesh%s; reconnecting\n", clock(ev.Time), cause)
+	case endpoint.EventReconnected:
+		fmt.Fprintf(p.dropped, "cotal: %s reconnected to the mesh\n", clock(ev.Time))
+	default:
+		p.reportDropped(ev)
+	}
+}
+
 // line is the human form: time, where (channel, dm or svc:role), sender, text.
 func (p *printer) line(it item) string {
 	m := it.Message
