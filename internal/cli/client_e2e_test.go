@@ -244,6 +244,10 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(badDir, "cotal.yaml"), []byte("sync: sometimes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	undecodable := t.TempDir()
+	if err := os.WriteFile(filepath.Join(undecodable, "cotal.yaml"), []byte("expiry: 1w\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases = append(cases,
 		cliCase{name: "config prints each key with the layer that set it", args: []string{"config", "--dir", cfgDir, "--http", "127.0.0.1:8222"},
 			code: exitOK, stdout: []string{"KEY", "FROM", "file " + filepath.Join(cfgDir, "cotal.yaml"), "flag", "default"}},
@@ -252,6 +256,8 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 				`{"key":"http","value":"127.0.0.1:8222","source":"flag"}`, `{"key":"expiry","value":"24h0m0s","source":"default"}`}},
 		cliCase{name: "up --check validates and exits", args: []string{"up", "--check", "--dir", cfgDir},
 			code: exitOK, stdout: []string{"configuration is valid", "listen 127.0.0.1:5000", "sync interval"}},
+		cliCase{name: "a config value that does not decode is one line naming the key and the syntax", args: []string{"up", "--check", "--dir", undecodable},
+			code: exitError, stderr: []string{"cotal.yaml: key expiry: not a duration; use a Go duration"}},
 		cliCase{name: "up --check of an invalid file fails naming the key", args: []string{"up", "--check", "--dir", badDir},
 			code: exitError, stderr: []string{`sync: "sometimes" is not a sync mode`}},
 	)

@@ -46,7 +46,8 @@ func loadConfig(cmd *cobra.Command, keys map[string]string) (config.Config, erro
 		}
 	})
 	file, _ := cmd.Flags().GetString("config")
-	return config.Load(config.LoadOptions{File: file, Flags: overrides})
+	cfg, err := config.Load(config.LoadOptions{File: file, Flags: overrides})
+	return cfg, cleanConfigError(err)
 }
 
 // meshOptions loads the configuration as loadConfig does and maps it with
