@@ -232,7 +232,8 @@ func newListCmd() *cobra.Command {
 			}
 			shown := visibleCredentials(recs, all)
 			if hidden := len(recs) - len(shown); hidden > 0 && !asJSON {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d short-lived credentials of cotal's own commands hidden; --all shows them\n", hidden)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d short-lived %s of cotal's own commands hidden; --all shows them\n",
+					hidden, plural(uint64(hidden), "credential", "credentials"))
 			}
 			recs = shown
 			if asJSON {

@@ -424,7 +424,7 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 	})
 
 	t.Run("the CLI's own short-lived identities are hidden unless --all", func(t *testing.T) {
-		out := cliCase{args: append([]string{"auth", "list"}, local...), stderr: []string{"short-lived credentials of cotal's own commands hidden; --all shows them"}}.run(t, bin)
+		out := cliCase{args: append([]string{"auth", "list"}, local...), stderr: []string{"of cotal's own commands hidden; --all shows them"}}.run(t, bin)
 		if strings.Contains(out, "cli-") || !strings.Contains(out, "alice") {
 			t.Fatalf("auth list shows the CLI's own credentials:\n%s", out)
 		}
