@@ -20,8 +20,9 @@ type ChannelRemoval struct {
 
 // RemoveChannel deletes a concrete channel from a space: every message CHAT_<s> retains on it,
 // from every sender, and its registry entry in cotal_channels_<s> (SPEC §7), with the mesh's
-// provisioner identity. A channel with neither is refused with ErrUnknownChannel. Members that
-// join it again later start it afresh; nothing else of the space changes.
+// provisioner identity. A channel with neither is refused with ErrUnknownChannel. Nothing else
+// of the space changes: durable memberships of the channel stay, so a member still joined gets
+// what is sent there next, and backstop copies already fanned out are still delivered.
 func (m *Mesh) RemoveChannel(ctx context.Context, space, channel string) (*ChannelRemoval, error) {
 	rt, err := m.space(space)
 	if err != nil {

@@ -17,7 +17,8 @@ func newChannelsRmCmd() *cobra.Command {
 		Short: "Remove a channel: its messages and its config (privileged: beside `cotal up` only)",
 		Long: `rm deletes every message CHAT retains on CHANNEL, from every sender, and its registry
 entry (SPEC §7), as when a typo started a channel. It cannot be undone. A channel with no
-message and no config is refused. It goes through the admin socket of the mesh on the data
+message and no config is refused. Members joined to the channel stay joined, and copies the
+durable backstop already holds for them are still delivered. It goes through the admin socket of the mesh on the data
 directory; exit codes as in "cotal help exit-codes".`,
 		Example:           `  cotal channels rm genral`,
 		Args:              exactArgs("CHANNEL"),
