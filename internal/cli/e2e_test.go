@@ -269,6 +269,14 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 			t.Fatal("a revoked credential still connects")
 		}
 	})
+	t.Run("up logs the mint and the revocation with the name", func(t *testing.T) {
+		out := up.out.String()
+		for _, want := range []string{`msg="minted a credential" space=main name=alice profile=agent`, `msg="revoked a credential" space=main name=alice`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("up's log has no %q:\n%s", want, out)
+			}
+		}
+	})
 	up.stop(t)
 	if strings.Contains(up.out.String(), "SU") && regexp.MustCompile(`\bSU[A-Z2-7]{50,}`).MatchString(up.out.String()) {
 		t.Fatal("cotal up printed a seed")
