@@ -22,8 +22,8 @@ func rangeArgs(required, optional []string) cobra.PositionalArgs {
 		if len(args) < len(required) {
 			return fmt.Errorf("missing argument %s; usage: %s", strings.Join(required[len(args):], " and "), cmd.UseLine())
 		}
-		if max := len(required) + len(optional); len(args) > max {
-			return fmt.Errorf("unexpected argument %q (%s takes at most %d); usage: %s", args[max], cmd.CommandPath(), max, cmd.UseLine())
+		if most := len(required) + len(optional); len(args) > most {
+			return fmt.Errorf("unexpected argument %q (%s takes at most %d); usage: %s", args[most], cmd.CommandPath(), most, cmd.UseLine())
 		}
 		return nil
 	}

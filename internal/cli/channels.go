@@ -19,10 +19,11 @@ import (
 func newChannelsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "channels",
-		Short: "List channels and set their replay, replay window, delivery class and description",
+		Short: "List channels, set their replay, window, class and description, and remove them",
 		Long: `channels lists the channels of a space with their message counts and config (SPEC §7),
-and changes that config. Changing it is privileged: "set" and "default" work only beside
-"cotal up", through its admin socket, and the mesh's provisioner writes the registry.`,
+changes that config, and removes a channel. Changing is privileged: "set", "default" and "rm"
+work only beside "cotal up", through its admin socket, and the mesh's provisioner writes the
+registry.`,
 	}
 	cmd.AddCommand(newChannelsListCmd(), newChannelsSetCmd(), newChannelsDefaultCmd(), newChannelsRmCmd())
 	return cmd
