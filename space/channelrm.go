@@ -67,6 +67,5 @@ func (m *Mesh) RemoveChannel(ctx context.Context, space, channel string) (*Chann
 			return nil, fmt.Errorf("delete the registry entry %s: %w", key, err)
 		}
 	}
-	m.log.Info("removed a channel", "space", rt.name, "channel", key, "messages", out.Messages, "config", out.Config)
 	return out, nil
 }

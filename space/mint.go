@@ -147,7 +147,6 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 			return nil, err
 		}
 	}
-	m.log.Info("minted a credential", "space", req.Space, "name", cred.Name, "profile", string(cred.Profile), "id", cred.ID)
 	return cred, nil
 }
 
@@ -174,11 +173,7 @@ func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := rt.putACL(ctx, rec); err != nil {
-		return err
-	}
-	m.log.Info("revoked a credential", "space", space, "name", rec.Name, "id", id)
-	return nil
+	return rt.putACL(ctx, rec)
 }
 
 // Credentials lists every credential minted in space (no key material).

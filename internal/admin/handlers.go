@@ -85,6 +85,9 @@ func (h *handlers) mint(ctx context.Context, r *http.Request) (int, any, error) 
 		return 0, nil, err
 	}
 	cred, err := h.m.MintSpec(ctx, spec)
+	if err == nil {
+		h.m.Logger().Info("minted a credential", "space", cred.Space, "name", cred.Name, "profile", cred.Profile, "id", cred.ID)
+	}
 	return http.StatusCreated, cred, err
 }
 
@@ -97,7 +100,23 @@ func (h *handlers) credentials(_ context.Context, r *http.Request) (int, any, er
 }
 
 func (h *handlers) revoke(ctx context.Context, r *http.Request) (int, any, error) {
-	return http.StatusNoContent, nil, h.m.Revoke(ctx, r.PathValue("space"), r.PathValue("id"))
+	spaceName, id := r.PathValue("space"), r.PathValue("id")
+	err := h.m.Revoke(ctx, spaceName, id)
+	if err == nil {
+		h.m.Logger().Info("revoked a credential", "space", spaceName, "name", h.credentialName(spaceName, id), "id", id)
+	}
+	return http.StatusNoContent, nil, err
+}
+
+// credentialName is the name id was minted with, for the log; empty when unknown.
+func (h *handlers) credentialName(spaceName, id string) string {
+	recs, _ := h.m.Credentials(spaceName)
+	for _, r := range recs {
+		if r.ID == id {
+			return r.Name
+		}
+	}
+	return ""
 }
 
 func (h *handlers) pending(ctx context.Context, r *http.Request) (int, any, error) {
@@ -119,6 +138,9 @@ func (h *handlers) setChannel(ctx context.Context, r *http.Request) (int, any, e
 
 func (h *handlers) removeChannel(ctx context.Context, r *http.Request) (int, any, error) {
 	rm, err := h.m.RemoveChannel(ctx, r.PathValue("space"), r.PathValue("channel"))
+	if err == nil {
+		h.m.Logger().Info("removed a channel", "space", r.PathValue("space"), "channel", rm.Channel, "messages", rm.Messages)
+	}
 	return http.StatusOK, rm, err
 }
 

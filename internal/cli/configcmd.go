@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cotal-go/cotal/config"
 )
@@ -51,9 +52,37 @@ validates.`,
 			return printConfig(cmd.OutOrStdout(), entries)
 		},
 	}
-	addUpFlags(cmd)
+	// The flags are up's own, so a flag up gains is one config shows.
+	newUpCmd().Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "check" {
+			cmd.Flags().AddFlag(f)
+		}
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	return cmd
+}
+
+// runUpOrCheck is up's RunE: with --check it loads and validates the configuration and
+// prints a summary instead of starting.
+func runUpOrCheck(cmd *cobra.Command, args []string) error {
+	if check, _ := cmd.Flags().GetBool("check"); !check {
+		return runUp(cmd, args)
+	}
+	cfg, err := loadConfig(cmd, upConfigFlags)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "configuration is valid: data dir %s, listen %s, spaces %s, sync %s, open %t; `cotal config` shows every key and its source\n",
+		cfg.Dir, orOff(cfg.Listen), strings.Join(cfg.Spaces, ","), cfg.Sync, cfg.Open)
+	return err
+}
+
+// orOff shows an empty address as off.
+func orOff(s string) string {
+	if s == "" {
+		return "off"
+	}
+	return s
 }
 
 // configLayer is the configuration loaded with the layers up to one, by key, and that layer's

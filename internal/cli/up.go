@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,15 +74,8 @@ auth, every configured space provisioned, and the durable delivery loops. It pri
 link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts down cleanly.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error { return checkUpFlags(cmd) },
-		RunE:    runUp,
+		RunE:    runUpOrCheck,
 	}
-	addUpFlags(cmd)
-	cmd.Flags().Bool("check", false, "validate the configuration, print a summary and exit without starting")
-	return cmd
-}
-
-// addUpFlags are up's configuration flags, which `cotal config` shares.
-func addUpFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addConfigFlags(f)
 	f.String("listen", "", "client listener host:port (default 127.0.0.1:4222)")
@@ -93,6 +85,8 @@ func addUpFlags(cmd *cobra.Command) {
 	f.String("tls-key", "", "TLS private key (PEM) for the listener")
 	f.String("sync", "", "JetStream durability: always (fsync every write, default) or interval")
 	f.Bool("open", false, "unauthenticated dev mode: NO security, anyone who can connect can do anything")
+	f.Bool("check", false, "validate the configuration, print a summary and exit without starting")
+	return cmd
 }
 
 // runUp starts in the order that makes "up" mean ready: the admin socket is bound first, so a
@@ -102,11 +96,6 @@ func addUpFlags(cmd *cobra.Command) {
 func runUp(cmd *cobra.Command, _ []string) error {
 	cfg, err := loadConfig(cmd, upConfigFlags)
 	if err != nil {
-		return err
-	}
-	if check, _ := cmd.Flags().GetBool("check"); check {
-		_, err := fmt.Fprintf(cmd.OutOrStdout(), "configuration is valid: data dir %s, listen %s, spaces %s, sync %s, open %t; `cotal config` shows every key and its source\n",
-			cfg.Dir, orNone(cfg.Listen), strings.Join(cfg.Spaces, ","), cfg.Sync, cfg.Open)
 		return err
 	}
 	srv, err := admin.Listen(cfg.Dir)
@@ -146,14 +135,6 @@ func runMesh(ctx context.Context, m *space.Mesh) error {
 	}
 }
 
-// orNone shows an empty setting as off.
-func orNone(s string) string {
-	if s == "" {
-		return "off"
-	}
-	return s
-}
-
 func closeAdmin(srv *admin.Server) error {
 	ctx, cancel := newTimeoutContext(5 * time.Second)
 	defer cancel()
@@ -184,7 +165,7 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 		fmt.Fprintf(w, "  health:   %s/healthz   metrics: %s/metrics   monitoring: %s/varz\n", u, u, u)
 	}
 	if !cfg.Open {
-		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general\n", m.Dir())
+		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general --provision\n", m.Dir())
 	}
 	fmt.Fprintln(w, "press Ctrl-C to stop")
 }
