@@ -45,7 +45,8 @@ cover:
 
 # chaos runs the long tier of the fault-injection suite (./chaos/, behind the chaos build tag;
 # PKGS other than ./... narrows it), then every fuzzer for FUZZTIME (30s unless given), and prints the figures
-# table the tests wrote (RELIABILITY.md). About ten minutes on two cores.
+# table the tests wrote (RELIABILITY.md). About ten minutes on two cores: the ten fuzzers alone
+# take five, plus their builds.
 chaos: FUZZTIME = 30s
 chaos:
 	@figures="$$(mktemp)"; status=0; \

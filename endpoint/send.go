@@ -56,8 +56,13 @@ func (e *Endpoint) Send(ctx context.Context, channel string, parts []wire.Part, 
 	return e.Publish(ctx, e.build(wire.NewChannelMessage(e.space, e.Ref(), channel, parts...), opts))
 }
 
-// SendDM unicasts parts to the instance id to (SPEC §4).
+// SendDM unicasts parts to the instance id to (SPEC §4). A to that is not an instance id, a
+// user nkey public key (SPEC §2), is refused with ErrNotInstanceID; SendDMByName addresses by
+// display name.
 func (e *Endpoint) SendDM(ctx context.Context, to string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
+	if err := checkInstanceID(to); err != nil {
+		return Receipt{}, err
+	}
 	return e.Publish(ctx, e.build(wire.NewDirectMessage(e.space, e.Ref(), to, parts...), opts))
 }
 

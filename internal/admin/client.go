@@ -125,6 +125,16 @@ func (c *Client) SetChannel(ctx context.Context, spaceName string, u space.Chann
 	return &cfg, nil
 }
 
+// RemoveChannel deletes a channel's messages and registry entry (DELETE .../channels/{channel}).
+func (c *Client) RemoveChannel(ctx context.Context, spaceName, channel string) (*space.ChannelRemoval, error) {
+	var rm space.ChannelRemoval
+	err := c.do(ctx, http.MethodDelete, spacePath(spaceName, "channels", channel), nil, &rm, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	return &rm, nil
+}
+
 // SetChannelDefaults changes the space defaults (PATCH /v1/spaces/{space}/defaults).
 func (c *Client) SetChannelDefaults(ctx context.Context, spaceName string, u space.ChannelUpdate) (*wire.ChannelDefaults, error) {
 	var d wire.ChannelDefaults

@@ -23,6 +23,7 @@
 //	DELETE /v1/spaces/{space}/credentials/{id}      204
 //	GET    /v1/spaces/{space}/pending/{who}         200 space.MemberBacklog (who: id or name)
 //	PATCH  /v1/spaces/{space}/channels/{channel}    200 wire.ChannelConfig (body space.ChannelUpdate)
+//	DELETE /v1/spaces/{space}/channels/{channel}    200 space.ChannelRemoval
 //	PATCH  /v1/spaces/{space}/defaults              200 wire.ChannelDefaults (body space.ChannelUpdate)
 //
 // Status codes: 400 a request that does not decode or that the mesh refuses as invalid, 404

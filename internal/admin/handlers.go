@@ -17,16 +17,17 @@ func routes(m *space.Mesh) http.Handler {
 	h := &handlers{m: m}
 	mux := http.NewServeMux()
 	for pattern, fn := range map[string]handler{
-		"GET /v1/status":                              h.status,
-		"GET /v1/links":                               h.links,
-		"GET /v1/spaces/{space}/link":                 h.link,
-		"POST /v1/spaces/{space}/credentials":         h.mint,
-		"GET /v1/spaces/{space}/credentials":          h.credentials,
-		"DELETE /v1/spaces/{space}/credentials/{id}":  h.revoke,
-		"GET /v1/spaces/{space}/pending/{who}":        h.pending,
-		"PATCH /v1/spaces/{space}/channels/{channel}": h.setChannel,
-		"PATCH /v1/spaces/{space}/defaults":           h.setDefaults,
-		"/":                                           notFound,
+		"GET /v1/status":                               h.status,
+		"GET /v1/links":                                h.links,
+		"GET /v1/spaces/{space}/link":                  h.link,
+		"POST /v1/spaces/{space}/credentials":          h.mint,
+		"GET /v1/spaces/{space}/credentials":           h.credentials,
+		"DELETE /v1/spaces/{space}/credentials/{id}":   h.revoke,
+		"GET /v1/spaces/{space}/pending/{who}":         h.pending,
+		"PATCH /v1/spaces/{space}/channels/{channel}":  h.setChannel,
+		"DELETE /v1/spaces/{space}/channels/{channel}": h.removeChannel,
+		"PATCH /v1/spaces/{space}/defaults":            h.setDefaults,
+		"/":                                            notFound,
 	} {
 		mux.Handle(pattern, fn)
 	}
@@ -84,6 +85,9 @@ func (h *handlers) mint(ctx context.Context, r *http.Request) (int, any, error) 
 		return 0, nil, err
 	}
 	cred, err := h.m.MintSpec(ctx, spec)
+	if err == nil {
+		h.m.Logger().Info("minted a credential", "space", cred.Space, "name", cred.Name, "profile", cred.Profile, "id", cred.ID)
+	}
 	return http.StatusCreated, cred, err
 }
 
@@ -96,7 +100,23 @@ func (h *handlers) credentials(_ context.Context, r *http.Request) (int, any, er
 }
 
 func (h *handlers) revoke(ctx context.Context, r *http.Request) (int, any, error) {
-	return http.StatusNoContent, nil, h.m.Revoke(ctx, r.PathValue("space"), r.PathValue("id"))
+	spaceName, id := r.PathValue("space"), r.PathValue("id")
+	err := h.m.Revoke(ctx, spaceName, id)
+	if err == nil {
+		h.m.Logger().Info("revoked a credential", "space", spaceName, "name", h.credentialName(spaceName, id), "id", id)
+	}
+	return http.StatusNoContent, nil, err
+}
+
+// credentialName is the name id was minted with, for the log; empty when unknown.
+func (h *handlers) credentialName(spaceName, id string) string {
+	recs, _ := h.m.Credentials(spaceName)
+	for _, r := range recs {
+		if r.ID == id {
+			return r.Name
+		}
+	}
+	return ""
 }
 
 func (h *handlers) pending(ctx context.Context, r *http.Request) (int, any, error) {
@@ -114,6 +134,14 @@ func (h *handlers) setChannel(ctx context.Context, r *http.Request) (int, any, e
 	}
 	c, err := h.m.SetChannel(ctx, r.PathValue("space"), u)
 	return http.StatusOK, c, err
+}
+
+func (h *handlers) removeChannel(ctx context.Context, r *http.Request) (int, any, error) {
+	rm, err := h.m.RemoveChannel(ctx, r.PathValue("space"), r.PathValue("channel"))
+	if err == nil {
+		h.m.Logger().Info("removed a channel", "space", r.PathValue("space"), "channel", rm.Channel, "messages", rm.Messages)
+	}
+	return http.StatusOK, rm, err
 }
 
 func (h *handlers) setDefaults(ctx context.Context, r *http.Request) (int, any, error) {

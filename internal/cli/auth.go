@@ -2,12 +2,15 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/internal/admin"
@@ -31,15 +34,18 @@ then waits up to 10s for it, and says so on stderr.`,
 func newMintCmd() *cobra.Command {
 	var spec space.MintSpec
 	var out, expiresIn, expiresAt, identity string
-	var asJSON bool
+	var asJSON, force bool
 	cmd := &cobra.Command{
 		Use:   "mint --profile agent|observer|admin --name NAME",
 		Short: "Mint a credential and write it as a .creds file (mode 0600)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := mintTimes(&spec, expiresIn, expiresAt); err != nil {
+		PreRunE: func(*cobra.Command, []string) error {
+			if err := checkProfile(spec.Profile); err != nil {
 				return err
 			}
+			return mintTimes(&spec, expiresIn, expiresAt)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if identity != "" {
 				seed, err := readIdentitySeed(identity)
 				if err != nil {
@@ -47,7 +53,7 @@ func newMintCmd() *cobra.Command {
 				}
 				spec.IdentitySeed = seed
 			}
-			return runMint(cmd, spec, out, asJSON)
+			return runMint(cmd, spec, out, force, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -59,24 +65,25 @@ func newMintCmd() *cobra.Command {
 	f.StringSliceVar(&spec.Subscribe, "subscribe", nil, "channels joined at boot (agent only)")
 	f.StringSliceVar(&spec.AllowSubscribe, "allow-subscribe", nil, "read ACL, default = --subscribe (agent only)")
 	f.StringSliceVar(&spec.AllowPublish, "allow-publish", nil, "channels the agent may post to; default none (agent only)")
-	f.BoolVar(&spec.Provision, "provision", false, "create the agent's DM, durable-copy and role consumers now")
+	f.BoolVar(&spec.Provision, "provision", false, "create the agent's DM, durable-copy and role consumers at mint (default while the mesh runs; offline, its next start does)")
 	f.StringVar(&out, "out", "", "where to write the .creds file (default ./NAME.creds)")
-	f.StringVar(&expiresIn, "expires-in", "", "lifetime, e.g. 1h or 7d (default: config key expiry, 24h unless set)")
+	f.StringVar(&expiresIn, "expires-in", "", "lifetime: "+durationUnits+" (default: config key expiry, 24h unless set)")
 	f.StringVar(&expiresAt, "expires-at", "", "absolute expiry, RFC 3339 (e.g. 2027-01-02T15:04:05Z)")
 	f.BoolVar(&spec.NoExpiry, "no-expiry", false, "never expires; only revocation ends it")
 	f.StringVar(&identity, "identity", "", "re-mint for the nkey in this .creds file (revokes its previous credential)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.BoolVar(&force, "force", false, "replace an existing file at --out")
 	_ = cmd.MarkFlagRequired("name")
 	cmd.MarkFlagsMutuallyExclusive("expires-in", "expires-at", "no-expiry")
 	return cmd
 }
 
-// mintTimes parses --expires-in (Go durations plus a "d" day suffix) and --expires-at.
+// mintTimes parses --expires-in (parseDuration) and --expires-at.
 func mintTimes(spec *space.MintSpec, in, at string) error {
 	if in != "" {
-		d, err := parseDays(in)
+		d, err := parseDuration(in)
 		if err != nil {
-			return fmt.Errorf("--expires-in %q: %w (use e.g. 90m, 12h or 7d)", in, err)
+			return fmt.Errorf("--expires-in %q: %w", in, err)
 		}
 		spec.ExpiresIn = d
 	}
@@ -90,12 +97,13 @@ func mintTimes(spec *space.MintSpec, in, at string) error {
 	return nil
 }
 
-func parseDays(s string) (time.Duration, error) {
-	var days int
-	if n, err := fmt.Sscanf(s, "%dd", &days); err == nil && n == 1 && fmt.Sprintf("%dd", days) == s {
-		return time.Duration(days) * 24 * time.Hour, nil
+// checkProfile refuses a --profile that is not one a credential can be minted with.
+func checkProfile(p string) error {
+	switch provisioner.Profile(p) {
+	case provisioner.ProfileAgent, provisioner.ProfileObserver, provisioner.ProfileAdmin:
+		return nil
 	}
-	return time.ParseDuration(s)
+	return fmt.Errorf("--profile %q: use agent, observer or admin", p)
 }
 
 func readIdentitySeed(path string) (string, error) {
@@ -110,14 +118,28 @@ func readIdentitySeed(path string) (string, error) {
 	return kp, nil
 }
 
-func runMint(cmd *cobra.Command, spec space.MintSpec, out string, asJSON bool) error {
+// runMint checks the output path first, so a credential is minted only when its file can be
+// written; should the write fail anyway, the credential is revoked, so no active registry entry
+// is left whose seed nobody has.
+func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON bool) error {
 	opts, err := meshOptions(cmd, dirConfigFlags)
 	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Clean(spec.Name + ".creds")
+	}
+	if err := checkCredsOut(out, force); err != nil {
 		return err
 	}
 	dir := opts.Dir
 	var cred *space.MintedCredential
 	err = withMeshOrStore(cmd, dir, func(c *admin.Client) (err error) {
+		// A running mesh creates the consumers now unless told not to, so DMs sent from this
+		// moment on reach the agent's first tail (SPEC §8).
+		if !cmd.Flags().Changed("provision") {
+			spec.Provision = true
+		}
 		cred, err = c.Mint(cmd.Context(), spec)
 		return err
 	}, func(s *provisioner.Store) (err error) {
@@ -127,13 +149,28 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, asJSON bool) e
 	if err != nil {
 		return err
 	}
-	if out == "" {
-		out = filepath.Clean(spec.Name + ".creds")
-	}
 	if err := provisioner.WriteCredsBytes(out, cred.Creds); err != nil {
-		return err
+		cause := errors.Unwrap(err) // WriteCredsBytes wraps the cause, which may name its temporary file
+		if cause == nil {
+			cause = err
+		}
+		werr := fmt.Errorf("%w to %s: %w", errCredsOut, out, pathCause(cause))
+		if rerr := revokeMinted(cmd, dir, cred); rerr != nil {
+			return fmt.Errorf("%w; revoking the unwritten credential %s failed too: %w", werr, cred.ID, rerr)
+		}
+		return fmt.Errorf("%w; the credential was revoked, nothing was minted", werr)
 	}
 	return printMinted(cmd, cred, out, asJSON)
+}
+
+// revokeMinted revokes a credential whose file could not be written.
+func revokeMinted(cmd *cobra.Command, dir string, cred *space.MintedCredential) error {
+	return withMeshOrStore(cmd, dir, func(c *admin.Client) error {
+		return c.Revoke(cmd.Context(), cred.Space, cred.ID)
+	}, func(s *provisioner.Store) error {
+		_, err := s.Revoke(cred.Space, cred.ID)
+		return err
+	})
 }
 
 // withDefaultExpiry gives spec the configured lifetime when it names no expiry of its own. Only
@@ -146,15 +183,23 @@ func withDefaultExpiry(spec space.MintSpec, expiry time.Duration) space.MintSpec
 	return spec
 }
 
+// mintedJSON is the --json form of a minted credential: where the file is, never its content.
+type mintedJSON struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Space       string    `json:"space"`
+	Profile     string    `json:"profile"`
+	Role        string    `json:"role,omitempty"`
+	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
+	Provisioned bool      `json:"provisioned"`
+	File        string    `json:"file"`
+}
+
 func printMinted(cmd *cobra.Command, cred *space.MintedCredential, out string, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
-		view := *cred
-		view.Creds = nil
-		return json.NewEncoder(w).Encode(struct {
-			space.MintedCredential
-			File string `json:"file"`
-		}{view, out})
+		return json.NewEncoder(w).Encode(mintedJSON{ID: cred.ID, Name: cred.Name, Space: cred.Space,
+			Profile: cred.Profile, Role: cred.Role, ExpiresAt: cred.ExpiresAt, Provisioned: cred.Provisioned, File: out})
 	}
 	fmt.Fprintf(w, "%s\n", cred.ID)
 	expiry := "never"
@@ -164,14 +209,14 @@ func printMinted(cmd *cobra.Command, cred *space.MintedCredential, out string, a
 	fmt.Fprintf(cmd.ErrOrStderr(), "minted %s %q in space %s, expires %s; credentials written to %s (mode 0600)\n",
 		cred.Profile, cred.Name, cred.Space, expiry, out)
 	if !cred.Provisioned && cred.Profile == string(provisioner.ProfileAgent) {
-		fmt.Fprintln(cmd.ErrOrStderr(), "its DM and durable-copy consumers are created when the mesh (re)starts; use --provision with a running mesh to create them now")
+		fmt.Fprintln(cmd.ErrOrStderr(), "its DM and durable-copy consumers are created when the mesh next starts")
 	}
 	return nil
 }
 
 func newListCmd() *cobra.Command {
 	var spaceName string
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the credentials minted in a space",
@@ -185,6 +230,12 @@ func newListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			shown := visibleCredentials(recs, all)
+			if hidden := len(recs) - len(shown); hidden > 0 && !asJSON {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d short-lived %s of cotal's own commands hidden; --all shows them\n",
+					hidden, plural(uint64(hidden), "credential", "credentials"))
+			}
+			recs = shown
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(recs)
 			}
@@ -199,6 +250,7 @@ func newListCmd() *cobra.Command {
 	addConfigFlags(cmd.Flags())
 	cmd.Flags().StringVar(&spaceName, "space", "main", "space to list")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, allHelp)
 	return cmd
 }
 
@@ -234,30 +286,63 @@ func stateText(r space.CredentialInfo) string {
 func newRevokeCmd() *cobra.Command {
 	var spaceName string
 	cmd := &cobra.Command{
-		Use:   "revoke ID",
+		Use:   "revoke ID|NAME",
 		Short: "Revoke a credential: connected clients are cut off at once",
-		Args:  cobra.ExactArgs(1),
+		Long: `revoke ends a credential, named by its instance id or by the name it was minted with.
+A name held by more than one active credential is refused with their ids; revoke one of
+them by id ("cotal auth list" shows them).`,
+		Args: exactArgs("ID|NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := dataDir(cmd)
 			if err != nil {
 				return err
 			}
+			id, err := credentialID(cmd, dir, spaceName, args[0])
+			if err != nil {
+				return err
+			}
 			err = withMeshOrStore(cmd, dir, func(c *admin.Client) error {
-				return c.Revoke(cmd.Context(), spaceName, args[0])
+				return c.Revoke(cmd.Context(), spaceName, id)
 			}, func(s *provisioner.Store) error {
-				_, err := s.Revoke(spaceName, args[0])
+				_, err := s.Revoke(spaceName, id)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", id)
 			return nil
 		},
 	}
 	addConfigFlags(cmd.Flags())
 	cmd.Flags().StringVar(&spaceName, "space", "main", "space of the credential")
 	return cmd
+}
+
+// credentialID is who as an instance id: itself when it is one, else the id of the one active
+// credential minted with that name.
+func credentialID(cmd *cobra.Command, dir, spaceName, who string) (string, error) {
+	if nkeys.IsValidPublicUserKey(who) {
+		return who, nil
+	}
+	recs, err := listCredentials(cmd, dir, spaceName)
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, r := range recs {
+		if r.Name == who && r.Active(time.Now()) {
+			ids = append(ids, r.ID)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("no active credential is named %q in space %s; `cotal auth list` shows them", who, spaceName)
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("%d active credentials are named %q in space %s: %s; revoke one by id",
+		len(ids), who, spaceName, strings.Join(ids, ", "))
 }
 
 // dataDir resolves the data directory the way `cotal up` does, through meshOptions, from

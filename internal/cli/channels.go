@@ -19,12 +19,13 @@ import (
 func newChannelsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "channels",
-		Short: "List channels and set their replay, replay window, delivery class and description",
+		Short: "List channels, set their replay, window, class and description, and remove them",
 		Long: `channels lists the channels of a space with their message counts and config (SPEC §7),
-and changes that config. Changing it is privileged: "set" and "default" work only beside
-"cotal up", through its admin socket, and the mesh's provisioner writes the registry.`,
+changes that config, and removes a channel. Changing is privileged: "set", "default" and "rm"
+work only beside "cotal up", through its admin socket, and the mesh's provisioner writes the
+registry.`,
 	}
-	cmd.AddCommand(newChannelsListCmd(), newChannelsSetCmd(), newChannelsDefaultCmd())
+	cmd.AddCommand(newChannelsListCmd(), newChannelsSetCmd(), newChannelsDefaultCmd(), newChannelsRmCmd())
 	return cmd
 }
 
@@ -148,7 +149,7 @@ type channelFlags struct {
 func addChannelFlags(cmd *cobra.Command, cf *channelFlags, text bool) {
 	fs := cmd.Flags()
 	fs.StringVar(&cf.replay, "replay", "", "history replay on join: true or false")
-	fs.StringVar(&cf.window, "replay-window", "", "backfill horizon: a count and s, m, h or d, e.g. 24h")
+	fs.StringVar(&cf.window, "replay-window", "", "backfill horizon: "+durationUnits)
 	fs.StringVar(&cf.class, "class", "", "delivery class: live or durable (SPEC §4)")
 	_ = cmd.RegisterFlagCompletionFunc("replay", cobra.FixedCompletions([]string{"true", "false"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("class", cobra.FixedCompletions([]string{"live", "durable"}, cobra.ShellCompDirectiveNoFileComp))
@@ -172,7 +173,15 @@ func (cf *channelFlags) update(cmd *cobra.Command, channel string) (space.Channe
 		u.Replay = &b
 	}
 	if set("replay-window") {
-		u.ReplayWindow = &cf.window
+		d, err := parseDuration(cf.window)
+		if err != nil {
+			return u, fmt.Errorf("--replay-window %q: %w", cf.window, err)
+		}
+		w := cf.window
+		if _, err := wire.ParseReplayWindow(w); err != nil {
+			w = replayWindowText(d) // written as SPEC §7 spells it
+		}
+		u.ReplayWindow = &w
 	}
 	if set("class") {
 		c := wire.DeliveryClass(cf.class)
@@ -206,7 +215,7 @@ configure one before its first message. It goes through the admin socket of the 
 the data directory; exit codes as in "cotal help exit-codes".`,
 		Example: `  cotal channels set general --description "team chat" --replay-window 7d
   cotal channels set alerts --class live --create`,
-		Args:              cobra.ExactArgs(1),
+		Args:              exactArgs("CHANNEL"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := wire.ValidatePublishChannel(args[0]); err != nil {

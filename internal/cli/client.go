@@ -41,6 +41,9 @@ var (
 	errUnreachable = errors.New("cannot reach the mesh")
 	// errRefused: the mesh refused the credential at connect.
 	errRefused = errors.New("the mesh refused the credential")
+	// errWrongSpace: the join link names a space the credential does not belong to, or one
+	// the mesh does not have.
+	errWrongSpace = errors.New("wrong space")
 )
 
 // clientFlags are the connection flags every client command shares (see connectHelp).
@@ -163,7 +166,7 @@ func openSession(cmd *cobra.Command, f *clientFlags, want mintFor) (*session, er
 			return nil, fmt.Errorf("%s: %w; set it to the join link `cotal up` prints", envLink, err)
 		}
 		s.link = l
-		return s, nil
+		return s, s.checkSpace()
 	}
 	return s, s.openLocal(cmd, f.space, want)
 }
@@ -194,6 +197,9 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName() + "-" + strings.ToLower(rand.Text()[:6]),
 		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime}
 	cred, err := s.mesh.Mint(cmd.Context(), spec)
+	if errors.Is(err, space.ErrOpenMode) {
+		return nil // an open mesh takes clients without a credential, with every permission
+	}
 	if err != nil {
 		return fmt.Errorf("mint a credential for this command: %w", err)
 	}
@@ -222,6 +228,17 @@ func (s *session) describe() string {
 	return fmt.Sprintf("space %s at %s:%d as %s", s.link.Space, s.link.Host, s.link.Port, who)
 }
 
+// checkSpace refuses a join link to another space than the credential's: its grants name
+// only its own space (SPEC §3), so connecting would wait out a deadline and fail obscurely.
+func (s *session) checkSpace() error {
+	if s.creds == nil || s.cred.Space == "" || s.cred.Space == s.link.Space {
+		return nil
+	}
+	return fmt.Errorf("%w: the credential of %q belongs to space %s, and the join link names space %s; "+
+		"use the link of space %s (`cotal link --space %s` beside `cotal up` prints it)",
+		errWrongSpace, s.cred.Name, s.cred.Space, s.link.Space, s.cred.Space, s.cred.Space)
+}
+
 // connectError says what a failed connection means and what to do about it.
 func (s *session) connectError(err error) error {
 	addr := fmt.Sprintf("%s:%d", s.link.Host, s.link.Port)
@@ -236,6 +253,9 @@ func (s *session) connectError(err error) error {
 		}
 		return fmt.Errorf("%w %s at %s (%v): it may be revoked, expired, or minted by another mesh; mint a new one with `cotal auth mint`",
 			errRefused, s.cred.Name, addr, err)
+	case errors.Is(err, endpoint.ErrNotProvisioned), errors.Is(err, context.DeadlineExceeded) && strings.Contains(msg, "cotal_presence_"):
+		return fmt.Errorf("%w: the mesh at %s has no space %s, or the credential was minted by another mesh; "+
+			"`cotal link` beside `cotal up` prints the link of each of its spaces", errWrongSpace, addr, s.link.Space)
 	}
 	return fmt.Errorf("connect to %s: %w", s.describe(), err)
 }

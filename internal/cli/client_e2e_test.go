@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -203,11 +205,61 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 		cliCase{name: "a set with nothing to change is a usage error", args: []string{"channels", "set", "general", "--dir", dir},
 			code: exitUsage, stderr: []string{"nothing to change"}},
 		cliCase{name: "an invalid replay window is a usage error", args: []string{"channels", "set", "general", "--replay-window", "0h", "--dir", dir},
-			code: exitUsage, stderr: []string{`replayWindow "0h" is zero`}},
+			code: exitUsage, stderr: []string{`--replay-window "0h"`, "must be positive"}},
+		cliCase{name: "a replay window in another syntax names the allowed units", args: []string{"channels", "set", "general", "--replay-window", "1 hour", "--dir", dir},
+			code: exitUsage, stderr: []string{`--replay-window "1 hour"`, "s, m, h, d (24h) or w (7d)"}},
 		cliCase{name: "an unknown class is a usage error", args: []string{"channels", "default", "--class", "sometimes", "--dir", dir},
 			code: exitUsage, stderr: []string{"not live or durable"}},
+		cliCase{name: "a bad --sync is a usage error", args: []string{"up", "--sync", "sometimes", "--dir", dir},
+			code: exitUsage, stderr: []string{`--sync: "sometimes" is not a sync mode`}},
+		cliCase{name: "a bad --listen is a usage error", args: []string{"up", "--listen", "nope", "--dir", dir},
+			code: exitUsage, stderr: []string{`--listen: "nope" is not host:port`}},
+		cliCase{name: "a bad --space of up is a usage error", args: []string{"up", "--space", "a b", "--dir", dir},
+			code: exitUsage, stderr: []string{`--space "a b"`, `"a_b"`}},
+		cliCase{name: "a bad --space of a client command is a usage error", args: []string{"who", "--space", "x.y", "--dir", dir},
+			code: exitUsage, stderr: []string{`--space "x.y"`}},
+		cliCase{name: "a bad --profile is a usage error", args: []string{"auth", "mint", "--name", "x", "--profile", "boss", "--dir", dir},
+			code: exitUsage, stderr: []string{`--profile "boss": use agent, observer or admin`}},
+		cliCase{name: "a negative --expires-in is a usage error in words", args: []string{"auth", "mint", "--name", "x", "--expires-in", "-1h", "--dir", dir},
+			code: exitUsage, stderr: []string{`--expires-in "-1h"`, "it must be positive"}},
+		cliCase{name: "a typo'd subcommand gets a suggestion", args: []string{"auth", "mnit"},
+			code: exitUsage, stderr: []string{`unknown command "mnit"`, "did you mean mint?"}},
+		cliCase{name: "a typo'd top-level command gets a suggestion", args: []string{"sned"},
+			code: exitUsage, stderr: []string{`unknown command "sned"`, "send"}},
+		cliCase{name: "a typo'd flag gets a suggestion", args: []string{"send", "general", "hi", "--jsn"},
+			code: exitUsage, stderr: []string{"unknown flag: --jsn", "did you mean --json?"}},
+		cliCase{name: "a missing argument is named", args: []string{"history", "--dir", dir},
+			code: exitUsage, stderr: []string{"missing argument CHANNEL"}},
+		cliCase{name: "an extra argument is named", args: []string{"send", "general", "hi", "there", "--dir", dir},
+			code: exitUsage, stderr: []string{`unexpected argument "there"`}},
+		cliCase{name: "--version prints the versions", args: []string{"--version"},
+			code: exitOK, stdout: []string{"cotal ", "Go ", "nats-server "}},
 		cliCase{name: "help documents the exit codes", args: []string{"help", "exit-codes"},
 			code: exitOK, stdout: []string{"0  success", "1  the command ran and failed", "2  the command line was wrong"}},
+	)
+	cfgDir, badDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(cfgDir, "cotal.yaml"), []byte("listen: 127.0.0.1:5000\nsync: interval\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(badDir, "cotal.yaml"), []byte("sync: sometimes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	undecodable := t.TempDir()
+	if err := os.WriteFile(filepath.Join(undecodable, "cotal.yaml"), []byte("expiry: 1w\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases,
+		cliCase{name: "config prints each key with the layer that set it", args: []string{"config", "--dir", cfgDir, "--http", "127.0.0.1:8222"},
+			code: exitOK, stdout: []string{"KEY", "FROM", "file " + filepath.Join(cfgDir, "cotal.yaml"), "flag", "default"}},
+		cliCase{name: "config --json is a list of key, value and source", args: []string{"config", "--dir", cfgDir, "--json", "--http", "127.0.0.1:8222"},
+			code: exitOK, stdout: []string{`{"key":"listen","value":"127.0.0.1:5000","source":"file ` + filepath.Join(cfgDir, "cotal.yaml") + `"}`,
+				`{"key":"http","value":"127.0.0.1:8222","source":"flag"}`, `{"key":"expiry","value":"24h0m0s","source":"default"}`}},
+		cliCase{name: "up --check validates and exits", args: []string{"up", "--check", "--dir", cfgDir},
+			code: exitOK, stdout: []string{"configuration is valid", "listen 127.0.0.1:5000", "sync interval"}},
+		cliCase{name: "a config value that does not decode is one line naming the key and the syntax", args: []string{"up", "--check", "--dir", undecodable},
+			code: exitError, stderr: []string{"cotal.yaml: key expiry: not a duration; use a Go duration"}},
+		cliCase{name: "up --check of an invalid file fails naming the key", args: []string{"up", "--check", "--dir", badDir},
+			code: exitError, stderr: []string{`sync: "sometimes" is not a sync mode`}},
 	)
 	garbage := filepath.Join(dir, "garbage.creds")
 	if err := os.WriteFile(garbage, []byte("not a credential"), 0o600); err != nil {
@@ -233,8 +285,14 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 	runCases(t, bin, []cliCase{
 		{name: "send as a remote agent reports the stream sequence honestly", args: append([]string{"send", "general", "hello from bob"}, asBob...),
 			code: exitOK, stdout: []string{"stored in CHAT_main at sequence 1 (storage confirmed; delivery is not)"}},
-		{name: "send beside up mints its own credential", args: append([]string{"send", "other", "an aside"}, local...),
+		{name: "send to a channel that does not exist refuses and suggests the close one", args: append([]string{"send", "genral", "hi"}, local...),
+			code: exitError, stderr: []string{`no such channel "genral"`, "did you mean general?", "--create"}},
+		{name: "send beside up mints its own credential and --create starts a channel", args: append([]string{"send", "other", "an aside", "--create"}, local...),
 			code: exitOK, stdout: []string{"stored in CHAT_main at sequence 2"}},
+		{name: "a credential sent to another space's link says which space it belongs to", args: []string{"send", "general", "hi", "--link", strings.Replace(up.link, "/main", "/nosuch", 1), "--creds", bob},
+			code: exitError, stderr: []string{`the credential of "bob" belongs to space main`, "names space nosuch", "`cotal link --space main`"}},
+		{name: "a space the local mesh does not have says so", args: append([]string{"who", "--space", "nosuch"}, local...),
+			code: exitError, stderr: []string{"nosuch"}},
 		{name: "link prints the join link", args: append([]string{"link", "--space", "main"}, local...),
 			code: exitOK, stdout: []string{up.link + "\n"}},
 		{name: "history prints the retained messages", args: append([]string{"history", "general"}, local...),
@@ -243,10 +301,12 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			code: exitError, stderr: []string{`unknown channel "genral"`, "`cotal channels list`"}},
 		{name: "history outside the read ACL says what to mint", args: append([]string{"history", "other"}, asAlice...),
 			code: exitError, stderr: []string{`"alice"`, "read ACL", "--allow-subscribe"}},
-		{name: "send outside allowPublish says what to mint", args: append([]string{"send", "random", "hi"}, asAlice...),
+		{name: "send outside allowPublish says what to mint", args: append([]string{"send", "random", "hi", "--create"}, asAlice...),
 			code: exitError, stderr: []string{`channel "random" is outside the allowPublish of "alice"`, "--allow-publish random"}},
+		{name: "a hint names the channel in a form mint accepts", args: append([]string{"send", "#random", "hi", "--create"}, asAlice...),
+			code: exitError, stderr: []string{"--allow-publish _random`"}},
 		{name: "an observer credential cannot send", args: []string{"send", "general", "hi", "--link", up.link, "--creds", watcher},
-			code: exitError, stderr: []string{"cannot send", "observer", "agent credential"}},
+			code: exitError, stderr: []string{"cannot send", "is an observer credential", "agent credential"}},
 		{name: "a DM to a name nobody online has says how to find one", args: append([]string{"send", "@carol", "hi"}, asBob...),
 			code: exitError, stderr: []string{"@carol", "`cotal who`"}},
 		{name: "an observer reads history too", args: []string{"history", "general", "--link", up.link, "--creds", watcher},
@@ -255,12 +315,22 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			code: exitError, stderr: []string{`unknown channel "genral"`, "--create"}},
 		{name: "channels set changes a channel", args: append([]string{"channels", "set", "general", "--description", "team chat", "--replay-window", "24h"}, local...),
 			code: exitOK, stdout: []string{"channel general in space main", "window 24h", "description team chat"}},
+		{name: "a combined replay window is stored as SPEC §7 spells it", args: append([]string{"channels", "set", "alerts", "--replay-window", "1h30m", "--create"}, local...),
+			code: exitOK, stdout: []string{"window 90m"}},
 		{name: "channels set --create configures a channel before its first message", args: append([]string{"channels", "set", "alerts", "--class", "live", "--create"}, local...),
 			code: exitOK, stdout: []string{"class live"}},
 		{name: "channels default changes the space defaults", args: append([]string{"channels", "default", "--replay-window", "7d"}, local...),
 			code: exitOK, stdout: []string{"space main defaults: class durable, replay on, window 7d"}},
 		{name: "channels list shows counts and config", args: append([]string{"channels", "list"}, asBob...),
 			code: exitOK, stdout: []string{"space defaults: class durable, replay on, window 7d", "general  1", "24h", "team chat", "alerts", "live", "other"}},
+		{name: "channels rm removes a channel's messages and config", args: append([]string{"channels", "rm", "other"}, local...),
+			code: exitOK, stdout: []string{"removed channel other from space main: 1 message and no config"}},
+		{name: "a removed channel is gone", args: append([]string{"history", "other"}, local...),
+			code: exitError, stderr: []string{`unknown channel "other"`}},
+		{name: "channels rm of an unknown channel fails", args: append([]string{"channels", "rm", "other"}, local...),
+			code: exitError, stderr: []string{`unknown channel "other"`}},
+		{name: "channels rm without a channel says which argument is missing", args: append([]string{"channels", "rm"}, local...),
+			code: exitUsage, stderr: []string{"missing argument CHANNEL"}},
 		{name: "who as a remote agent reads the roster without joining it", args: append([]string{"who", "--json"}, asBob...),
 			code: exitOK, stdout: []string{"["}},
 		{name: "shell completion offers the agents for deliver pending", args: []string{"__complete", "deliver", "pending", "--dir", dir, ""},
@@ -302,6 +372,15 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		who.waitLine(t, `"name":"alice"`, `"status":"idle"`)
 		cliCase{args: append([]string{"who"}, local...), stdout: []string{"alice", "endpoint", "idle"}}.run(t, bin)
 		cliCase{args: append([]string{"send", "@alice", "psst"}, asBob...), stdout: []string{"stored in DM_main"}}.run(t, bin)
+		cliCase{name: "a one-shot send with alice's credential", args: append([]string{"send", "general", "from alice's file"}, asAlice...),
+			stdout: []string{"stored in CHAT_main"}}.run(t, bin)
+		if out := (cliCase{args: append([]string{"who", "--json"}, local...)}).run(t, bin); !regexp.MustCompile(`"name":"alice"[^}]*"status":"idle"`).MatchString(out) {
+			t.Fatalf("a one-shot send with alice's credential touched her presence:\n%s", out)
+		}
+		cliCase{name: "a name without its @ is refused with the @name suggested", args: append([]string{"send", "alice", "hi"}, asBob...),
+			code: exitError, stderr: []string{`no such channel "alice"`, "@alice"}}.run(t, bin)
+		cliCase{name: "a shortened instance id is refused with the full id suggested", args: append([]string{"send", aliceID[:8], "hi"}, asBob...),
+			code: exitError, stderr: []string{"no such channel", aliceID}}.run(t, bin)
 		tail.waitLine(t, "dm bob: psst")
 		tail.interrupt(t)
 		who.interrupt(t)
@@ -313,6 +392,9 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Spaces) != 1 {
 			t.Fatalf("status --json: %v\n%s", err, out)
 		}
+		if k := regexp.MustCompile(`"[A-Z]\w*":`).FindString(out); k != "" {
+			t.Fatalf("status --json has the key %s; every key is camelCase:\n%s", k, out)
+		}
 		names := map[string]bool{}
 		for _, m := range st.Spaces[0].Members {
 			names[m.Name] = true
@@ -323,8 +405,83 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		cliCase{args: append([]string{"status"}, local...), stdout: []string{"healthy", "CHAT_main", "MEMBER", "alice"}}.run(t, bin)
 	})
 
+	t.Run("a mint while the mesh runs provisions the agent's consumers by default", func(t *testing.T) {
+		out := cliCase{args: append([]string{"auth", "mint", "--name", "frank", "--json", "--out", filepath.Join(dir, "frank.creds")}, local...)}.run(t, bin)
+		if !strings.Contains(out, `"provisioned":true`) {
+			t.Fatalf("mint --json: %s", out)
+		}
+		out = cliCase{args: append([]string{"deliver", "pending", "frank"}, local...), stdout: []string{"dm_"}}.run(t, bin)
+		if strings.Contains(out, "does not exist") {
+			t.Fatalf("frank's consumers are missing:\n%s", out)
+		}
+	})
+
+	t.Run("auth revoke takes a name as well as an id", func(t *testing.T) {
+		_, eveID := mintCreds(t, bin, dir, "eve")
+		cliCase{args: append([]string{"auth", "revoke", "eve"}, local...), stdout: []string{"revoked " + eveID}}.run(t, bin)
+		cliCase{args: append([]string{"auth", "revoke", "eve"}, local...), code: exitError,
+			stderr: []string{`no active credential is named "eve"`, "`cotal auth list`"}}.run(t, bin)
+	})
+
+	t.Run("the CLI's own short-lived identities are hidden unless --all", func(t *testing.T) {
+		out := cliCase{args: append([]string{"auth", "list"}, local...), stderr: []string{"of cotal's own commands hidden; --all shows them"}}.run(t, bin)
+		if strings.Contains(out, "cli-") || !strings.Contains(out, "alice") {
+			t.Fatalf("auth list shows the CLI's own credentials:\n%s", out)
+		}
+		cliCase{args: append([]string{"auth", "list", "--all"}, local...), stdout: []string{"cli-send-"}}.run(t, bin)
+		if out := (cliCase{args: append([]string{"status"}, local...)}).run(t, bin); strings.Contains(out, "cli-") {
+			t.Fatalf("status shows the CLI's own identities:\n%s", out)
+		}
+		if out := (cliCase{args: append([]string{"who"}, local...)}).run(t, bin); strings.Contains(out, "cli-") {
+			t.Fatalf("who shows the CLI's own identities:\n%s", out)
+		}
+	})
+
 	t.Run("deliver pending shows what waits for an instance", func(t *testing.T) {
 		cliCase{args: append([]string{"deliver", "pending", "bob"}, local...),
 			stdout: []string{"waiting for bob", "DMs", "dm_", "durable copies", "dlv_"}}.run(t, bin)
 	})
+}
+
+func TestClientCommandsAgainstAnOpenMesh(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	startUp(t, bin, dir, "--open")
+	local := []string{"--dir", dir}
+	openMode := "started with `cotal up --open`, so there is nothing to mint"
+	runCases(t, bin, []cliCase{
+		{name: "send works without a credential", args: append([]string{"send", "general", "hello, open mesh", "--create"}, local...),
+			code: exitOK, stdout: []string{"stored in CHAT_main at sequence 1"}},
+		{name: "history reads it", args: append([]string{"history", "general"}, local...),
+			code: exitOK, stdout: []string{"hello, open mesh"}},
+		{name: "channels list lists it", args: append([]string{"channels", "list"}, local...),
+			code: exitOK, stdout: []string{"general"}},
+		{name: "who reads the roster", args: append([]string{"who"}, local...), code: exitOK},
+		{name: "status works", args: append([]string{"status"}, local...), code: exitOK, stdout: []string{"healthy"}},
+		{name: "auth mint explains open mode", args: append([]string{"auth", "mint", "--name", "alice", "--out", filepath.Join(dir, "alice.creds")}, local...),
+			code: exitError, stderr: []string{openMode}},
+		{name: "auth list explains open mode", args: append([]string{"auth", "list"}, local...),
+			code: exitError, stderr: []string{openMode}},
+	})
+}
+
+func TestTailSaysWhenItLosesAndRegainsTheMesh(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	up := startUp(t, bin, dir, "--listen", addr)
+	alice, _ := mintCreds(t, bin, dir, "alice", "--subscribe", "general")
+	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", alice)
+	tail.waitStderr(t, "following")
+
+	_ = up.cmd.Process.Kill()
+	tail.waitStderr(t, "lost the mesh")
+	startUp(t, bin, dir, "--listen", addr)
+	tail.waitStderr(t, "reconnected to the mesh")
+	tail.interrupt(t)
 }

@@ -71,6 +71,11 @@ func TestPrinterLines(t *testing.T) {
 		return &wire.CotalMessage{ID: id, TS: time.Now().UnixMilli(), Space: "main",
 			From: wire.EndpointRef{ID: "U1", Name: "bob"}, ToService: "reviewer", Parts: parts}
 	}
+	dmTo := func(to string, parts ...wire.Part) *wire.CotalMessage {
+		m := msg("6", parts...)
+		m.ToService, m.To = "", to
+		return m
+	}
 	data, _ := wire.DataPart(map[string]int{"n": 1})
 	tests := []struct {
 		name string
@@ -82,6 +87,8 @@ func TestPrinterLines(t *testing.T) {
 		{"a history line is marked", item{Kind: endpoint.MetaChannel, Channel: "general", Historical: true, Message: msg("2", wire.TextPart("old"))},
 			[]string{"bob: old (history)"}},
 		{"a DM line says dm", item{Kind: endpoint.MetaDM, Message: msg("3", wire.TextPart("psst"))}, []string{" dm bob: psst"}},
+		{"a DM to someone else names the recipient", item{Kind: endpoint.MetaDM, Message: dmTo("UALICE", wire.TextPart("psst"))},
+			[]string{" dm bob → UALICE: psst"}},
 		{"an anycast line names the role, data parts print as JSON", item{Kind: endpoint.MetaAnycast, Message: msg("4", data)},
 			[]string{`svc:reviewer bob: {"n":1}`}},
 	}

@@ -37,7 +37,7 @@ Backstop entries not yet re-authorized are counted for the whole space ("cotal s
 reader lag).
 It goes through the admin socket of the mesh on the data directory; exit codes as in
 "cotal help exit-codes".`,
-		Args:              cobra.ExactArgs(1),
+		Args:              exactArgs("NAME|ID"),
 		ValidArgsFunction: completeAgentNames(&spaceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := dataDir(cmd)
@@ -104,7 +104,7 @@ func printPending(w io.Writer, spaceName string, b *space.MemberBacklog) error {
 
 func pendingLine(b *space.Backlog) string {
 	if b.Missing {
-		return fmt.Sprintf("none kept: consumer %s does not exist (the mesh creates it at mint with --provision, or at its next start)", b.Consumer)
+		return fmt.Sprintf("none kept: consumer %s does not exist (a running mesh creates it at mint, else at its next start)", b.Consumer)
 	}
 	return fmt.Sprintf("%d pending, %d delivered and not acknowledged (%s)", b.Pending, b.AckPending, b.Consumer)
 }

@@ -26,12 +26,25 @@ import (
 // bare "SU" is not enough, since a public key contains it by chance.
 var userSeed = regexp.MustCompile(`\bSU[A-Z2-7]{56}\b`)
 
+// binDir is the temporary directory buildCotal built the binary in, removed by TestMain.
+var binDir string
+
+// TestMain removes the binary the e2e tests built, about 32 MB, when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // buildCotal builds the binary once per test run; the e2e tests drive it as a user would.
 var buildCotal = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "cotal-bin-")
 	if err != nil {
 		return "", err
 	}
+	binDir = dir
 	bin := filepath.Join(dir, "cotal")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/cotal-go/cotal").CombinedOutput()
 	if err != nil {
@@ -188,8 +201,8 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 	var minted struct {
 		ID, File string
 	}
-	if err := json.Unmarshal([]byte(stdout), &minted); err != nil || !strings.HasPrefix(minted.ID, "U") {
-		t.Fatalf("mint --json printed %q (%v)", stdout, err)
+	if err := json.Unmarshal([]byte(stdout), &minted); err != nil || !strings.HasPrefix(minted.ID, "U") || strings.Contains(stdout, `"creds"`) {
+		t.Fatalf("mint --json printed %q (%v); want the id and file, never a creds field", stdout, err)
 	}
 	t.Run("the creds file is private", func(t *testing.T) {
 		fi, err := os.Stat(creds)
@@ -218,6 +231,35 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 			t.Fatalf("auth list (exit %d):\n%s", code, out)
 		}
 	})
+	t.Run("mint refuses to overwrite a creds file or write where it cannot, and registers nothing then", func(t *testing.T) {
+		before, _ := os.ReadFile(creds)
+		_, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "alice2", "--out", creds)
+		if code != exitError || !strings.Contains(stderr, creds+" exists; pass --force") {
+			t.Fatalf("mint onto an existing file: exit %d: %s", code, stderr)
+		}
+		if after, _ := os.ReadFile(creds); !bytes.Equal(before, after) {
+			t.Fatal("the existing creds file changed")
+		}
+		missing := filepath.Join(dir, "nosuch", "carol.creds")
+		_, stderr, code = runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "carol", "--out", missing)
+		if code != exitError || !strings.Contains(stderr, "the directory "+filepath.Dir(missing)+" does not exist") || strings.Contains(stderr, ".cotal-") {
+			t.Fatalf("mint into a missing directory: exit %d: %s", code, stderr)
+		}
+		out, _, _ := runCotal(t, bin, "auth", "list", "--dir", dir)
+		if strings.Contains(out, "alice2") || strings.Contains(out, "carol") {
+			t.Fatalf("a refused mint left a registry entry:\n%s", out)
+		}
+		forced := filepath.Join(dir, "forced.creds")
+		if err := os.WriteFile(forced, []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "dave", "--out", forced, "--force"); code != exitOK {
+			t.Fatalf("mint --force: exit %d: %s", code, stderr)
+		}
+		if data, _ := os.ReadFile(forced); !strings.Contains(string(data), "NATS USER JWT") {
+			t.Fatalf("--force did not replace the file: %q", data)
+		}
+	})
 	t.Run("revoke cuts the credential off at once", func(t *testing.T) {
 		if _, stderr, code := runCotal(t, bin, "auth", "revoke", "--dir", dir, minted.ID); code != 0 {
 			t.Fatalf("revoke: exit %d: %s", code, stderr)
@@ -225,6 +267,14 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 		if nc, err := connectCreds(up.link, creds, minted.ID); err == nil {
 			nc.Close()
 			t.Fatal("a revoked credential still connects")
+		}
+	})
+	t.Run("up logs the mint and the revocation with the name", func(t *testing.T) {
+		out := up.out.String()
+		for _, want := range []string{`msg="minted a credential" space=main name=alice profile=agent`, `msg="revoked a credential" space=main name=alice`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("up's log has no %q:\n%s", want, out)
+			}
 		}
 	})
 	up.stop(t)

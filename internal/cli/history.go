@@ -25,7 +25,7 @@ up to 1000 messages per sender and channel. The read is bounded by the credentia
 (SPEC §7, §9): an agent reads only channels its allowSubscribe covers.` + connectHelp,
 		Example: `  cotal history general --limit 50
   cotal history general --json | jq -r '.message.parts[0].text'`,
-		Args:              cobra.ExactArgs(1),
+		Args:              exactArgs("CHANNEL"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		PreRunE: func(_ *cobra.Command, args []string) error {
 			if limit < 1 {

@@ -76,8 +76,8 @@ func runMCP(cmd *cobra.Command, link, credsPath string, inboxSize int) error {
 		return err
 	}
 	if cred.Profile != "" && cred.Profile != endpoint.ProfileAgent {
-		return fmt.Errorf("%w: %s is a %s credential, which cannot take part; mint one with `cotal auth mint --profile agent`",
-			errMCPSetup, credsPath, cred.Profile)
+		return fmt.Errorf("%w: %s is %s credential, which cannot take part; mint one with `cotal auth mint --profile agent`",
+			errMCPSetup, credsPath, withArticle(cred.Profile))
 	}
 	format, _ := cmd.Flags().GetString("log-format")
 	level, _ := cmd.Flags().GetString("log-level")

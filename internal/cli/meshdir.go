@@ -133,6 +133,9 @@ func withHint(err error) error {
 		return fmt.Errorf("%w; `cotal channels list` shows the channels, and --create configures one before its first message", err)
 	case errors.Is(err, space.ErrNoSuchSpace):
 		return fmt.Errorf("%w; `cotal link` lists them", err)
+	case errors.Is(err, space.ErrOpenMode):
+		return fmt.Errorf("%w: it was started with `cotal up --open`, so there is nothing to mint, list or revoke, "+
+			"and every client connects without a credential; credentials are for a mesh started without --open", err)
 	}
 	return err
 }

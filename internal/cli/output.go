@@ -67,6 +67,10 @@ type printer struct {
 	markOld bool // suffix historical items with "(history)"
 	seen    map[string]bool
 	dropped io.Writer // where malformed copies are reported
+	// self is the reader's instance id; a DM to anyone else (an admin's tail) names its
+	// recipient, by nameOf when it knows the id.
+	self   string
+	nameOf func(id string) string
 }
 
 func newPrinter(w, errw io.Writer, asJSON, markOld bool) *printer {
@@ -95,6 +99,24 @@ func (p *printer) reportDropped(ev endpoint.Event) {
 	}
 }
 
+// reportConnection is a following command's OnEvent: reportDropped, and a line when the
+// connection to the mesh is lost and when it is back, so a quiet tail is not taken for a
+// quiet space.
+func (p *printer) reportConnection(ev endpoint.Event) {
+	switch ev.Kind {
+	case endpoint.EventDisconnected:
+		cause := ""
+		if ev.Err != nil {
+			cause = fmt.Sprintf(" (%v)", ev.Err)
+		}
+		fmt.Fprintf(p.dropped, "cotal: %s lost the mesh%s; reconnecting\n", clock(ev.Time), cause)
+	case endpoint.EventReconnected:
+		fmt.Fprintf(p.dropped, "cotal: %s reconnected to the mesh\n", clock(ev.Time))
+	default:
+		p.reportDropped(ev)
+	}
+}
+
 // line is the human form: time, where (channel, dm or svc:role), sender, text.
 func (p *printer) line(it item) string {
 	m := it.Message
@@ -107,8 +129,11 @@ func (p *printer) line(it item) string {
 	}
 	ts := clock(time.UnixMilli(m.TS))
 	text := partsText(m.Parts)
-	s := fmt.Sprintf("%s %s %s: %s", style(p.color, ansiDim, ts), style(p.color, ansiCyan, where),
-		style(p.color, ansiBold, m.From.Name), text)
+	from := style(p.color, ansiBold, m.From.Name)
+	if it.Kind == endpoint.MetaDM && m.To != "" && m.To != p.self {
+		from += " → " + style(p.color, ansiBold, p.recipient(m.To))
+	}
+	s := fmt.Sprintf("%s %s %s: %s", style(p.color, ansiDim, ts), style(p.color, ansiCyan, where), from, text)
 	if it.Historical && p.markOld {
 		s += " " + style(p.color, ansiDim, "(history)")
 	}
@@ -116,6 +141,16 @@ func (p *printer) line(it item) string {
 		s = style(true, ansiMag, "»") + " " + s
 	}
 	return s
+}
+
+// recipient names the instance id: its display name when known, else its id.
+func (p *printer) recipient(id string) string {
+	if p.nameOf != nil {
+		if name := p.nameOf(id); name != "" {
+			return name
+		}
+	}
+	return id
 }
 
 // clock is the time of day for today, else date and time, in local time.
@@ -161,4 +196,22 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return t.Format("2006-01-02")
+}
+
+// rosterName is the display name of an instance id in e's roster, empty when unknown.
+func rosterName(e *endpoint.Endpoint) func(id string) string {
+	return func(id string) string {
+		if peer, ok := e.Roster().Peer(id); ok {
+			return peer.Presence.Card.Name
+		}
+		return ""
+	}
+}
+
+// withArticle puts "a" or "an" before word, by its first letter: "an observer", "a service".
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }

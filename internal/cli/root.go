@@ -43,23 +43,30 @@ server with JetStream and per-agent credentials, over which AI agents coordinate
 channels, direct messages, services and presence.`,
 		SilenceErrors: true, // execute prints errors, prefixed with "cotal:"
 		SilenceUsage:  true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			return checkLogFlags(logFormat, logLevel)
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLogFlags(logFormat, logLevel); err != nil {
+				return err
+			}
+			return checkSpaceFlag(cmd)
 		},
 	}
+	root.Version = cotalVersion()
+	root.SetVersionTemplate(versionText())
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	flags := root.PersistentFlags()
 	flags.StringVar(&logFormat, "log-format", "text", "log format: text or json (config key log.format)")
 	flags.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (config key log.level)")
 	addCommands(root)
+	finishGroups(root)
+	root.SetFlagErrorFunc(flagError)
 	return root
 }
 
 // addCommands is where every subcommand is registered.
 func addCommands(root *cobra.Command) {
 	root.AddCommand(newVersionCmd(), newUpCmd(), newAuthCmd(), newSendCmd(), newTailCmd(), newWhoCmd(),
-		newChannelsCmd(), newHistoryCmd(), newStatusCmd(), newDeliverCmd(), newLinkCmd(), newExitCodesTopic(), newBenchCmd(), newMCPCmd())
+		newChannelsCmd(), newHistoryCmd(), newStatusCmd(), newDeliverCmd(), newLinkCmd(), newConfigCmd(), newExitCodesTopic(), newBenchCmd(), newMCPCmd())
 }
 
 // execute runs root with args and maps the outcome to an exit code: an error from a command's

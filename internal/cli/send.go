@@ -24,10 +24,6 @@ const rosterWait = 5 * time.Second
 
 // Send errors.
 var (
-	// errNoSuchName: no online instance has the display name of an @NAME target.
-	errNoSuchName = errors.New("no online instance has that name")
-	// errAmbiguousName: more than one online instance has the display name of an @NAME target.
-	errAmbiguousName = errors.New("more than one online instance has that name")
 	// errCannotSend: the credential's profile has no application publish (SPEC Appendix B).
 	errCannotSend = errors.New("this credential cannot send")
 )
@@ -67,6 +63,7 @@ func parseTarget(s string) (target, error) {
 
 func newSendCmd() *cobra.Command {
 	var f clientFlags
+	var create bool
 	cmd := &cobra.Command{
 		Use:   "send CHANNEL|@NAME|ID|svc:ROLE [TEXT|-]",
 		Short: "Send a message to a channel, an instance or a service role",
@@ -80,13 +77,17 @@ Targets:
   svc:ROLE    anycast to exactly one holder of the role
 TEXT is read from standard input when it is absent or "-".
 
+A channel the space does not know (no message, no config, not named by the credential's
+--allow-publish) is refused as a likely typo, with suggestions; --create starts it.
+
 Beside "cotal up" it mints a 5-minute agent credential allowed to post to CHANNEL; with
 --creds it sends as that credential, which must be an agent whose --allow-publish covers
 the channel.` + connectHelp,
 		Example: `  cotal send general "hello, team"
+  cotal send release-notes "first note" --create
   echo "build finished" | cotal send @alice
   cotal send svc:reviewer "please review PR 12" --link cotal://host:4222/main --creds bob.creds`,
-		Args:              cobra.RangeArgs(1, 2),
+		Args:              rangeArgs([]string{"CHANNEL|@NAME|ID|svc:ROLE"}, []string{"TEXT"}),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		PreRunE: func(_ *cobra.Command, args []string) error {
 			_, err := parseTarget(args[0])
@@ -98,10 +99,11 @@ the channel.` + connectHelp,
 			if err != nil {
 				return err
 			}
-			return runSend(cmd, &f, t, text)
+			return runSend(cmd, &f, t, text, create)
 		},
 	}
 	addClientFlags(cmd, &f)
+	cmd.Flags().BoolVar(&create, "create", false, "start a new channel: send to a channel with no message and no config yet")
 	return cmd
 }
 
@@ -121,10 +123,10 @@ func messageText(stdin io.Reader, args []string) (string, error) {
 	return text, nil
 }
 
-func runSend(cmd *cobra.Command, f *clientFlags, t target, text string) error {
+func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create bool) error {
 	want := mintFor{command: "send", profile: "agent", lifetime: oneShotLifetime}
 	if t.kind == endpoint.MetaChannel {
-		want.publish = []string{t.channel}
+		want.publish = []string{wire.SanitizeChannel(t.channel)}
 	}
 	s, err := openSession(cmd, f, want)
 	if err != nil {
@@ -132,11 +134,18 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string) error {
 	}
 	defer s.close(want)
 	if p := s.cred.Profile; s.creds != nil && p != "" && p != "agent" {
-		return fmt.Errorf("%w: %q is a %s credential, which has no application publish; send with an agent credential (`cotal auth mint --profile agent --allow-publish CHANNEL`)",
-			errCannotSend, s.cred.Name, p)
+		return fmt.Errorf("%w: %q is %s credential, which has no application publish; send with an agent credential (`cotal auth mint --profile agent --allow-publish CHANNEL`)",
+			errCannotSend, s.cred.Name, withArticle(p))
 	}
 	ctx := cmd.Context()
-	e, err := endpoint.Connect(ctx, endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint, MaxReconnects: 1})
+	// Passive: a one-shot send announces no presence, so sending with the credential of a
+	// running agent leaves that agent's presence alone, and the command's own identity never
+	// shows in the roster.
+	opts := endpoint.Options{Link: s.raw, Creds: s.creds, Kind: wire.CardKindEndpoint, MaxReconnects: 1, Passive: true}
+	if s.creds == nil {
+		opts.Name = userName() // an open mesh: no credential names the sender
+	}
+	e, err := endpoint.Connect(ctx, opts)
 	if err != nil {
 		return s.connectError(err)
 	}
@@ -147,6 +156,11 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string) error {
 	}()
 	if t.name != "" {
 		if t.id, err = resolveName(ctx, e, t.name); err != nil {
+			return err
+		}
+	}
+	if t.kind == endpoint.MetaChannel && !create {
+		if err := checkChannel(ctx, e, s, t.channel); err != nil {
 			return err
 		}
 	}
@@ -175,7 +189,7 @@ func sendError(err error, t target, s *session) error {
 	if errors.Is(err, endpoint.ErrPublishRefused) && t.kind == endpoint.MetaChannel {
 		return fmt.Errorf("the mesh refused to store the message: channel %q is outside the allowPublish of %q; "+
 			"mint a credential that may post there (`cotal auth mint --profile agent --name NAME --allow-publish %s`), "+
-			"or send without --creds beside `cotal up`", t.channel, s.cred.Name, t.channel)
+			"or send without --creds beside `cotal up`", t.channel, s.cred.Name, wire.SanitizeChannel(t.channel))
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no storage confirmation within %s (%w): the message may or may not be stored; check with `cotal status`", sendWait, err)
@@ -184,32 +198,18 @@ func sendError(err error, t target, s *session) error {
 }
 
 // resolveName finds the one online instance, other than this one, whose display name is
-// name (case-insensitive, as mentions resolve, SPEC §4).
+// name (endpoint.ResolveName), and says what to do when there is none or several.
 func resolveName(ctx context.Context, e *endpoint.Endpoint, name string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, rosterWait)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !e.Roster().Fresh() {
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("the roster did not load within %s: %w", rosterWait, ctx.Err())
-		case <-tick.C:
-		}
+	id, err := e.ResolveName(ctx, name)
+	switch {
+	case errors.Is(err, endpoint.ErrUnknownName):
+		return "", fmt.Errorf("@%s: %w; `cotal who` lists who is online; to reach an offline instance send to its id, its DMs wait for it", name, err)
+	case errors.Is(err, endpoint.ErrAmbiguousName):
+		return "", fmt.Errorf("@%s: %w; send to one of them by id", name, err)
 	}
-	var ids []string
-	for _, p := range e.Roster().Snapshot() {
-		if p.Online && p.Presence.Card.ID != e.ID() && strings.EqualFold(p.Presence.Card.Name, name) {
-			ids = append(ids, p.Presence.Card.ID)
-		}
-	}
-	switch len(ids) {
-	case 0:
-		return "", fmt.Errorf("%w: @%s; `cotal who` lists who is online; to reach an offline instance send to its id, its DMs wait for it", errNoSuchName, name)
-	case 1:
-		return ids[0], nil
-	}
-	return "", fmt.Errorf("%w: @%s is %s; send to one of them by id", errAmbiguousName, name, strings.Join(ids, ", "))
+	return id, err
 }
 
 // receipt is the --json form of a stored message.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,7 @@ var errUnhealthy = errors.New("the mesh is unhealthy")
 
 func newStatusCmd() *cobra.Command {
 	var spaceName string
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the health, streams, connections and per-member backlog of the running mesh",
@@ -42,8 +41,9 @@ durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+
 			if err != nil {
 				return err
 			}
+			hideOwnMembers(st, all)
 			if asJSON {
-				err = json.NewEncoder(cmd.OutOrStdout()).Encode(st)
+				err = encodeCamel(cmd.OutOrStdout(), st)
 			} else {
 				err = printStatus(cmd.OutOrStdout(), st, spaceName)
 			}
@@ -55,6 +55,7 @@ durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+
 	}
 	addAdminFlags(cmd, &asJSON)
 	cmd.Flags().StringVar(&spaceName, "space", "", "show only this space (default: every space)")
+	cmd.Flags().BoolVar(&all, "all", false, allHelp)
 	return cmd
 }
 

@@ -77,11 +77,12 @@ func runTail(cmd *cobra.Command, f *clientFlags, channels []string, history int)
 // everything the profile reads (admin: chat, DMs and anycasts; SPEC Appendix B).
 func tailPassive(cmd *cobra.Command, s *session, p *printer, channels []string, history int) error {
 	ctx := cmd.Context()
-	e, err := s.connect(ctx, endpoint.Options{Passive: true, OnEvent: p.reportDropped})
+	e, err := s.connect(ctx, endpoint.Options{Passive: true, OnEvent: p.reportConnection})
 	if err != nil {
 		return err
 	}
 	defer closeEndpoint(e)
+	p.self, p.nameOf = e.ID(), rosterName(e)
 	copies := make(chan endpoint.Delivery, tailBuffer)
 	opts := endpoint.FollowOptions{Channels: channels,
 		Unicast: len(channels) == 0 && (s.cred.Profile == endpoint.ProfileAdmin || s.cred.Profile == "")}
@@ -149,7 +150,7 @@ func printHistory(ctx context.Context, e *endpoint.Endpoint, p *printer, channel
 func tailAsAgent(cmd *cobra.Command, s *session, p *printer, channels []string, history int) error {
 	ctx := cmd.Context()
 	copies := make(chan endpoint.Delivery, tailBuffer)
-	e, err := s.connect(ctx, endpoint.Options{OnEvent: p.reportDropped,
+	e, err := s.connect(ctx, endpoint.Options{OnEvent: p.reportConnection,
 		Handler: func(ctx context.Context, d endpoint.Delivery) error {
 			if d.Meta.Historical {
 				return nil // history is read below, limited to --history
@@ -165,6 +166,7 @@ func tailAsAgent(cmd *cobra.Command, s *session, p *printer, channels []string, 
 		return err
 	}
 	defer closeEndpoint(e)
+	p.self, p.nameOf = e.ID(), rosterName(e)
 	if len(channels) == 0 {
 		channels = s.cred.ReadACL
 	}

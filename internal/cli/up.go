@@ -46,7 +46,8 @@ func loadConfig(cmd *cobra.Command, keys map[string]string) (config.Config, erro
 		}
 	})
 	file, _ := cmd.Flags().GetString("config")
-	return config.Load(config.LoadOptions{File: file, Flags: overrides})
+	cfg, err := config.Load(config.LoadOptions{File: file, Flags: overrides})
+	return cfg, cleanConfigError(err)
 }
 
 // meshOptions loads the configuration as loadConfig does and maps it with
@@ -72,8 +73,9 @@ func newUpCmd() *cobra.Command {
 		Long: `up starts a cotal mesh: the embedded NATS server with JetStream and decentralized JWT
 auth, every configured space provisioned, and the durable delivery loops. It prints the join
 link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts down cleanly.`,
-		Args: cobra.NoArgs,
-		RunE: runUp,
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error { return checkUpFlags(cmd) },
+		RunE:    runUpOrCheck,
 	}
 	f := cmd.Flags()
 	addConfigFlags(f)
@@ -85,6 +87,7 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 	f.String("tls-key", "", "TLS private key (PEM) for the listener")
 	f.String("sync", "", "JetStream durability: always (fsync every write, default) or interval")
 	f.Bool("open", false, "unauthenticated dev mode: NO security, anyone who can connect can do anything")
+	f.Bool("check", false, "validate the configuration, print a summary and exit without starting")
 	return cmd
 }
 

@@ -22,21 +22,43 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the cotal, Go and embedded nats-server versions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "cotal %s\nGo %s\nnats-server %s\n",
-				cotalVersion(), strings.TrimPrefix(runtime.Version(), "go"), server.VERSION)
+			_, err := fmt.Fprint(cmd.OutOrStdout(), versionText())
 			return err
 		},
 	}
 }
 
-// cotalVersion is version, else the main module's version when built with go install
-// module@version, else "devel".
+// versionText is what `cotal version` and `cotal --version` print.
+func versionText() string {
+	return fmt.Sprintf("cotal %s\nGo %s\nnats-server %s\n",
+		cotalVersion(), strings.TrimPrefix(runtime.Version(), "go"), server.VERSION)
+}
+
+// cotalVersion is version, else the main module's version when the build recorded one, else
+// "devel" with the commit the build's VCS info names (go build and go install . in a clone),
+// marked "-dirty" for uncommitted changes.
 func cotalVersion() string {
 	if version != "" {
 		return version
 	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if info.Main.Version != "" && info.Main.Version != "(devel)" {
 		return info.Main.Version
 	}
-	return "devel"
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	rev := settings["vcs.revision"]
+	if rev == "" {
+		return "devel"
+	}
+	v := "devel+" + rev[:min(12, len(rev))]
+	if settings["vcs.modified"] == "true" {
+		v += "-dirty"
+	}
+	return v
 }

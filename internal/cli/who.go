@@ -33,7 +33,7 @@ type whoRow struct {
 
 func newWhoCmd() *cobra.Command {
 	var f clientFlags
-	var watch bool
+	var watch, all bool
 	cmd := &cobra.Command{
 		Use:   "who",
 		Short: "List the instances in the space: name, kind, role, status, activity, last seen",
@@ -45,25 +45,26 @@ change until Ctrl-C; with --json it is a JSON array (one per line with --watch).
 who only reads: it announces no presence of its own.` + connectHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWho(cmd, &f, watch)
+			return runWho(cmd, &f, watch, all)
 		},
 	}
 	addClientFlags(cmd, &f)
 	cmd.Flags().BoolVar(&watch, "watch", false, "print the roster again on every change, until Ctrl-C")
+	cmd.Flags().BoolVar(&all, "all", false, allHelp)
 	return cmd
 }
 
-func runWho(cmd *cobra.Command, f *clientFlags, watch bool) error {
+func runWho(cmd *cobra.Command, f *clientFlags, watch, all bool) error {
 	want := mintFor{command: "who", profile: "admin", lifetime: oneShotLifetime}
 	if watch {
 		want.lifetime = streamingLifetime
 	}
-	return withReader(cmd, f, want, func(_ *session, e *endpoint.Endpoint) error { return showWho(cmd, f, e, watch) })
+	return withReader(cmd, f, want, func(_ *session, e *endpoint.Endpoint) error { return showWho(cmd, f, e, watch, all) })
 }
 
 // showWho prints the roster once it holds every presence row (SPEC §6), and with watch again
 // whenever what it shows changes, until the command's context ends.
-func showWho(cmd *cobra.Command, f *clientFlags, e *endpoint.Endpoint, watch bool) error {
+func showWho(cmd *cobra.Command, f *clientFlags, e *endpoint.Endpoint, watch, all bool) error {
 	ctx := cmd.Context()
 	roster := e.Roster()
 	changes, stop := roster.Subscribe()
@@ -76,7 +77,7 @@ func showWho(cmd *cobra.Command, f *clientFlags, e *endpoint.Endpoint, watch boo
 		return fmt.Errorf("read presence: %w", loadCtx.Err())
 	}
 	out := cmd.OutOrStdout()
-	last := renderWho(roster.Snapshot(), f.asJSON, out, watch)
+	last := renderWho(visiblePeers(roster.Snapshot(), all), f.asJSON, out, watch)
 	if !watch {
 		return nil
 	}
@@ -91,7 +92,7 @@ func showWho(cmd *cobra.Command, f *clientFlags, e *endpoint.Endpoint, watch boo
 		case <-changes:
 		case <-tick.C:
 		}
-		peers := roster.Snapshot()
+		peers := visiblePeers(roster.Snapshot(), all)
 		if key := rosterKey(peers); key != last {
 			last = renderWho(peers, f.asJSON, out, true)
 		}

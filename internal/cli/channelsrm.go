@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cotal-go/cotal/wire"
+)
+
+func newChannelsRmCmd() *cobra.Command {
+	var spaceName string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rm CHANNEL",
+		Short: "Remove a channel: its messages and its config (privileged: beside `cotal up` only)",
+		Long: `rm deletes every message CHAT retains on CHANNEL, from every sender, and its registry
+entry (SPEC §7), as when a typo started a channel. It cannot be undone. A channel with no
+message and no config is refused. Members joined to the channel stay joined, and copies the
+durable backstop already holds for them are still delivered. It goes through the admin socket of the mesh on the data
+directory; exit codes as in "cotal help exit-codes".`,
+		Example:           `  cotal channels rm genral`,
+		Args:              exactArgs("CHANNEL"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		PreRunE: func(_ *cobra.Command, args []string) error {
+			return wire.ValidatePublishChannel(args[0])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := dataDir(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := meshClient(cmd, dir)
+			if err != nil {
+				return err
+			}
+			rm, err := c.RemoveChannel(cmd.Context(), spaceName, args[0])
+			if err != nil {
+				return withHint(err)
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rm)
+			}
+			config := "no config"
+			if rm.Config {
+				config = "its config"
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "removed channel %s from space %s: %d %s and %s\n",
+				rm.Channel, spaceName, rm.Messages, plural(rm.Messages, "message", "messages"), config)
+			return err
+		},
+	}
+	addAdminFlags(cmd, &asJSON)
+	cmd.Flags().StringVar(&spaceName, "space", "main", "space")
+	return cmd
+}
+
+// plural picks the word for n things.
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+)
+
+// decodeProblem is one problem in koanf's multi-line decode error: 'key' problem.
+var decodeProblem = regexp.MustCompile(`^'([^']+)' (.+)$`)
+
+// durationHint names the syntax config's duration keys (expiry, sync_interval) accept.
+const durationHint = "use a Go duration: a count and ns, us, ms, s, m or h, combined as in 1h30m; 7 days is 168h"
+
+// cleanConfigError turns koanf's multi-line decode error ("LAYER: decoding failed due to the
+// following error(s):\n\n'expiry' time: unknown unit") into one line per key naming the layer,
+// the key and, for a duration, the accepted syntax. Any other error is returned as is.
+func cleanConfigError(err error) error {
+	if err == nil {
+		return nil
+	}
+	layer, rest, ok := strings.Cut(err.Error(), ": decoding failed due to the following error(s):")
+	if !ok {
+		return err
+	}
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(rest), "\n") {
+		m := decodeProblem.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		problem := m[2]
+		if strings.HasPrefix(problem, "time: ") {
+			problem = "not a duration; " + durationHint
+		}
+		lines = append(lines, layer+": key "+m[1]+": "+problem)
+	}
+	if len(lines) == 0 {
+		return err
+	}
+	return &configError{msg: strings.Join(lines, "\n"), err: err}
+}
+
+// configError is a cleaned decode error that still unwraps to the original.
+type configError struct {
+	msg string
+	err error
+}
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return e.err }

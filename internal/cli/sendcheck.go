@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/jwt/v2"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// errNewChannel: a send names a channel the space does not know, without --create.
+var errNewChannel = errors.New("no such channel")
+
+// checkChannel refuses a send to a channel the space does not know: one with no retained
+// message and no registry entry (SPEC §7) that the sending credential's own grants do not name.
+// Such a target is most often a typo, a name without its @ or a shortened instance id, and
+// sending would start a channel no one reads; the error suggests what was probably meant.
+func checkChannel(ctx context.Context, e *endpoint.Endpoint, s *session, channel string) error {
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	list, err := e.Channels(ctx)
+	if err != nil {
+		return fmt.Errorf("check that channel %q exists: %w", channel, err)
+	}
+	ch := wire.SanitizeChannel(channel)
+	if c, ok := list.Channel(ch); ok && (c.Messages > 0 || c.Config != nil) {
+		return nil
+	}
+	if !s.minted && slices.Contains(grantedChannels(s.creds), ch) {
+		return nil
+	}
+	known := make([]string, 0, len(list.Channels))
+	for _, c := range list.Channels {
+		known = append(known, c.Name)
+	}
+	hint := ""
+	if guesses := targetGuesses(ctx, e, channel, known); len(guesses) > 0 {
+		hint = "; did you mean " + strings.Join(guesses, " or ") + "?"
+	}
+	return fmt.Errorf("%w %q in space %s: it has no message and no config%s; "+
+		"`cotal channels list` shows the channels, and --create starts a new one",
+		errNewChannel, channel, e.Space(), hint)
+}
+
+// targetGuesses are the valid targets close to a mistyped one: existing channels, online
+// instances by @name, and instance ids it is the start of.
+func targetGuesses(ctx context.Context, e *endpoint.Endpoint, typed string, channels []string) []string {
+	guesses := closeMatches(wire.SanitizeChannel(typed), channels)
+	if waitRoster(ctx, e) != nil {
+		return guesses
+	}
+	var names []string
+	for _, p := range e.Roster().Snapshot() {
+		card := p.Presence.Card
+		if !p.Online || card.ID == e.ID() {
+			continue
+		}
+		names = append(names, card.Name)
+		if len(typed) >= 4 && strings.HasPrefix(card.ID, strings.ToUpper(typed)) {
+			guesses = append(guesses, card.ID)
+		}
+	}
+	for _, n := range closeMatches(typed, names) {
+		guesses = append(guesses, "@"+n)
+	}
+	return guesses
+}
+
+// waitRoster waits, bounded by rosterWait, for the roster's first complete read.
+func waitRoster(ctx context.Context, e *endpoint.Endpoint) error {
+	ctx, cancel := context.WithTimeout(ctx, rosterWait)
+	defer cancel()
+	select {
+	case <-e.Roster().Loaded():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the roster did not load within %s: %w", rosterWait, ctx.Err())
+	}
+}
+
+// grantedChannels are the concrete channels the credential's publish grants name
+// (cotal.<space>.chat.<id>.<channel>, SPEC §3): a channel minted into --allow-publish is meant.
+func grantedChannels(creds []byte) []string {
+	token, err := jwt.ParseDecoratedJWT(creds)
+	if err != nil {
+		return nil
+	}
+	claims, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, subject := range claims.Pub.Allow {
+		toks := strings.Split(subject, ".")
+		if len(toks) < 5 || toks[0] != "cotal" || toks[2] != string(wire.KindChat) {
+			continue
+		}
+		ch := strings.Join(toks[4:], ".")
+		if wire.ValidatePublishChannel(ch) == nil {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
