@@ -70,6 +70,7 @@ func newMintCmd() *cobra.Command {
 	f.StringVar(&expiresIn, "expires-in", "", "lifetime: "+durationUnits+" (default: config key expiry, 24h unless set)")
 	f.StringVar(&expiresAt, "expires-at", "", "absolute expiry, RFC 3339 (e.g. 2027-01-02T15:04:05Z)")
 	f.BoolVar(&spec.NoExpiry, "no-expiry", false, "never expires; only revocation ends it")
+	f.BoolVar(&spec.Replace, "replace", false, "revoke the active credential that already carries --name, and mint this one in its place")
 	f.StringVar(&identity, "identity", "", "re-mint for the nkey in this .creds file (revokes its previous credential)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&force, "force", false, "replace an existing file at --out")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -389,5 +390,33 @@ func TestAuthWaitsForAMeshThatHoldsTheKeyStore(t *testing.T) {
 	}
 	if n := strings.Count(stderr.String(), "waiting"); n != 1 {
 		t.Fatalf("auth mint said it waits %d times, want once:\n%s", n, stderr)
+	}
+}
+
+// TestMintOfANameInUse: a second credential under an active name is refused with the two ways
+// out, and --replace takes the name over, revoking the first.
+func TestMintOfANameInUse(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	startUp(t, bin, dir)
+	first := filepath.Join(dir, "eve.creds")
+	if _, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "eve", "--out", first); code != 0 {
+		t.Fatalf("first mint exit %d: %s", code, stderr)
+	}
+	second := filepath.Join(dir, "eve2.creds")
+	_, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "eve", "--out", second)
+	if code != 1 || !strings.Contains(stderr, "name in use") || !strings.Contains(stderr, "--replace") ||
+		!strings.Contains(stderr, "--identity") {
+		t.Fatalf("second mint of eve: exit %d, stderr %s", code, stderr)
+	}
+	if _, err := os.Stat(second); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused mint left %s behind: %v", second, err)
+	}
+	if _, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "eve", "--out", second, "--replace"); code != 0 {
+		t.Fatalf("mint --replace exit %d: %s", code, stderr)
+	}
+	out, _, code := runCotal(t, bin, "auth", "list", "--dir", dir)
+	if code != 0 || strings.Count(out, "eve") != 2 || !strings.Contains(out, "revoked") {
+		t.Fatalf("after --replace the list should hold eve twice, one revoked:\n%s", out)
 	}
 }

@@ -129,6 +129,8 @@ func withHint(err error) error {
 		return fmt.Errorf("%w; `cotal auth list` shows them", err)
 	case errors.Is(err, space.ErrAmbiguousName):
 		return fmt.Errorf("%w (pass the id instead)", err)
+	case errors.Is(err, provisioner.ErrNameInUse):
+		return fmt.Errorf("%w; in `cotal auth mint` that is --identity FILE (the old .creds) to re-mint it, or --replace", err)
 	case errors.Is(err, space.ErrUnknownChannel):
 		return fmt.Errorf("%w; `cotal channels list` shows the channels, and --create configures one before its first message", err)
 	case errors.Is(err, space.ErrNoSuchSpace):
