@@ -265,11 +265,7 @@ mesh on the data directory; exit codes as in "cotal help exit-codes".`,
 }
 
 func runChannelUpdate(cmd *cobra.Command, op, spaceName string, u space.ChannelUpdate, asJSON bool) error {
-	dir, err := dataDir(cmd)
-	if err != nil {
-		return err
-	}
-	c, err := meshClient(cmd, dir)
+	c, err := localMesh(cmd)
 	if err != nil {
 		return err
 	}

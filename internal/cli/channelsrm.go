@@ -27,11 +27,7 @@ directory; exit codes as in "cotal help exit-codes".`,
 			return wire.ValidatePublishChannel(args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := dataDir(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := meshClient(cmd, dir)
+			c, err := localMesh(cmd)
 			if err != nil {
 				return err
 			}

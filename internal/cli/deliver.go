@@ -40,11 +40,7 @@ It goes through the admin socket of the mesh on the data directory; exit codes a
 		Args:              exactArgs("NAME|ID"),
 		ValidArgsFunction: completeAgentNames(&spaceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := dataDir(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := meshClient(cmd, dir)
+			c, err := localMesh(cmd)
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,16 @@ const startWait = 10 * time.Second
 // storePoll is how long each look at a locked key store waits for its lock.
 const storePoll = 100 * time.Millisecond
 
+// localMesh is the admin client of the mesh on the data directory the command's flags and
+// configuration name (meshClient of dataDir).
+func localMesh(cmd *cobra.Command) (*admin.Client, error) {
+	dir, err := dataDir(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return meshClient(cmd, dir)
+}
+
 // meshClient is the admin client of the mesh running on dir. While another process holds the
 // key store and no socket answers, it waits for a starting mesh (telling stderr once);
 // with no mesh at all it is errNoMesh with what to do.

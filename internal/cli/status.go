@@ -29,11 +29,7 @@ re-authorized), and for every active agent what waits in its consumers: DMs (dm_
 durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+unacknowledged. It exits 1 when any component is unhealthy, so scripts can check it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := dataDir(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := meshClient(cmd, dir)
+			c, err := localMesh(cmd)
 			if err != nil {
 				return err
 			}
