@@ -42,6 +42,9 @@ func (m *Mesh) serveOps(addr string) (*opsServer, error) {
 	} {
 		mux.HandleFunc("GET "+path, h)
 	}
+	if m.opts.Console != nil {
+		mux.Handle("/", m.opts.Console)
+	}
 	s := &opsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	s.done.Add(1)
 	go func() {
