@@ -89,7 +89,7 @@ func (c *Console) Start(ctx context.Context, m *space.Mesh) error {
 	}
 	sp := m.Spaces()[0]
 	e, err := m.Endpoint(ctx, space.AgentSpec{Space: sp, Name: credentialName,
-		Profile: provisioner.ProfileAdmin,
+		Profile:  provisioner.ProfileAdmin,
 		Endpoint: endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}})
 	if err != nil {
 		return fmt.Errorf("console credential: %w", err)

@@ -277,12 +277,12 @@ func credentialsView(_ context.Context, st *state, _ *http.Request) (any, error)
 
 // historyData is one page of a channel's stored messages, newest page first (page 0).
 type historyData struct {
-	Channel        string
-	Channels       []string
-	Items          []item
-	Page           int
-	Older, Newer   int
-	HasOlder       bool
+	Channel      string
+	Channels     []string
+	Items        []item
+	Page         int
+	Older, Newer int
+	HasOlder     bool
 }
 
 func historyView(ctx context.Context, st *state, r *http.Request) (any, error) {
