@@ -84,6 +84,9 @@ func TestTheConsoleCannotRevokeItself(t *testing.T) {
 	}
 	id := body[i+len(`data-name="console"><td title="`):]
 	id = id[:strings.Index(id, `"`)]
+	if row := body[i:]; strings.Contains(row[:strings.Index(row, "</tr>")], "/act/revoke") {
+		t.Errorf("the console's own row offers revoke: %s", row[:strings.Index(row, "</tr>")])
+	}
 	code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "cookie", form: url.Values{"id": {id}}})
 	if code != http.StatusBadRequest || !strings.Contains(body, "console's own credential") {
 		t.Fatalf("status %d: %s, want 400 naming the console's own credential", code, body)

@@ -230,19 +230,21 @@ func healthView(_ context.Context, st *state, _ *http.Request) (any, error) {
 }
 
 type plotsData struct {
-	Rates, Lag       []series
-	RateKey, LagKeys []legendEntry
+	Rates, Lag []series
+	RateKey    []legendEntry
 }
 
 func plotsView(_ context.Context, st *state, _ *http.Request) (any, error) {
 	rates, lag := st.sample.rates(), []series{st.sample.lag()}
-	return plotsData{Rates: rates, Lag: lag, RateKey: legend(rates), LagKeys: legend(lag)}, nil
+	return plotsData{Rates: rates, Lag: lag, RateKey: legend(rates)}, nil
 }
 
 // credentialRow is one credential of the space, never its key material.
 type credentialRow struct {
 	ID, Name, Profile, Role, Expires, State string
 	Active                                  bool
+	// Own marks the console's own credential, which it does not offer to revoke.
+	Own bool
 }
 
 func credentialsView(_ context.Context, st *state, _ *http.Request) (any, error) {
@@ -259,6 +261,8 @@ func credentialsView(_ context.Context, st *state, _ *http.Request) (any, error)
 			row.Expires = r.ExpiresAt.Format("2006-01-02 15:04")
 		}
 		switch {
+		case r.ID == st.e.ID():
+			row.State, row.Own = "active (this console)", true
 		case r.Revoked:
 			row.State = "revoked"
 		case !row.Active:
@@ -297,12 +301,12 @@ func historyView(ctx context.Context, st *state, r *http.Request) (any, error) {
 	if out.Channel == "" {
 		return out, nil
 	}
-	page, err := strconv.Atoi(r.URL.Query().Get("page"))
-	if r.URL.Query().Get("page") == "" {
-		page, err = 0, nil
-	}
-	if err != nil || page < 0 || page >= historyPages {
-		return nil, fmt.Errorf("%w: page %q, want 0 to %d", endpoint.ErrInvalidRead, r.URL.Query().Get("page"), historyPages-1)
+	page := 0
+	if p := r.URL.Query().Get("page"); p != "" {
+		var err error
+		if page, err = strconv.Atoi(p); err != nil || page < 0 || page >= historyPages {
+			return nil, fmt.Errorf("%w: page %q, want 0 to %d", endpoint.ErrInvalidRead, p, historyPages-1)
+		}
 	}
 	// History reads the last n messages; page p is the oldest historyPage of the last
 	// (p+1)*historyPage, one more read to know whether an older page exists.

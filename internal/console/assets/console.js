@@ -3,7 +3,7 @@
 "use strict";
 
 const feedMax = 500;
-const feed = [];
+const feed = []; // oldest first; the list shows newest first
 
 // reload replaces one view with its fragment, rendered (and escaped) by the server.
 async function reload(name, query) {
@@ -15,6 +15,9 @@ async function reload(name, query) {
 
 function reloadAll() {
   for (const v of ["roster", "channels", "delivery", "health", "plots"]) reload(v);
+  // Until a channel is chosen, the history view only lists channels: keep that list current.
+  const hist = document.querySelector(".history-form select");
+  if (hist && !hist.value) reload("history");
 }
 
 // filters are the feed's current channel, sender and kind filters.
@@ -45,7 +48,7 @@ function feedLine(it) {
 function renderFeed() {
   const f = filters();
   const list = document.getElementById("feed-list");
-  list.replaceChildren(...feed.filter((it) => matches(it, f)).slice(-200).map(feedLine));
+  list.replaceChildren(...feed.filter((it) => matches(it, f)).slice(-200).reverse().map(feedLine));
 }
 
 function addMessage(it) {
@@ -54,8 +57,8 @@ function addMessage(it) {
   if (feed.length > feedMax) feed.shift();
   if (matches(it, filters())) {
     const list = document.getElementById("feed-list");
-    list.append(feedLine(it));
-    while (list.children.length > 200) list.firstChild.remove();
+    list.prepend(feedLine(it));
+    while (list.children.length > 200) list.lastChild.remove();
   }
 }
 
