@@ -98,6 +98,27 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		until(t, ctx, 10*time.Second, "erin is revoked", cell(`tr[data-name="erin"] .state`, "revoked"))
 	})
 
+	t.Run("the feed filters by kind", func(t *testing.T) {
+		dmCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := f.bob.SendDM(dmCtx, f.alice.ID(), partsOf("a word in private")); err != nil {
+			t.Fatal(err)
+		}
+		eval(t, ctx, `(() => { const k = document.querySelector('#feed-filter select[name="kind"]');
+			k.value = "dm"; k.dispatchEvent(new Event("input", {bubbles: true})); })()`)
+		until(t, ctx, 5*time.Second, "only the DM is listed",
+			`(() => { const l = [...document.querySelectorAll("#feed-list li")];
+				return l.length === 1 && l[0].textContent.includes("dm → alice") && l[0].textContent.includes("a word in private"); })()`)
+	})
+
+	t.Run("it reads on a narrow window", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(360, 740)); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, 5*time.Second, "no sideways scrolling at 360 px",
+			`document.documentElement.scrollWidth <= window.innerWidth`)
+	})
+
 	t.Run("a wrong token is refused", func(t *testing.T) {
 		other := browser(t)
 		if err := chromedp.Do(other, chromedp.Navigate(f.base+"/?token=wrong")); err != nil {

@@ -91,6 +91,18 @@ func TestStateChangesFromAnotherOriginAreRefused(t *testing.T) {
 	})
 }
 
+func TestTheOpsRoutesStayBesideTheConsole(t *testing.T) {
+	f := newFixture(t)
+	res, err := http.Get(f.base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: status %d, want 200 without the console's token", res.StatusCode)
+	}
+}
+
 func TestAConsoleNotStartedAnswers503(t *testing.T) {
 	con, err := console.New()
 	if err != nil {
