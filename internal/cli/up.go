@@ -114,7 +114,9 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	consoleURL := ""
 	if u := m.HTTPURL(); u != "" {
 		if err := con.Start(cmd.Context(), m); err != nil {
-			return errors.Join(err, closeAdmin(srv), m.Close(context.Background()))
+			ctx, cancel := newTimeoutContext(30 * time.Second)
+			defer cancel()
+			return errors.Join(err, closeAdmin(srv), m.Close(ctx))
 		}
 		consoleURL = con.URL(u)
 	}
