@@ -66,6 +66,9 @@ func (m *Mesh) serveOps(addr string) (*opsServer, error) {
 	} {
 		mux.HandleFunc("GET "+path, requireToken(token, h))
 	}
+	if m.opts.Console != nil {
+		mux.Handle("/", m.opts.Console)
+	}
 	s := &opsServer{ln: ln, token: token, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	s.done.Add(1)
 	go func() {

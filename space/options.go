@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/cotal-go/cotal/broker"
@@ -31,6 +32,9 @@ type Options struct {
 	// HTTPPublic allows HTTP beyond loopback. The endpoints that show identities need the
 	// bearer token of HTTPTokenFile either way; /healthz, /metrics and /varz do not.
 	HTTPPublic bool
+	// Console, when set, answers every path of the HTTP listener that no ops route takes,
+	// from "/" down (the web console); it is not configuration, so OptionsFromConfig leaves it.
+	Console http.Handler
 	// Sync is the JetStream durability mode; default broker.SyncAlways.
 	Sync broker.SyncMode
 	// SyncInterval is the flush period under broker.SyncInterval.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/internal/admin"
+	"github.com/cotal-go/cotal/internal/console"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -107,12 +108,27 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := space.Start(cmd.Context(), space.OptionsFromConfig(cfg, cmd.ErrOrStderr()))
+	con, err := console.New()
+	if err != nil {
+		return errors.Join(err, closeAdmin(srv))
+	}
+	opts := space.OptionsFromConfig(cfg, cmd.ErrOrStderr())
+	opts.Console = con
+	m, err := space.Start(cmd.Context(), opts)
 	if err != nil {
 		return errors.Join(err, closeAdmin(srv))
 	}
 	srv.Serve(m)
-	printBanner(cmd.OutOrStdout(), m, cfg)
+	consoleURL := ""
+	if u := m.HTTPURL(); u != "" {
+		if err := con.Start(cmd.Context(), m); err != nil {
+			ctx, cancel := newTimeoutContext(30 * time.Second)
+			defer cancel()
+			return errors.Join(err, closeAdmin(srv), m.Close(ctx))
+		}
+		consoleURL = con.URL(u)
+	}
+	printBanner(cmd.OutOrStdout(), m, cfg, consoleURL)
 	runErr := runMesh(cmd.Context(), m)
 	if runErr == nil {
 		fmt.Fprintln(cmd.OutOrStdout(), "shutting down")
@@ -174,7 +190,7 @@ func closeAdmin(srv *admin.Server) error {
 	return srv.Close(ctx)
 }
 
-func printBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
+func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL string) {
 	if cfg.Open {
 		fmt.Fprintln(w, "!!! OPEN MODE: authentication is OFF. Anyone who can reach the listener can read and")
 		fmt.Fprintln(w, "!!! write everything. Use only on a machine you alone use, never on a network.")
@@ -197,6 +213,9 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 	if u := m.HTTPURL(); u != "" {
 		fmt.Fprintf(w, "  health:   %s/healthz   metrics: %s/metrics   monitoring: %s/varz\n", u, u, u)
 		fmt.Fprintf(w, "  /connz /accountz /subsz /accstatz /jsz need: Authorization: Bearer $(cat %s)\n", filepath.Join(m.Dir(), space.HTTPTokenFile))
+	}
+	if consoleURL != "" {
+		fmt.Fprintf(w, "  console:  %s\n", consoleURL)
 	}
 	if !cfg.Open {
 		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general --provision\n", m.Dir())

@@ -1,0 +1,198 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// ErrBadForm means an action's form has a value no action can take (a duration that is no
+// duration, a replay that is not on or off).
+var ErrBadForm = errors.New("invalid form value")
+
+// actionTimeout bounds one operator action.
+const actionTimeout = 10 * time.Second
+
+// maxForm bounds an action's body.
+const maxForm = 64 << 10
+
+// mint issues a credential as `cotal auth mint` does and answers with the .creds file as a
+// download: the console keeps no copy, so it can be fetched this once only.
+func (c *Console) mint(w http.ResponseWriter, r *http.Request, st *state) {
+	if !parseForm(w, r) {
+		return
+	}
+	f := r.PostForm
+	spec := space.MintSpec{Space: st.space, Name: strings.TrimSpace(f.Get("name")),
+		Profile: f.Get("profile"), Role: strings.TrimSpace(f.Get("role")),
+		Subscribe: list(f.Get("subscribe")), AllowSubscribe: list(f.Get("allowSubscribe")),
+		AllowPublish: list(f.Get("allowPublish")), Provision: f.Get("provision") != ""}
+	if in := strings.TrimSpace(f.Get("expiresIn")); in != "" {
+		d, err := parseDays(in)
+		if err != nil {
+			fail(w, fmt.Errorf("%w: expires in %q: %w (use e.g. 90m, 12h or 7d)", ErrBadForm, in, err))
+			return
+		}
+		spec.ExpiresIn = d
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	defer cancel()
+	cred, err := st.m.MintSpec(ctx, spec)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", cred.Name+".creds"))
+	w.Header().Set("X-Cotal-Credential", cred.ID)
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(cred.Creds)
+}
+
+// parseDays reads a Go duration or a whole number of days ("7d"), as `cotal auth mint
+// --expires-in` does.
+func parseDays(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("%q is not a number of days", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// revoke cuts a credential off at once (space.Mesh.Revoke).
+func (c *Console) revoke(w http.ResponseWriter, r *http.Request, st *state) {
+	if !parseForm(w, r) {
+		return
+	}
+	id := r.PostForm.Get("id")
+	if id == st.e.ID() {
+		fail(w, fmt.Errorf("%w: that is the console's own credential", ErrBadForm))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	defer cancel()
+	if err := st.m.Revoke(ctx, st.space, id); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, map[string]string{"revoked": id})
+}
+
+// setChannel changes a channel's class, replay and description as `cotal channels set` does:
+// an empty field keeps the current value.
+func (c *Console) setChannel(w http.ResponseWriter, r *http.Request, st *state) {
+	if !parseForm(w, r) {
+		return
+	}
+	u, err := channelUpdate(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	defer cancel()
+	cfg, err := st.m.SetChannel(ctx, st.space, u)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, cfg)
+}
+
+func channelUpdate(r *http.Request) (space.ChannelUpdate, error) {
+	f := r.PostForm
+	u := space.ChannelUpdate{Channel: strings.TrimSpace(f.Get("channel")), Create: f.Get("create") != ""}
+	if v := f.Get("class"); v != "" {
+		class := wire.DeliveryClass(v)
+		u.DeliveryClass = &class
+	}
+	switch v := f.Get("replay"); v {
+	case "":
+	case "on", "off":
+		on := v == "on"
+		u.Replay = &on
+	default:
+		return u, fmt.Errorf("%w: replay %q: use on or off", ErrBadForm, v)
+	}
+	if v := strings.TrimSpace(f.Get("description")); v != "" {
+		u.Description = &v
+	}
+	if u.Replay == nil && u.DeliveryClass == nil && u.Description == nil {
+		return u, fmt.Errorf("%w: nothing to change: set a class, replay or description", ErrBadForm)
+	}
+	return u, nil
+}
+
+// parseForm reads an action's url-encoded body, bounded, and answers 400 itself when it
+// cannot.
+func parseForm(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		fail(w, fmt.Errorf("%w: %w", ErrBadForm, err))
+		return false
+	}
+	return true
+}
+
+// list splits a comma- or space-separated list of channels.
+func list(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// fail answers err as JSON {"error": ...} with the status its kind calls for.
+func fail(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(statusOf(err))
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+}
+
+// statuses map the mesh's errors to HTTP statuses as internal/admin does.
+var statuses = []struct {
+	err    error
+	status int
+}{
+	{ErrBadForm, http.StatusBadRequest},
+	{provisioner.ErrInvalidRequest, http.StatusBadRequest},
+	{provisioner.ErrInvalidGrant, http.StatusBadRequest},
+	{provisioner.ErrGrantsNotAllowed, http.StatusBadRequest},
+	{provisioner.ErrUnknownProfile, http.StatusBadRequest},
+	{wire.ErrInvalidChannel, http.StatusBadRequest},
+	{wire.ErrInvalidChannelConfig, http.StatusBadRequest},
+	{endpoint.ErrInvalidRead, http.StatusBadRequest},
+	{provisioner.ErrUnknownCredential, http.StatusNotFound},
+	{space.ErrUnknownChannel, http.StatusNotFound},
+	{space.ErrNoSuchSpace, http.StatusNotFound},
+	{space.ErrOpenMode, http.StatusConflict},
+	{space.ErrContended, http.StatusConflict},
+	{space.ErrClosed, http.StatusServiceUnavailable},
+}
+
+func statusOf(err error) int {
+	for _, s := range statuses {
+		if errors.Is(err, s.err) {
+			return s.status
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,227 @@
+package console_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/console"
+)
+
+func TestEveryRequestNeedsTheToken(t *testing.T) {
+	f := newFixture(t)
+	for _, path := range []string{"/", "/view/roster", "/events", "/assets/console.js", "/act/mint"} {
+		for _, tc := range []struct {
+			auth string
+			want int
+		}{{"none", http.StatusUnauthorized}, {"wrong", http.StatusForbidden}} {
+			t.Run(fmt.Sprintf("%s with token %s is refused", path, tc.auth), func(t *testing.T) {
+				method, form := http.MethodGet, url.Values(nil)
+				if strings.HasPrefix(path, "/act/") {
+					method, form = http.MethodPost, url.Values{"name": {"x"}, "profile": {"agent"}}
+				}
+				code, _, _ := f.do(t, request{method: method, path: path, auth: tc.auth, form: form})
+				if code != tc.want {
+					t.Fatalf("status %d, want %d", code, tc.want)
+				}
+			})
+		}
+	}
+	for _, path := range []string{"/", "/view/roster", "/assets/console.js", "/assets/console.css"} {
+		t.Run(path+" with the token in the cookie is served", func(t *testing.T) {
+			if code, body, _ := f.do(t, request{method: http.MethodGet, path: path, auth: "cookie"}); code != http.StatusOK {
+				t.Fatalf("status %d: %s", code, body)
+			}
+		})
+	}
+}
+
+func TestTheTokenInTheURLBecomesAStrictHttpOnlyCookie(t *testing.T) {
+	f := newFixture(t)
+	code, _, h := f.do(t, request{method: http.MethodGet, path: "/", auth: "query"})
+	if code != http.StatusSeeOther || h.Get("Location") != "/" {
+		t.Fatalf("status %d location %q, want a 303 to / without the token", code, h.Get("Location"))
+	}
+	ck := (&http.Response{Header: h}).Cookies()
+	if len(ck) != 1 || ck[0].Value != f.con.Token() || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookies %+v, want one HttpOnly SameSite=Strict cookie with the token", ck)
+	}
+	if h.Get("Referrer-Policy") != "no-referrer" || !strings.Contains(h.Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Fatalf("headers %v lack the referrer policy or the CSP", h)
+	}
+}
+
+func TestStateChangesFromAnotherOriginAreRefused(t *testing.T) {
+	f := newFixture(t)
+	form := url.Values{"channel": {"general"}, "class": {"live"}}
+	for _, tc := range []struct {
+		name   string
+		req    request
+		status int
+	}{
+		{"a POST from another origin is refused", request{method: http.MethodPost, path: "/act/channel", auth: "cookie", form: form, origin: "http://evil.example"}, http.StatusForbidden},
+		{"a POST from a page on another port is refused", request{method: http.MethodPost, path: "/act/channel", auth: "cookie", form: form, origin: "http://127.0.0.1:1"}, http.StatusForbidden},
+		{"a GET of an action is not allowed", request{method: http.MethodGet, path: "/act/channel?channel=general&class=live", auth: "cookie"}, http.StatusMethodNotAllowed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, body, _ := f.do(t, tc.req); code != tc.status {
+				t.Fatalf("status %d, want %d: %s", code, tc.status, body)
+			}
+		})
+	}
+	t.Run("a POST with neither Origin nor Sec-Fetch-Site is refused", func(t *testing.T) {
+		r, _ := http.NewRequest(http.MethodPost, f.base+"/act/channel", strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
+		res, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden {
+			t.Fatalf("status %d, want 403", res.StatusCode)
+		}
+	})
+}
+
+func TestTheOpsRoutesStayBesideTheConsole(t *testing.T) {
+	f := newFixture(t)
+	res, err := http.Get(f.base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: status %d, want 200 without the console's token", res.StatusCode)
+	}
+}
+
+func TestAConsoleNotStartedAnswers503(t *testing.T) {
+	con, err := console.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/view/roster", nil)
+	r.AddCookie(&http.Cookie{Name: "cotal_console", Value: con.Token()})
+	w := httptest.NewRecorder()
+	con.ServeHTTP(w, r)
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", w.Code)
+	}
+}
+
+func TestEachViewShowsItsPartOfTheMesh(t *testing.T) {
+	f := newFixture(t)
+	f.send(t, f.alice, "hello from alice")
+	for _, tc := range []struct {
+		name, path string
+		want       []string
+	}{
+		{"the roster names both agents with their status as a word", "/view/roster", []string{">alice", ">bob", "planner", ">idle<"}},
+		{"channels show class, replay and members", "/view/channels", []string{">general<", ">durable<", "alice, bob", "/min"}},
+		{"delivery shows what waits for each member and the backstop's gaps", "/view/delivery", []string{">alice<", ">bob<", "reader lag", "gaps"}},
+		{"health names every component", "/view/health", []string{"broker", "space main delivery", ": ok"}},
+		{"plots draw rate and lag", "/view/plots", []string{"<svg", "messages per minute", "backstop lag"}},
+		{"credentials list the agents and the console", "/view/credentials", []string{">alice", ">bob", ">console", "revoke"}},
+		{"history lists the channels to choose from", "/view/history", []string{"<option>general</option>"}},
+		{"history of a channel shows its messages", "/view/history?channel=general", []string{"hello from alice"}},
+		{"the page holds every view", "/", []string{"Roster", "Live feed", "Channels", "Channel history", "Durable delivery", "Health", "Credentials", ">alice"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			await.Check(t, 10*time.Second, 50*time.Millisecond, func() error {
+				code, body, _ := f.do(t, request{method: http.MethodGet, path: tc.path, auth: "cookie"})
+				if code != http.StatusOK {
+					return fmt.Errorf("status %d: %s", code, body)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(body, w) {
+						return fmt.Errorf("no %q in %s", w, body)
+					}
+				}
+				return nil
+			})
+		})
+	}
+	t.Run("an unknown view is not found", func(t *testing.T) {
+		if code, _, _ := f.do(t, request{method: http.MethodGet, path: "/view/nope", auth: "cookie"}); code != http.StatusNotFound {
+			t.Fatalf("status %d, want 404", code)
+		}
+	})
+}
+
+func TestHistoryPagesGoBackInTime(t *testing.T) {
+	f := newFixture(t)
+	for i := range 30 {
+		f.send(t, f.alice, fmt.Sprintf("message %02d", i))
+	}
+	for _, tc := range []struct {
+		name, query   string
+		status        int
+		want, without []string
+	}{
+		{"page 0 is the newest 25", "?channel=general&page=0", 200, []string{"message 29", "message 05", "data-page=\"1\""}, []string{"message 04"}},
+		{"page 1 is the rest", "?channel=general&page=1", 200, []string{"message 00", "message 04", "data-page=\"0\""}, []string{"message 05", "data-page=\"2\""}},
+		{"a page that is no number is refused", "?channel=general&page=x", 400, nil, nil},
+		{"a channel that is no channel is refused", "?channel=a..b", 400, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/history" + tc.query, auth: "cookie"})
+			if code != tc.status {
+				t.Fatalf("status %d, want %d: %s", code, tc.status, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("no %q in %s", w, body)
+				}
+			}
+			for _, w := range tc.without {
+				if strings.Contains(body, w) {
+					t.Errorf("%q in %s", w, body)
+				}
+			}
+		})
+	}
+}
+
+func TestTheEventStreamSendsStoredThenLiveMessages(t *testing.T) {
+	f := newFixture(t)
+	f.send(t, f.alice, "stored before the page opened")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.base+"/events", nil)
+	r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
+	res, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	lines := bufio.NewScanner(res.Body)
+	waitFor := func(text string) {
+		t.Helper()
+		for lines.Scan() {
+			if strings.HasPrefix(lines.Text(), "data: ") && strings.Contains(lines.Text(), text) {
+				return
+			}
+		}
+		t.Fatalf("the stream ended without %q: %v", text, lines.Err())
+	}
+	waitFor("stored before the page opened")
+	ctxDM, cancelDM := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelDM()
+	f.send(t, f.bob, "live after the page opened")
+	waitFor("live after the page opened")
+	if _, err := f.alice.SendDM(ctxDM, f.bob.ID(), partsOf("a private word")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(`"kind":"dm","from":"alice","to":"bob","text":"a private word"`)
+}

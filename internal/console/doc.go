@@ -1,0 +1,16 @@
+// Package console is the web console of a running mesh: a page served on the mesh's HTTP
+// listener that shows the roster, channels, a live feed, channel history, durable delivery,
+// health and small plots, and lets the operator mint and revoke credentials and configure
+// channels.
+//
+// It reads through the same client API as the CLI (ARCHITECTURE.md "Read"): one passive
+// Endpoint with an admin credential the mesh mints in process (space.Mesh.Endpoint), so the
+// feed shows every channel, DM and anycast (SPEC Appendix B). Operator actions call
+// space.Mesh methods, as internal/admin does, with the CLI's validation and errors.
+//
+// Every request needs the console token: the URL `cotal up` prints carries it once in the
+// query, the console trades it for an HttpOnly SameSite=Strict cookie, and a state-changing
+// request must be a POST from the console's own origin (see auth.go). Pages are rendered on
+// the server from embedded templates; a little plain JavaScript refreshes them and follows
+// the feed over server-sent events. Nothing is loaded from elsewhere.
+package console

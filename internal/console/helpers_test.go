@@ -1,0 +1,123 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/console"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// fixture is a real mesh with the console on its HTTP listener and two agents on #general.
+type fixture struct {
+	m          *space.Mesh
+	con        *console.Console
+	base       string
+	alice, bob *endpoint.Endpoint
+}
+
+var general = []string{"general"}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	con, err := console.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := spacetest.New(t, func(o *space.Options) { o.HTTP, o.Console = "127.0.0.1:0", con })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := con.Start(ctx, m); err != nil {
+		t.Fatalf("start console: %v", err)
+	}
+	f := &fixture{m: m, con: con, base: m.HTTPURL()}
+	f.alice = f.agent(t, "alice", "planner")
+	f.bob = f.agent(t, "bob", "")
+	return f
+}
+
+func (f *fixture) agent(t *testing.T, name, role string) *endpoint.Endpoint {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := f.m.Endpoint(ctx, space.AgentSpec{Name: name,
+		Grants:   provisioner.Grants{Subscribe: general, AllowPublish: general, Role: role},
+		Endpoint: endpoint.Options{Channels: general, Role: role}})
+	if err != nil {
+		t.Fatalf("agent %s: %v", name, err)
+	}
+	return e
+}
+
+func (f *fixture) send(t *testing.T, e *endpoint.Endpoint, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.Send(ctx, "general", []wire.Part{wire.TextPart(text)}); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+}
+
+// request is one request to the console: auth says how the token travels ("cookie",
+// "query", "wrong", "none"); a POST carries form and this origin unless origin is set.
+type request struct {
+	method, path, auth, origin string
+	form                       url.Values
+}
+
+// do sends req and returns the status and body; redirects are not followed.
+func (f *fixture) do(t *testing.T, req request) (int, string, http.Header) {
+	t.Helper()
+	u := f.base + req.path
+	var body io.Reader
+	if req.form != nil {
+		body = strings.NewReader(req.form.Encode())
+	}
+	switch req.auth {
+	case "query":
+		u += sep(u) + "token=" + f.con.Token()
+	case "wrong":
+		u += sep(u) + "token=not-the-token"
+	}
+	r, err := http.NewRequest(req.method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.auth == "cookie" {
+		r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
+	}
+	if req.form != nil {
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("Origin", f.base)
+		if req.origin != "" {
+			r.Header.Set("Origin", req.origin)
+		}
+	}
+	client := &http.Client{Timeout: 15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(r)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.method, req.path, err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(data), res.Header
+}
+
+func sep(u string) string {
+	if strings.Contains(u, "?") {
+		return "&"
+	}
+	return "?"
+}
+
+func partsOf(text string) []wire.Part { return []wire.Part{wire.TextPart(text)} }
