@@ -20,33 +20,40 @@ import (
 // last set it. The streams are independent of one another, so they are all requested at
 // once: start waits one round trip for them, not one per stream. On a fresh broker (a memory
 // mesh's, started a moment ago with an empty store) every stream is created outright, which
-// saves the update that create-or-update tries first.
-func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits wire.StreamLimits, storage jetstream.StorageType, class wire.DeliveryClass, fresh bool) error {
+// saves the update that create-or-update tries first. It returns each stream's handle by
+// name, so later passes over the streams need not ask for their info again.
+func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits wire.StreamLimits, storage jetstream.StorageType, class wire.DeliveryClass, fresh bool) (map[string]jetstream.Stream, error) {
 	cfgs := jsconfig.Streams(n.StreamsWithin(limits), storage)
+	streams := make([]jetstream.Stream, len(cfgs))
 	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
 	for i, cfg := range cfgs {
-		wg.Go(func() { errs[i] = ensureStream(ctx, js, cfg, fresh) })
+		wg.Go(func() { streams[i], errs[i] = ensureStream(ctx, js, cfg, fresh) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, err
 	}
-	return writeDefaults(ctx, js, n, class)
+	byName := make(map[string]jetstream.Stream, len(cfgs))
+	for i, cfg := range cfgs {
+		byName[cfg.Name] = streams[i]
+	}
+	return byName, writeDefaults(ctx, js, n, class)
 }
 
 // ensureStream creates cfg's stream, or on a broker that is not fresh, creates or updates it.
-func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool) error {
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool) (jetstream.Stream, error) {
+	var st jetstream.Stream
 	var err error
 	if fresh {
-		_, err = js.CreateStream(ctx, cfg)
+		st, err = js.CreateStream(ctx, cfg)
 	} else {
-		_, err = js.CreateOrUpdateStream(ctx, cfg)
+		st, err = js.CreateOrUpdateStream(ctx, cfg)
 	}
 	if err != nil {
-		return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 	}
-	return nil
+	return st, nil
 }
 
 // writeDefaults writes the `=defaults` record with class unless one is there already.

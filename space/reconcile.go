@@ -104,7 +104,7 @@ func (m *Mesh) reconcileStreams(ctx context.Context, rt *spaceRuntime, r roster,
 // reconcileStream judges every consumer of stream, and records in present each one that
 // stays, as stream/name.
 func (m *Mesh) reconcileStream(ctx context.Context, rt *spaceRuntime, r roster, stream string, present map[string]bool, rep *ReconcileReport) error {
-	st, err := rt.js.Stream(ctx, stream)
+	st, err := rt.stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("open stream %s: %w", stream, err)
 	}

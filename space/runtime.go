@@ -23,7 +23,10 @@ type spaceRuntime struct {
 	prov  *nats.Conn // provisioner identity: streams, buckets, bind-only consumers, ACL records
 	js    jetstream.JetStream
 	acl   jetstream.KeyValue
-	acls  *aclTable
+	// streams are the handles provision returned, by stream name; written before any pass
+	// reads them and never after.
+	streams map[string]jetstream.Stream
+	acls    *aclTable
 
 	dlvConn  *nats.Conn // delivery identity: fan-out, trusted reader, the delivery ctl service
 	delivery *delivery.Service
@@ -47,7 +50,7 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 	if m.opts.Open {
 		class = wire.DeliveryLive // LAYOUT.md: live for an open mesh, durable otherwise.
 	}
-	if err := provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), class, m.opts.Memory); err != nil {
+	if rt.streams, err = provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), class, m.opts.Memory); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {
@@ -97,6 +100,15 @@ func (m *Mesh) reconcileAtStart(ctx context.Context, rt *spaceRuntime, recs []pr
 		return fmt.Errorf("reconcile consumers of space %s: %w", rt.name, err)
 	}
 	return nil
+}
+
+// stream is the handle of the space's stream called name: the one provision returned, or,
+// for a stream the limits left out of provisioning, one read from the broker.
+func (rt *spaceRuntime) stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if st, ok := rt.streams[name]; ok {
+		return st, nil
+	}
+	return rt.js.Stream(ctx, name)
 }
 
 // infraConn opens an in-process connection as one of the mesh's own identities.
