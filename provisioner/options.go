@@ -23,6 +23,13 @@ type Options struct {
 	// account JWT and every minted credential. Default: every limit unlimited (-1).
 	Limits Limits
 
+	// Temporary says the store lives in a directory its owner deletes when done (a per-test
+	// mesh's temporary data directory): its writes are not fsynced, because nothing in it
+	// has to survive a crash or power failure, and a crash leaves only a directory nobody
+	// opens again. Never set it for a data directory that outlives the process: there an
+	// acknowledged mint or revocation must be on disk. Default false.
+	Temporary bool
+
 	// CredentialTTL is the lifetime of a minted credential whose request names no expiry.
 	// Default 24 h; a mesh sets it from space.Options.Expiry (config key expiry).
 	CredentialTTL time.Duration

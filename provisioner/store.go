@@ -47,7 +47,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, KeysFile)
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.LockTimeout})
+	db, err := bbolt.Open(path, 0o600, opts.boltOptions())
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: the data directory %s is in use by another cotal process (is `cotal up` running?)", ErrLocked, dir)
 	}
@@ -65,6 +65,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("initialize key store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// boltOptions are bbolt's options for the store: a temporary store skips every fsync
+// (Options.Temporary), a persistent one keeps bbolt's defaults, one fsync per commit.
+func (o Options) boltOptions() *bbolt.Options {
+	return &bbolt.Options{Timeout: o.LockTimeout, NoSync: o.Temporary, NoGrowSync: o.Temporary,
+		NoFreelistSync: o.Temporary}
 }
 
 // Close releases the key store and its file lock.

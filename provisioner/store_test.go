@@ -276,3 +276,41 @@ func TestOpenRefusesInvalidOptions(t *testing.T) {
 		t.Errorf("Open with zero Options = %v, want ErrInvalidOptions", err)
 	}
 }
+
+// TestOnlyATemporaryStoreSkipsFsync pins which stores may skip fsync: a persistent store
+// keeps one fsync per commit (an acknowledged mint or revocation is on disk), and a temporary
+// one, deleted by its owner, skips it; both keep the lock timeout.
+func TestOnlyATemporaryStoreSkipsFsync(t *testing.T) {
+	cases := []struct {
+		name      string
+		temporary bool
+	}{
+		{"a persistent store syncs every commit", false},
+		{"a temporary store syncs nothing", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := DefaultOptions()
+			o.Temporary = c.temporary
+			b := o.boltOptions()
+			if b.NoSync != c.temporary || b.NoGrowSync != c.temporary || b.NoFreelistSync != c.temporary {
+				t.Fatalf("bolt options NoSync=%v NoGrowSync=%v NoFreelistSync=%v; want all %v",
+					b.NoSync, b.NoGrowSync, b.NoFreelistSync, c.temporary)
+			}
+			if b.Timeout != o.LockTimeout {
+				t.Fatalf("lock timeout %v; want %v", b.Timeout, o.LockTimeout)
+			}
+			s, err := Open(t.TempDir(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.db.NoSync != c.temporary {
+				t.Fatalf("open store NoSync = %v; want %v", s.db.NoSync, c.temporary)
+			}
+			if _, err := s.EnsureSpace("main"); err != nil {
+				t.Fatalf("a store with Temporary=%v cannot create a space: %v", c.temporary, err)
+			}
+		})
+	}
+}

@@ -119,7 +119,10 @@ func (m *Mesh) openDir() error {
 	if m.opts.Open {
 		return nil
 	}
-	store, err := provisioner.Open(m.dir, m.opts.storeOptions())
+	so := m.opts.storeOptions()
+	// A temporary directory is deleted at Close, so its key store need not reach the disk.
+	so.Temporary = m.tempDir
+	store, err := provisioner.Open(m.dir, so)
 	if err != nil {
 		return err
 	}
@@ -243,11 +246,7 @@ func (m *Mesh) Close(ctx context.Context) error {
 	if m.ops != nil {
 		errs = append(errs, m.ops.close(ctx))
 	}
-	for _, ep := range endpoints {
-		if err := ep.Close(ctx); err != nil && !errors.Is(err, endpoint.ErrClosed) {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, closeEndpoints(ctx, endpoints))
 	for _, rt := range spaces {
 		errs = append(errs, rt.close(ctx))
 	}
@@ -260,5 +259,22 @@ func (m *Mesh) Close(ctx context.Context) error {
 	if m.tempDir {
 		errs = append(errs, os.RemoveAll(m.dir))
 	}
+	return errors.Join(errs...)
+}
+
+// closeEndpoints closes the endpoints handed out in process all at once: each Close waits on
+// its own round trips and on nats.go's drain polling, none on another's, so together they
+// take as long as the slowest one rather than the sum.
+func closeEndpoints(ctx context.Context, eps []*endpoint.Endpoint) error {
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			if err := ep.Close(ctx); err != nil && !errors.Is(err, endpoint.ErrClosed) {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }

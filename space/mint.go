@@ -274,6 +274,5 @@ func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 			return err
 		}
 	}
-	_, err = m.reconcile(ctx, rt)
-	return err
+	return m.reconcileAtStart(ctx, rt, recs)
 }

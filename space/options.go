@@ -18,7 +18,8 @@ import (
 // temporary directory, one space "main", no TCP listener, authentication on.
 type Options struct {
 	// Dir is the data directory (keys.db, the JetStream store). Empty means a
-	// temporary directory that Close removes.
+	// temporary directory that Close removes; its key store is never fsynced, since nothing
+	// in it outlives Close.
 	Dir string
 	// Spaces are the spaces to provision; default ["main"]. Each is one NATS account (SPEC §9).
 	Spaces []string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,13 +17,47 @@ import (
 // provision creates or reconciles every stream and bucket of one space and writes the
 // `=defaults` channel record once (SPEC §7, §8; LAYOUT.md). It is idempotent: a restart
 // puts drifted settings back, and an existing `=defaults` record is left as the operator
-// last set it.
-func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits wire.StreamLimits, storage jetstream.StorageType, class wire.DeliveryClass) error {
-	for _, cfg := range jsconfig.Streams(n.StreamsWithin(limits), storage) {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("provision stream %s: %w", cfg.Name, err)
-		}
+// last set it. The streams are independent of one another, so they are all requested at
+// once: start waits one round trip for them, not one per stream. On a fresh broker (a memory
+// mesh's, started a moment ago with an empty store) every stream is created outright, which
+// saves the update that create-or-update tries first. It returns each stream's handle by
+// name, so later passes over the streams need not ask for their info again.
+func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits wire.StreamLimits, storage jetstream.StorageType, class wire.DeliveryClass, fresh bool) (map[string]jetstream.Stream, error) {
+	cfgs := jsconfig.Streams(n.StreamsWithin(limits), storage)
+	streams := make([]jetstream.Stream, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() { streams[i], errs[i] = ensureStream(ctx, js, cfg, fresh) })
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	byName := make(map[string]jetstream.Stream, len(cfgs))
+	for i, cfg := range cfgs {
+		byName[cfg.Name] = streams[i]
+	}
+	return byName, writeDefaults(ctx, js, n, class)
+}
+
+// ensureStream creates cfg's stream, or on a broker that is not fresh, creates or updates it.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool) (jetstream.Stream, error) {
+	var st jetstream.Stream
+	var err error
+	if fresh {
+		st, err = js.CreateStream(ctx, cfg)
+	} else {
+		st, err = js.CreateOrUpdateStream(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+	}
+	return st, nil
+}
+
+// writeDefaults writes the `=defaults` record with class unless one is there already.
+func writeDefaults(ctx context.Context, js jetstream.JetStream, n wire.Names, class wire.DeliveryClass) error {
 	kv, err := js.KeyValue(ctx, n.ChannelsBucket())
 	if err != nil {
 		return fmt.Errorf("open channel registry %s: %w", n.ChannelsBucket(), err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,11 +64,7 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime) (ReconcileReport
 		return rep, err
 	}
 	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
-	var errs []error
-	present := map[string]bool{}
-	for _, s := range rt.names.Streams() {
-		errs = append(errs, m.reconcileStream(ctx, rt, r, s.Name, present, &rep))
-	}
+	present, errs := m.reconcileStreams(ctx, rt, r, &rep)
 	errs = append(errs, m.restoreMissing(ctx, rt, r, present, &rep))
 	rt.reconciled.passes.Add(1)
 	rt.reconciled.deleted.Add(int64(rep.Deleted))
@@ -78,10 +76,35 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime) (ReconcileReport
 	return rep, nil
 }
 
+// reconcileStreams judges the consumers of every stream of the space, all streams at once:
+// each one's listing and repairs touch no other stream, so the pass waits for the slowest
+// stream rather than for the sum (it runs after every mint and revoke). It returns what
+// stays, as stream/name, and each stream's error.
+func (m *Mesh) reconcileStreams(ctx context.Context, rt *spaceRuntime, r roster, rep *ReconcileReport) (map[string]bool, []error) {
+	streams := rt.names.Streams()
+	presents := make([]map[string]bool, len(streams))
+	reps := make([]ReconcileReport, len(streams))
+	errs := make([]error, len(streams))
+	var wg sync.WaitGroup
+	for i, s := range streams {
+		presents[i] = map[string]bool{}
+		wg.Go(func() { errs[i] = m.reconcileStream(ctx, rt, r, s.Name, presents[i], &reps[i]) })
+	}
+	wg.Wait()
+	present := map[string]bool{}
+	for i := range streams {
+		maps.Copy(present, presents[i])
+		rep.Checked += reps[i].Checked
+		rep.Deleted += reps[i].Deleted
+		rep.Restored += reps[i].Restored
+	}
+	return present, errs
+}
+
 // reconcileStream judges every consumer of stream, and records in present each one that
 // stays, as stream/name.
 func (m *Mesh) reconcileStream(ctx context.Context, rt *spaceRuntime, r roster, stream string, present map[string]bool, rep *ReconcileReport) error {
-	st, err := rt.js.Stream(ctx, stream)
+	st, err := rt.stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("open stream %s: %w", stream, err)
 	}

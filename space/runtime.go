@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,7 +23,10 @@ type spaceRuntime struct {
 	prov  *nats.Conn // provisioner identity: streams, buckets, bind-only consumers, ACL records
 	js    jetstream.JetStream
 	acl   jetstream.KeyValue
-	acls  *aclTable
+	// streams are the handles provision returned, by stream name; written before any pass
+	// reads them and never after.
+	streams map[string]jetstream.Stream
+	acls    *aclTable
 
 	dlvConn  *nats.Conn // delivery identity: fan-out, trusted reader, the delivery ctl service
 	delivery *delivery.Service
@@ -35,19 +39,18 @@ type spaceRuntime struct {
 
 func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, error) {
 	rt := &spaceRuntime{name: name, names: wire.NewNames(name), acls: newACLTable()}
-	nc, err := m.infraConn(name, provisioner.ProfileProvisioner)
-	if err != nil {
-		return nil, err
+	if err := m.connectInfra(rt); err != nil {
+		return nil, errors.Join(err, rt.close(ctx))
 	}
-	rt.prov = nc
-	if rt.js, err = jetstream.New(nc); err != nil {
+	var err error
+	if rt.js, err = jetstream.New(rt.prov); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	class := wire.DeliveryDurable
 	if m.opts.Open {
 		class = wire.DeliveryLive // LAYOUT.md: live for an open mesh, durable otherwise.
 	}
-	if err := provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), class); err != nil {
+	if rt.streams, err = provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), class, m.opts.Memory); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {
@@ -60,6 +63,52 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	return rt, nil
+}
+
+// connectInfra opens the space's two infrastructure connections, provisioner and delivery.
+// They stay two identities (SPEC §9: each holds only what it needs), but neither handshake
+// waits for the other, so both run at once.
+func (m *Mesh) connectInfra(rt *spaceRuntime) error {
+	var dlvErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { rt.dlvConn, dlvErr = m.infraConn(rt.name, provisioner.ProfileDelivery) })
+	var err error
+	rt.prov, err = m.infraConn(rt.name, provisioner.ProfileProvisioner)
+	wg.Wait()
+	return errors.Join(err, dlvErr)
+}
+
+// reconcileAtStart is the start's consumer pass over recs, the registry. On a memory mesh the
+// broker started a moment ago with an empty store, and nothing but the mesh itself has
+// connected (the listener opens after Start's work, and in-process Endpoints are handed out
+// after Start returns), so no consumer exists to judge: the pass reduces to creating the
+// bind-only consumers of the registry's active agents (none in a new store), without
+// listing ten empty streams. Any other mesh recovers a store that may hold anything, and
+// runs the whole pass.
+func (m *Mesh) reconcileAtStart(ctx context.Context, rt *spaceRuntime, recs []provisioner.Record) error {
+	if !m.opts.Memory {
+		_, err := m.reconcile(ctx, rt)
+		return err
+	}
+	var rep ReconcileReport
+	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
+	err := m.restoreMissing(ctx, rt, r, map[string]bool{}, &rep)
+	rt.reconciled.passes.Add(1)
+	rt.reconciled.restored.Add(int64(rep.Restored))
+	if err != nil {
+		rt.reconciled.failures.Add(1)
+		return fmt.Errorf("reconcile consumers of space %s: %w", rt.name, err)
+	}
+	return nil
+}
+
+// stream is the handle of the space's stream called name: the one provision returned, or,
+// for a stream the limits left out of provisioning, one read from the broker.
+func (rt *spaceRuntime) stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if st, ok := rt.streams[name]; ok {
+		return st, nil
+	}
+	return rt.js.Stream(ctx, name)
 }
 
 // infraConn opens an in-process connection as one of the mesh's own identities.
@@ -84,20 +133,18 @@ func (m *Mesh) infraConn(space string, p provisioner.Profile) (*nats.Conn, error
 	return nc, nil
 }
 
-// startDelivery runs the space's durable backstop (SPEC §4, §8) on its own connection. In
-// open mode there is no registry, so every instance reads every channel.
+// startDelivery runs the space's durable backstop (SPEC §4, §8) on its own connection,
+// opened by connectInfra. In open mode there is no registry, so every instance reads every
+// channel.
 func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
-	nc, err := m.infraConn(rt.name, provisioner.ProfileDelivery)
-	if err != nil {
-		return err
-	}
-	rt.dlvConn, rt.deliveryInbox = nc, nc.Opts.InboxPrefix
+	rt.deliveryInbox = rt.dlvConn.Opts.InboxPrefix
 	cfg := delivery.DefaultConfig()
-	cfg.Names, cfg.Conn, cfg.Logger = rt.names, nc, m.log.With("space", rt.name)
+	cfg.Names, cfg.Conn, cfg.Logger = rt.names, rt.dlvConn, m.log.With("space", rt.name)
 	cfg.ACL = rt.acls
 	if m.opts.Open {
 		cfg.ACL = openACL{}
 	}
+	var err error
 	if rt.delivery, err = delivery.Start(ctx, cfg); err != nil {
 		return fmt.Errorf("start delivery: %w", err)
 	}

@@ -14,8 +14,9 @@ import (
 // startTimeout bounds starting and closing the mesh.
 const startTimeout = 30 * time.Second
 
-// New starts a mesh for one test and closes it with t.Cleanup: a temporary directory, memory
-// streams, no TCP listener, authentication on, one space "main" unless configure changes it.
+// New starts a mesh for one test and closes it with t.Cleanup: a temporary directory (its key
+// store never fsynced), memory streams on a fresh broker, no TCP listener, authentication on,
+// one space "main" unless configure changes it. The mesh is fully provisioned when New returns.
 // It fails the test at once if the mesh does not start, and reports an error at cleanup if it
 // does not close cleanly.
 func New(t testing.TB, configure ...func(*space.Options)) *space.Mesh {
