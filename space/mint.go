@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nkeys"
@@ -140,6 +141,7 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 	if err != nil {
 		return nil, err
 	}
+	prev, reMint := rt.acls.ReadACL(cred.ID)
 	if err := rt.putACL(ctx, rec); err != nil {
 		return nil, err
 	}
@@ -156,7 +158,7 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 			return nil, err
 		}
 	}
-	m.afterGrantChange(ctx, rt, rec)
+	m.afterGrantChange(ctx, rt, rec, reMint && lostPatterns(prev, provisioner.ACLFor(rec)))
 	return cred, nil
 }
 
@@ -165,8 +167,12 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 // the space, and the durable copies already handed to it. The credential change itself has
 // happened and is not undone; a failure here is logged, counted, and closed by the next
 // periodic pass.
-func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provisioner.Record) {
-	if rec.Profile == provisioner.ProfileAgent && !rec.Revoked {
+//
+// Only a narrowing (the previous ACL held a pattern the new one lacks) prunes the handoff: it
+// reads every copy waiting for the member, which a fresh mint or a same-ACL re-mint has no
+// need to pay.
+func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provisioner.Record, narrowed bool) {
+	if narrowed && rec.Profile == provisioner.ProfileAgent && !rec.Revoked {
 		n, err := rt.pruneHandoff(ctx, rec.ID, provisioner.ACLFor(rec))
 		if err != nil {
 			m.log.Error("pruning durable copies after a credential change failed", "space", rt.name, "id", rec.ID, "err", err)
@@ -209,7 +215,7 @@ func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if err := rt.putACL(ctx, rec); err != nil {
 		return err
 	}
-	m.afterGrantChange(ctx, rt, rec)
+	m.afterGrantChange(ctx, rt, rec, false)
 	return nil
 }
 
@@ -275,4 +281,15 @@ func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 		}
 	}
 	return m.reconcileAtStart(ctx, rt, recs)
+}
+
+// lostPatterns reports whether prev holds a read pattern next does not: the ACL may have
+// narrowed. A pattern swapped for a wider one counts too, which costs a prune, never a copy.
+func lostPatterns(prev, next wire.ACLRecord) bool {
+	for _, p := range prev.AllowSubscribe {
+		if !slices.Contains(next.AllowSubscribe, p) {
+			return true
+		}
+	}
+	return false
 }
