@@ -68,20 +68,26 @@ func (g *gapLog) affecting(rec wire.Membership) []wire.SeqRange {
 type droppedLog struct {
 	mu     sync.Mutex
 	ranges map[membershipKey][]wire.SeqRange
+	counts map[membershipKey]int64 // every refused copy, @mention copies included
 }
 
 // membershipKey names a member's memberships of a channel; a membership's interval picks its own.
 type membershipKey struct{ channel, member string }
 
-// record adds seq to the gaps of member's membership of channel, extending the last range
-// when seq follows it.
-func (d *droppedLog) record(channel, member string, seq uint64) {
+// record counts a refused copy of channel for member and, when it was a durable channel's
+// copy, adds seq to the gaps of member's membership, extending the last range when seq
+// follows it.
+func (d *droppedLog) record(channel, member string, seq uint64, durable bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.ranges == nil {
-		d.ranges = map[membershipKey][]wire.SeqRange{}
+		d.ranges, d.counts = map[membershipKey][]wire.SeqRange{}, map[membershipKey]int64{}
 	}
 	k := membershipKey{channel, member}
+	d.counts[k]++
+	if !durable {
+		return
+	}
 	rs := d.ranges[k]
 	if n := len(rs); n > 0 && rs[n-1].Last+1 == seq {
 		rs[n-1].Last = seq
@@ -106,3 +112,24 @@ func (d *droppedLog) of(rec wire.Membership) []wire.SeqRange {
 	}
 	return out
 }
+
+// byChannel returns how many copies of each channel were refused for member.
+func (d *droppedLog) byChannel(member string) map[string]int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out map[string]int64
+	for k, n := range d.counts {
+		if k.member == member {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[k.channel] = n
+		}
+	}
+	return out
+}
+
+// DroppedCopies returns, by channel, how many copies for member the trusted reader refused
+// since Start because the member's handoff was full of unacknowledged copies (issue 12 item
+// 9); nil when none was. Durable channels' copies among them are gaps in listMemberships.
+func (s *Service) DroppedCopies(member string) map[string]int64 { return s.dropped.byChannel(member) }

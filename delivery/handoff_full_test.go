@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -57,6 +58,9 @@ func TestAMemberOfflinePastTheHandoffBoundSeesEveryDroppedCopyAsAGap(t *testing.
 	}
 	if st := h.svc.Stats(); st.ReaderDroppedFull != sent-bound || st.ReaderDelivered != bound {
 		t.Fatalf("dropped full = %d, delivered = %d; want %d and %d", st.ReaderDroppedFull, st.ReaderDelivered, sent-bound, bound)
+	}
+	if got := h.svc.DroppedCopies(bob.id); !maps.Equal(got, map[string]int64{"team": sent - bound}) {
+		t.Fatalf("dropped copies of bob = %v, want %d on team", got, sent-bound)
 	}
 	var list wire.ListMembershipsReply
 	h.decodeOK(bob.control(wire.OpListMemberships, nil), &list)

@@ -155,9 +155,7 @@ func (s *Service) hasRoom(ctx context.Context, member string, flush func() error
 // is reported once instead of retried against a backlog that may never drain.
 func (s *Service) handoffFull(m jetstream.Msg, member string, e *entry, id string) {
 	s.stats.droppedFull.Add(1)
-	if e.Reason == ReasonDurableChannel {
-		s.dropped.record(e.Channel, member, e.Seq)
-	}
+	s.dropped.record(e.Channel, member, e.Seq, e.Reason == ReasonDurableChannel)
 	if s.room.shouldLog(member, time.Now()) {
 		s.log.Error("a member's durable handoff is full of unacknowledged copies; dropping new copies as gaps",
 			"member", member, "channel", e.Channel, "seq", e.Seq, "id", id)
