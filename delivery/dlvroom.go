@@ -71,7 +71,7 @@ func (r *dlvRoom) admit(member string, unacked func() (int64, error)) (bool, err
 	return true, nil
 }
 
-// shouldLog reports whether a full handoff of member is due a log line, at most once per
+// shouldLog reports whether member's handoff is due a log line, at most once per
 // fullLogEvery; the counters and gaps record every refused copy.
 func (r *dlvRoom) shouldLog(member string, now time.Time) bool {
 	r.mu.Lock()

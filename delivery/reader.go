@@ -143,8 +143,8 @@ func (s *Service) hasRoom(ctx context.Context, member string, flush func() error
 		}
 		return s.unackedCopies(ctx, member)
 	})
-	if err != nil {
-		s.log.Warn("cannot count a member's unacknowledged durable copies; handing the copy over anyway",
+	if err != nil && s.room.shouldLog(member, time.Now()) {
+		s.log.Warn("cannot count a member's unacknowledged durable copies; handing copies over anyway",
 			"member", member, "err", err)
 	}
 	return ok
