@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// shrinkHandoff lowers DLV_<s>'s max_msgs_per_subject to bound and restarts the reader, which
-// reads the bound when it starts.
-func (h *harness) shrinkHandoff(bound int64) {
+// setHandoffBound sets DLV_<s>'s max_msgs_per_subject to bound (wire.Unlimited: none) and
+// restarts the reader, which reads the bound when it starts, waiting until it is up again.
+func (h *harness) setHandoffBound(bound int64) {
 	h.t.Helper()
 	spec := testNames.MessageStreams(wire.DefaultStreamLimits())[4]
 	spec.MaxMsgsPerSubject = bound
@@ -23,6 +23,12 @@ func (h *harness) shrinkHandoff(bound int64) {
 		h.t.Fatalf("update %s: %v", spec.Name, err)
 	}
 	h.svc.StopLoop(h.t, LoopReader)()
+	await.Check(h.t, waitFor, pollEvery, func() error {
+		if h.svc.sup.isDown(LoopReader) {
+			return fmt.Errorf("the reader is not up again")
+		}
+		return nil
+	})
 }
 
 // gapCount sums the sequences in ranges.
@@ -37,15 +43,9 @@ func gapCount(ranges []wire.SeqRange) uint64 {
 func TestAMemberOfflinePastTheHandoffBoundSeesEveryDroppedCopyAsAGap(t *testing.T) {
 	const bound, sent, later = 5, 12, 3
 	h := newHarness(t)
-	h.shrinkHandoff(bound)
+	h.setHandoffBound(bound)
 	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
-	// The join is refused while the restarted reader is not up yet.
-	await.Check(t, waitFor, pollEvery, func() error {
-		if r := bob.join("team"); !r.Durable {
-			return fmt.Errorf("join refused: %s", r.Reason)
-		}
-		return nil
-	})
+	bob.join("team")
 	var owed []string
 	var seqs []uint64
 	for range sent {
