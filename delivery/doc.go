@@ -70,8 +70,13 @@
 //   - INBOX keeps 1000 entries per member. The fan-out waits while a member has close to that
 //     many entries the reader has not taken (backpressure), moving the pressure to CHAT; an
 //     INBOX jump is still counted (Stats.ReaderGaps) and logged.
-//   - DLV keeps 1000 copies per member: a member offline through more than that loses the
-//     oldest, as SPEC §4's "within retention" allows.
+//   - DLV keeps 1000 copies per member and drops the oldest. The reader never lets that drop
+//     one the member has not acknowledged: once a member has 1000 unacknowledged copies (its
+//     dlv_<id> consumer's pending plus ack-pending), it refuses the new copy instead, so the
+//     member keeps the oldest copies it was owed (SPEC §4's "within retention"). Each refused
+//     copy is counted (Stats.ReaderDroppedFull), logged at most once a minute per member,
+//     acked in INBOX and, for a durable channel, listed as a one-sequence gap of the
+//     membership in listMemberships (issue 12 item 9). Like the other gaps, in memory only.
 //   - Mention routing uses the latest presence row of each instance, judged at the message's
 //     CHAT store time: an instance that came online after the publish can count as present.
 //     Offline holders of a name are remembered since the mesh started; after a restart, one

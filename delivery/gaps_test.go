@@ -1,6 +1,8 @@
 package delivery
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,5 +91,38 @@ func TestEvictionBeforeFanoutIsReportedAsAGap(t *testing.T) {
 	if len(list.Memberships) != 1 || len(list.Memberships[0].Gaps) != 1 ||
 		list.Memberships[0].Gaps[0].Last-list.Memberships[0].Gaps[0].First+1 != evicted {
 		t.Fatalf("memberships = %+v, want one listing the gap of %d", list.Memberships, evicted)
+	}
+}
+
+func TestDroppedLog(t *testing.T) {
+	u := func(v uint64) *uint64 { return &v }
+	d := &droppedLog{}
+	for _, seq := range []uint64{10, 11, 12, 20} {
+		d.record("team", "bob", seq, true)
+	}
+	d.record("team", "bob", 30, false) // an @mention copy: counted, no membership gap
+	d.record("ops", "bob", 40, true)
+	cases := []struct {
+		name string
+		rec  wire.Membership
+		want []wire.SeqRange
+	}{
+		{"consecutive refused sequences make one range", wire.Membership{Channel: "team", Owner: "bob", JoinCursor: 1},
+			[]wire.SeqRange{{First: 10, Last: 12}, {First: 20, Last: 20}}},
+		{"a membership joined after a range does not see it", wire.Membership{Channel: "team", Owner: "bob", JoinCursor: 12},
+			[]wire.SeqRange{{First: 20, Last: 20}}},
+		{"a membership left before a range does not see it", wire.Membership{Channel: "team", Owner: "bob", LeaveCursor: u(15)},
+			[]wire.SeqRange{{First: 10, Last: 12}}},
+		{"another member's membership sees none", wire.Membership{Channel: "team", Owner: "carol"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := d.of(c.rec); !slices.Equal(got, c.want) {
+				t.Fatalf("of = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+	if got := d.byChannel("bob"); !maps.Equal(got, map[string]int64{"team": 5, "ops": 1}) {
+		t.Fatalf("byChannel = %v, want team 5 (one a mention) and ops 1", got)
 	}
 }

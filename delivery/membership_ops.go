@@ -68,13 +68,15 @@ func (s *Service) durableLeave(ctx context.Context, sender string, raw json.RawM
 	return wire.DurableLeaveReply{Channel: a.Channel, AlreadyLeft: !left}, nil
 }
 
-// listMemberships lists the caller's active memberships with the gaps that affect them.
+// listMemberships lists the caller's active memberships with the gaps that affect them: CHAT
+// sequences evicted before the fan-out read them, then the copies refused because the
+// caller's handoff was full.
 func (s *Service) listMemberships(sender string) wire.ListMembershipsReply {
 	out := wire.ListMembershipsReply{Memberships: []wire.MembershipInfo{}}
 	for _, rec := range s.members.view.active(sender) {
 		out.Memberships = append(out.Memberships, wire.MembershipInfo{
 			Channel: rec.Channel, Generation: rec.Generation, Activated: rec.Activated,
-			Gaps: s.gaps.affecting(rec),
+			Gaps: append(s.gaps.affecting(rec), s.dropped.of(rec)...),
 		})
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +23,9 @@ func (s *Service) runReader(ctx context.Context, up func()) error {
 	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.InboxStream(), jsconfig.Consumer(s.names.ReaderConsumerSpec()))
 	if err != nil {
 		return fmt.Errorf("create consumer %s on %s: %w", wire.ReaderConsumer, s.names.InboxStream(), err)
+	}
+	if err := s.room.load(ctx, s.js, s.names); err != nil {
+		return err
 	}
 	info := cons.CachedInfo()
 	s.inGaps.resume(info.Delivered.Stream)
@@ -45,19 +49,23 @@ func (s *Service) runReader(ctx context.Context, up func()) error {
 // readBatch handles every entry of batch.
 func (s *Service) readBatch(ctx context.Context, batch []jetstream.Msg) error {
 	var pend []pendingMsg
+	flush := func() error {
+		err := settle(ctx, pend, s.handoffFailed)
+		pend = pend[:0]
+		return err
+	}
 	for i, m := range batch {
-		if p, ok := s.readOne(m); ok {
+		if p, ok := s.readOne(ctx, m, flush); ok {
 			pend = append(pend, p)
 		}
 		if len(pend) >= flushAt {
-			if err := settle(ctx, pend, s.handoffFailed); err != nil {
+			if err := flush(); err != nil {
 				nakAll(batch[i+1:])
 				return err
 			}
-			pend = pend[:0]
 		}
 	}
-	return settle(ctx, pend, s.handoffFailed)
+	return flush()
 }
 
 func (s *Service) handoffFailed(p pendingMsg, err error) {
@@ -65,8 +73,8 @@ func (s *Service) handoffFailed(p pendingMsg, err error) {
 }
 
 // readOne re-authorizes one entry. It settles refused entries itself and returns the pending
-// handoff of an authorized one.
-func (s *Service) readOne(m jetstream.Msg) (pendingMsg, bool) {
+// handoff of an authorized one. flush settles the handoffs pending so far.
+func (s *Service) readOne(ctx context.Context, m jetstream.Msg, flush func() error) (pendingMsg, bool) {
 	meta, err := m.Metadata()
 	if err != nil {
 		s.malformed(m, err)
@@ -112,6 +120,10 @@ func (s *Service) readOne(m jetstream.Msg) (pendingMsg, bool) {
 		_ = m.Ack()
 		return pendingMsg{}, false
 	}
+	if !s.hasRoom(ctx, member, flush) {
+		s.handoffFull(m, member, e, msg.ID)
+		return pendingMsg{}, false
+	}
 	f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DLVSubject(member), Data: e.Msg},
 		jetstream.WithMsgID(dlvMsgID(msg.ID, member)), jetstream.WithExpectStream(s.names.DLVStream()))
 	p := pendingMsg{msg: m, err: err, onStored: func() { s.stats.delivered.Add(1) }}
@@ -119,6 +131,36 @@ func (s *Service) readOne(m jetstream.Msg) (pendingMsg, bool) {
 		p.futures = []jetstream.PubAckFuture{f}
 	}
 	return p, true
+}
+
+// hasRoom reports whether member's DLV subject takes one more copy without evicting one the
+// member has not acknowledged. When it must ask the member's consumer, the handoffs in flight
+// are settled first so that the answer counts them.
+func (s *Service) hasRoom(ctx context.Context, member string, flush func() error) bool {
+	ok, err := s.room.admit(member, func() (int64, error) {
+		if err := flush(); err != nil {
+			return 0, err
+		}
+		return s.unackedCopies(ctx, member)
+	})
+	if err != nil && s.room.shouldLog(member, time.Now()) {
+		s.log.Warn("cannot count a member's unacknowledged durable copies; handing copies over anyway",
+			"member", member, "err", err)
+	}
+	return ok
+}
+
+// handoffFull reports a copy refused because member's handoff is full (issue 12 item 9): it
+// is counted, recorded as a gap of the membership it was written for and acked, so the loss
+// is reported once instead of retried against a backlog that may never drain.
+func (s *Service) handoffFull(m jetstream.Msg, member string, e *entry, id string) {
+	s.stats.droppedFull.Add(1)
+	s.dropped.record(e.Channel, member, e.Seq, e.Reason == ReasonDurableChannel)
+	if s.room.shouldLog(member, time.Now()) {
+		s.log.Error("a member's durable handoff is full of unacknowledged copies; dropping new copies as gaps",
+			"member", member, "channel", e.Channel, "seq", e.Seq, "id", id)
+	}
+	_ = m.Ack()
 }
 
 // unknownMember retries an entry whose member the ACL source does not know yet, and gives up,

@@ -27,6 +27,8 @@ type Service struct {
 	presence *kvCache[wire.Presence]
 	gaps     gapLog
 	inGaps   gapLog // INBOX sequences the reader never saw
+	dropped  droppedLog
+	room     dlvRoom
 	backlog  *backlog
 	stats    counters
 	sup      *supervisor

@@ -25,6 +25,10 @@ type Stats struct {
 	// ReaderDroppedNotEligible counts durable-channel entries outside the member's membership
 	// interval, such as after a leave (SPEC §7).
 	ReaderDroppedNotEligible int64
+	// ReaderDroppedFull counts copies refused because the member's DLV subject already held
+	// its max_msgs_per_subject unacknowledged copies (issue 12 item 9): handing one more over
+	// would have evicted the oldest copy unread. Each is a gap of the member's membership.
+	ReaderDroppedFull int64
 	// ReaderGaveUpUnknown counts entries terminated after Config.UnknownMemberRetries deliveries
 	// because the ACL source did not know the member.
 	ReaderGaveUpUnknown int64
@@ -59,6 +63,7 @@ type Stats struct {
 type counters struct {
 	fannedOutDurable, fannedOutMention, fanoutSkipped, gaps, gapMessages               atomic.Int64
 	delivered, droppedUnauthorized, droppedNotEligible, gaveUpUnknown, readerMalformed atomic.Int64
+	droppedFull                                                                        atomic.Int64
 	readerGaps, readerGapEntries                                                       atomic.Int64
 	refusedReply, refusedBusy, registryInvalid, registryRepairs                        atomic.Int64
 	fanoutLag, readerLag                                                               atomic.Uint64
@@ -70,7 +75,8 @@ func (c *counters) snapshot() Stats {
 		FanoutSkipped: c.fanoutSkipped.Load(), GapsDetected: c.gaps.Load(), GapMessages: c.gapMessages.Load(),
 		ReaderDelivered: c.delivered.Load(), ReaderDroppedUnauthorized: c.droppedUnauthorized.Load(),
 		ReaderDroppedNotEligible: c.droppedNotEligible.Load(), ReaderGaveUpUnknown: c.gaveUpUnknown.Load(),
-		ReaderGaps: c.readerGaps.Load(), ReaderGapEntries: c.readerGapEntries.Load(),
+		ReaderDroppedFull: c.droppedFull.Load(),
+		ReaderGaps:        c.readerGaps.Load(), ReaderGapEntries: c.readerGapEntries.Load(),
 		ReaderMalformed: c.readerMalformed.Load(), ControlRefusedReplySubject: c.refusedReply.Load(),
 		ControlRefusedBusy: c.refusedBusy.Load(),
 		RegistryInvalid:    c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),

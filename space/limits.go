@@ -26,6 +26,9 @@ type Limits struct {
 	PerSubject int64
 	// WatchConsumers is the max_consumers of the presence and channel-registry buckets.
 	WatchConsumers int
+	// HandoffPerSubject is how many durable copies DLV_<s> keeps per member; zero is
+	// wire.BackstopPerSubject. Past it the trusted reader reports new copies as gaps.
+	HandoffPerSubject int64
 	// ViolationLogInterval rate-limits each identity's refusal lines in the log
 	// (broker.Config.ViolationLogInterval); negative logs every line.
 	ViolationLogInterval time.Duration
@@ -60,6 +63,7 @@ func (l Limits) withDefaults() Limits {
 		TaskBytes:            orDefault(l.TaskBytes, d.TaskBytes),
 		PerSubject:           orDefault(l.PerSubject, d.PerSubject),
 		WatchConsumers:       orDefault(l.WatchConsumers, d.WatchConsumers),
+		HandoffPerSubject:    l.HandoffPerSubject,
 		ViolationLogInterval: orDefault(l.ViolationLogInterval, d.ViolationLogInterval),
 	}
 }
@@ -68,6 +72,7 @@ func (l Limits) withDefaults() Limits {
 func (l Limits) streams() wire.StreamLimits {
 	s := wire.DefaultStreamLimits()
 	s.DMBytes, s.TaskBytes, s.PerSubject, s.WatchConsumers = l.DMBytes, l.TaskBytes, l.PerSubject, l.WatchConsumers
+	s.HandoffPerSubject = l.HandoffPerSubject
 	return s
 }
 
@@ -81,7 +86,7 @@ func (l Limits) validate() error {
 		v    int64
 	}{{"connections", int64(l.Connections)}, {"subscriptions", int64(l.Subscriptions)}, {"payload", int64(l.Payload)},
 		{"DM bytes", l.DMBytes}, {"task bytes", l.TaskBytes}, {"per-subject limit", l.PerSubject},
-		{"watch consumers", int64(l.WatchConsumers)}}
+		{"watch consumers", int64(l.WatchConsumers)}, {"handoff per-subject limit", l.HandoffPerSubject}}
 	for _, b := range bounds {
 		if b.v < 0 {
 			return fmt.Errorf("limit on %s is %d; use a positive bound, or 0 for the default", b.name, b.v)

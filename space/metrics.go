@@ -104,7 +104,8 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 		"fanout_durable": st.FannedOutDurable, "fanout_mention": st.FannedOutMention,
 		"delivered": st.ReaderDelivered, "dropped_unauthorized": st.ReaderDroppedUnauthorized,
 		"dropped_not_eligible": st.ReaderDroppedNotEligible, "gave_up_unknown": st.ReaderGaveUpUnknown,
-		"gap_messages": st.GapMessages, "malformed": st.ReaderMalformed,
+		"dropped_handoff_full": st.ReaderDroppedFull,
+		"gap_messages":         st.GapMessages, "malformed": st.ReaderMalformed,
 	} {
 		ch <- prometheus.MustNewConstMetric(descBackstop, prometheus.CounterValue, float64(v), rt.name, event)
 	}

@@ -66,6 +66,11 @@ type MemberBacklog struct {
 	DM      Backlog  `json:"dm"`
 	Anycast *Backlog `json:"anycast,omitempty"`
 	Durable Backlog  `json:"durable"`
+	// Dropped counts, by channel, the durable and @mention copies the trusted reader refused
+	// since the mesh started because dlv_<id> already held as many unacknowledged copies as
+	// DLV_<s> keeps per member (issue 12 item 9); listMemberships lists the durable ones as
+	// gaps. Empty when none was lost.
+	Dropped map[string]int64 `json:"dropped,omitempty"`
 }
 
 // SpaceStatus is one space of a running mesh.
@@ -220,6 +225,9 @@ func (rt *spaceRuntime) backlog(ctx context.Context, rec provisioner.Record) (Me
 	}
 	if b.Durable, err = consumerBacklog(ctx, rt.js, n.DLVStream(), n.DLVConsumer(rec.ID)); err != nil {
 		return b, err
+	}
+	if rt.delivery != nil {
+		b.Dropped = rt.delivery.DroppedCopies(rec.ID)
 	}
 	if rec.Grants.Role != "" {
 		svc, err := consumerBacklog(ctx, rt.js, n.TaskStream(), n.SvcConsumer(rec.Grants.Role))

@@ -66,6 +66,9 @@ func deliveryPermissions(p *Permissions, n Names) {
 	// it lost back out of DLV, read and deleted one by one (issue 12 item 1).
 	dlv := n.DLVStream()
 	p.Pub.Allow.add(streamAPI("INFO", dlv), streamAPI("MSG.GET", dlv), streamAPI("MSG.DELETE", dlv))
+	// The trusted reader counts a member's unacknowledged copies on dlv_<id> before a handoff
+	// would evict one unread (issue 12 item 9).
+	p.Pub.Allow.add(consumerAPI("INFO", dlv, "*"))
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a
 	// compare-and-set conflict.
 	p.Pub.Allow.add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", KVStream(n.MembersBucket())))

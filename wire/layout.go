@@ -35,6 +35,10 @@ type StreamLimits struct {
 	PerSubject int64
 	// BackstopBytes is the max_bytes of INBOX_<s> and of DLV_<s>, each.
 	BackstopBytes int64
+	// HandoffPerSubject is DLV_<s>'s max_msgs_per_subject: the copies one member's handoff
+	// keeps. The trusted reader refuses, and reports as a gap, a copy that would evict one the
+	// member has not acknowledged (issue 12 item 9). Zero is BackstopPerSubject.
+	HandoffPerSubject int64
 	// BucketBytes is the max_bytes of each KV bucket but membership (MembershipMaxBytes).
 	BucketBytes int64
 	// WatchConsumers is the max_consumers of the presence and channel-registry buckets, the
@@ -172,6 +176,9 @@ func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 
 	dlv := base(n.DLVStream(), "dlv", l.BackstopBytes)
 	dlv.MaxMsgsPerSubject = BackstopPerSubject
+	if l.HandoffPerSubject > 0 {
+		dlv.MaxMsgsPerSubject = l.HandoffPerSubject
+	}
 	dlv.Duplicates = BackstopDuplicateWindow
 	return []StreamSpec{chat, dm, task, inbox, dlv}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,6 +94,9 @@ func printPending(w io.Writer, spaceName string, b *space.MemberBacklog) error {
 	fmt.Fprintf(w, "waiting for %s (%s) in space %s:\n", b.Name, b.ID, spaceName)
 	fmt.Fprintf(w, "  DMs             %s\n", pendingLine(&b.DM))
 	fmt.Fprintf(w, "  durable copies  %s\n", pendingLine(&b.Durable))
+	for _, ch := range slices.Sorted(maps.Keys(b.Dropped)) {
+		fmt.Fprintf(w, "  lost on %s  %d copies refused: the durable handoff was full of unacknowledged copies\n", ch, b.Dropped[ch])
+	}
 	if b.Anycast != nil {
 		fmt.Fprintf(w, "  anycasts        %s, shared by every holder of role %s\n", pendingLine(b.Anycast), b.Role)
 	}

@@ -104,7 +104,7 @@ func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
 	b := s.Backstop
 	fmt.Fprintf(w, "  backstop: fan-out lag %d, reader lag %d, delivered %d, dropped %d, gaps %d, loop restarts %d\n",
 		b.FanoutLag, b.ReaderLag, b.ReaderDelivered, b.ReaderDroppedUnauthorized+b.ReaderDroppedNotEligible+b.ReaderGaveUpUnknown,
-		b.GapMessages, b.Restarts)
+		b.GapMessages+b.ReaderDroppedFull, b.Restarts)
 	if len(s.Members) == 0 {
 		fmt.Fprintln(w, "  no active agent credential")
 		return

@@ -1,0 +1,86 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/jsconfig"
+	"github.com/cotal-go/cotal/wire"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// setHandoffBound sets DLV_<s>'s max_msgs_per_subject to bound (wire.Unlimited: none) and
+// restarts the reader, which reads the bound when it starts, waiting until it is up again.
+func (h *harness) setHandoffBound(bound int64) {
+	h.t.Helper()
+	spec := testNames.MessageStreams(wire.DefaultStreamLimits())[4]
+	spec.MaxMsgsPerSubject = bound
+	if _, err := h.js.UpdateStream(context.Background(), jsconfig.Stream(spec, jetstream.FileStorage)); err != nil {
+		h.t.Fatalf("update %s: %v", spec.Name, err)
+	}
+	h.svc.StopLoop(h.t, LoopReader)()
+	await.Check(h.t, waitFor, pollEvery, func() error {
+		if h.svc.sup.isDown(LoopReader) {
+			return fmt.Errorf("the reader is not up again")
+		}
+		return nil
+	})
+}
+
+// gapCount sums the sequences in ranges.
+func gapCount(ranges []wire.SeqRange) uint64 {
+	var n uint64
+	for _, r := range ranges {
+		n += r.Last - r.First + 1
+	}
+	return n
+}
+
+func TestAMemberOfflinePastTheHandoffBoundSeesEveryDroppedCopyAsAGap(t *testing.T) {
+	const bound, sent, later = 5, 12, 3
+	h := newHarness(t)
+	h.setHandoffBound(bound)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	bob.join("team")
+	var owed []string
+	var seqs []uint64
+	for range sent {
+		m, seq := alice.publish("team")
+		owed, seqs = append(owed, m.ID), append(seqs, seq)
+	}
+	// bob was offline for all of them: he gets the oldest bound copies, once each.
+	if got := bob.received(); !slices.Equal(got, owed[:bound]) {
+		t.Fatalf("bob got %q, want the oldest %d he was owed %q", got, bound, owed[:bound])
+	}
+	if st := h.svc.Stats(); st.ReaderDroppedFull != sent-bound || st.ReaderDelivered != bound {
+		t.Fatalf("dropped full = %d, delivered = %d; want %d and %d", st.ReaderDroppedFull, st.ReaderDelivered, sent-bound, bound)
+	}
+	if got := h.svc.DroppedCopies(bob.id); !maps.Equal(got, map[string]int64{"team": sent - bound}) {
+		t.Fatalf("dropped copies of bob = %v, want %d on team", got, sent-bound)
+	}
+	var list wire.ListMembershipsReply
+	h.decodeOK(bob.control(wire.OpListMemberships, nil), &list)
+	if len(list.Memberships) != 1 {
+		t.Fatalf("memberships = %+v, want one", list.Memberships)
+	}
+	gaps := list.Memberships[0].Gaps
+	if gapCount(gaps) != sent-bound || gaps[0].First != seqs[bound] || gaps[len(gaps)-1].Last != seqs[sent-1] {
+		t.Fatalf("gaps = %+v, want the %d sequences %d..%d", gaps, sent-bound, seqs[bound], seqs[sent-1])
+	}
+	// Once bob has acknowledged what he got, his handoff has room again.
+	var next []string
+	for range later {
+		m, _ := alice.publish("team")
+		next = append(next, m.ID)
+	}
+	if got := bob.received(); !slices.Equal(got, next) {
+		t.Fatalf("after draining bob got %q, want %q", got, next)
+	}
+	if st := h.svc.Stats(); st.ReaderDroppedFull != sent-bound {
+		t.Fatalf("dropped full = %d after draining, want still %d", st.ReaderDroppedFull, sent-bound)
+	}
+}
