@@ -21,6 +21,11 @@ import (
 // outside acl go, by sequence. A copy that does not decode cannot be shown to be authorized
 // and goes too: the client would terminate it anyway (SPEC §5).
 //
+// Only copies past dlv_<id>'s ack floor are read: an acknowledged copy stays in the stream, but
+// no grant of the agent reaches it any more (it binds dlv_<id> and creates no consumer on
+// DLV_<s>), and a member that keeps up has few unacknowledged copies, so a re-mint costs a few
+// reads instead of one per retained copy.
+//
 // It runs on the delivery identity's connection: that identity wrote the copies and already
 // reads backstop content, while the provisioner identity holds no content grant.
 func (rt *spaceRuntime) pruneHandoff(ctx context.Context, id string, acl wire.ACLRecord) (int, error) {
@@ -33,7 +38,7 @@ func (rt *spaceRuntime) pruneHandoff(ctx context.Context, id string, acl wire.AC
 		return 0, fmt.Errorf("open %s: %w", rt.names.DLVStream(), err)
 	}
 	subject, deleted := rt.names.DLVSubject(id), 0
-	for seq := uint64(1); ; {
+	for seq := unackedFrom(ctx, st, rt.names.DLVConsumer(id)); ; {
 		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return deleted, nil
@@ -50,4 +55,18 @@ func (rt *spaceRuntime) pruneHandoff(ctx context.Context, id string, acl wire.AC
 		}
 		deleted++
 	}
+}
+
+// unackedFrom is the first stream sequence consumer may still deliver: one past its ack floor,
+// or 1 when its state cannot be read (the whole subject is then checked, as before).
+func unackedFrom(ctx context.Context, st jetstream.Stream, consumer string) uint64 {
+	c, err := st.Consumer(ctx, consumer)
+	if err != nil {
+		return 1
+	}
+	info := c.CachedInfo()
+	if info == nil {
+		return 1
+	}
+	return info.AckFloor.Stream + 1
 }
