@@ -98,8 +98,9 @@ type Limits struct {
 	// TaskBytes is the byte limit of the space's task (anycast) stream; past it a new task
 	// is refused until pending ones are taken. Default 268435456 (256 MiB), at least 1 MiB.
 	TaskBytes int64 `koanf:"task_bytes"`
-	// PerSubject is the most DMs kept per recipient and sender, and the most pending tasks
-	// per role and sender. Default 1000, at least 1.
+	// PerSubject is the most pending tasks per role and sender (a task past it is refused).
+	// DMs have no such bound: it would evict a sender's older DMs to an offline recipient
+	// silently; dm_bytes bounds them. Default 1000, at least 1.
 	PerSubject int64 `koanf:"per_subject"`
 	// WatchConsumers is the most consumers on the presence and on the channel registry
 	// bucket, where every agent creates its own watches. Default 2000, at least 10.

@@ -22,7 +22,7 @@ type Limits struct {
 	SpaceBytes int64
 	// DMBytes and TaskBytes are the byte limits of DM_<s> and TASK_<s>.
 	DMBytes, TaskBytes int64
-	// PerSubject is DM_<s>'s and TASK_<s>'s max_msgs_per_subject.
+	// PerSubject is TASK_<s>'s max_msgs_per_subject (pending tasks per role and sender).
 	PerSubject int64
 	// WatchConsumers is the max_consumers of the presence and channel-registry buckets.
 	WatchConsumers int

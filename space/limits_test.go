@@ -72,15 +72,15 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 			t.Fatalf("DM stream holds %d bytes after 4 MiB of DMs; limit %d", got, streamBytes)
 		}
 	})
-	t.Run("DMs to one recipient keep at most the per-subject limit", func(t *testing.T) {
+	t.Run("DMs to one recipient past the task bound are all kept: DM evicts only by bytes", func(t *testing.T) {
 		subject := n.InstSubject(victim.ID, mallory.ID)
 		for i := range 20 {
 			if _, err := js.Publish(ctx, subject, []byte("dm")); err != nil {
 				t.Fatalf("DM %d: %v", i, p.explain(err))
 			}
 		}
-		if got := streamState(ctx, t, p, n.DMStream(), subject).State.Subjects[subject]; got != 5 {
-			t.Fatalf("the DM stream keeps %d messages on %s, want the per-subject limit 5", got, subject)
+		if got := streamState(ctx, t, p, n.DMStream(), subject).State.Subjects[subject]; got != 20 {
+			t.Fatalf("the DM stream keeps %d messages on %s, want all 20", got, subject)
 		}
 	})
 	t.Run("a task past the per-subject limit is refused", func(t *testing.T) {
@@ -346,9 +346,9 @@ func TestAnUnboundedDataDirectoryStartsUnderTheLimits(t *testing.T) {
 	t.Cleanup(func() { _ = second.Close(context.Background()) })
 	p := newPeer(t, second, mallory)
 	info := streamState(ctx, t, p, n.DMStream(), "")
-	if info.State.Bytes > dmBytes || info.Config.MaxBytes != dmBytes || info.Config.MaxMsgsPerSubject != wire.DefaultPerSubject {
+	if info.State.Bytes > dmBytes || info.Config.MaxBytes != dmBytes || info.Config.MaxMsgsPerSubject != wire.Unlimited {
 		t.Fatalf("DM after the restart holds %d bytes under max_bytes %d and %d per subject; want at most %d bytes and %d per subject",
-			info.State.Bytes, info.Config.MaxBytes, info.Config.MaxMsgsPerSubject, dmBytes, wire.DefaultPerSubject)
+			info.State.Bytes, info.Config.MaxBytes, info.Config.MaxMsgsPerSubject, dmBytes, wire.Unlimited)
 	}
 	if task := streamState(ctx, t, p, n.TaskStream(), "").Config; task.Discard != jetstream.DiscardNew || task.MaxBytes != wire.DefaultTaskBytes {
 		t.Fatalf("TASK after the restart discards %v with max_bytes %d", task.Discard, task.MaxBytes)

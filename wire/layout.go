@@ -30,8 +30,8 @@ type StreamLimits struct {
 	// a full TASK refuses new tasks (discard new, per subject too) and the sender sees
 	// JetStream's error.
 	TaskBytes int64
-	// PerSubject is DM_<s>'s and TASK_<s>'s max_msgs_per_subject: per recipient and sender
-	// for a DM, per role and sender for a task.
+	// PerSubject is TASK_<s>'s max_msgs_per_subject: the pending tasks per role and sender
+	// (refused past it, as TASK discards new).
 	PerSubject int64
 	// BackstopBytes is the max_bytes of INBOX_<s> and of DLV_<s>, each.
 	BackstopBytes int64
@@ -160,8 +160,11 @@ func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 	chat.MaxMsgsPerSubject = ChatPerSubject
 	chat.AllowDirect = true // SPEC §8: CHAT allows Direct Get; agents still hold no grant for it.
 
+	// DM keeps no per-subject bound: with discard old it would evict a sender's own older DMs
+	// to a recipient that is offline or slow, silently (SPEC §4 at-least-once); DMBytes bounds
+	// the stream instead.
 	dm := base(n.DMStream(), "inst", l.DMBytes)
-	dm.MaxMsgsPerSubject = l.PerSubject
+	dm.MaxMsgsPerSubject = Unlimited
 	task := base(n.TaskStream(), "svc", l.TaskBytes)
 	task.Retention = RetainWorkQueue
 	task.MaxMsgsPerSubject = l.PerSubject

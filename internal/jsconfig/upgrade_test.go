@@ -75,7 +75,7 @@ func TestBoundedLayoutUpdatesAnUnboundedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Bytes > uint64(limits.DMBytes) || info.Config.MaxMsgsPerSubject != limits.PerSubject {
+	if info.State.Bytes > uint64(limits.DMBytes) || info.Config.MaxMsgsPerSubject != wire.Unlimited {
 		t.Fatalf("DM after the update holds %d bytes (limit %d), per subject %d", info.State.Bytes, limits.DMBytes, info.Config.MaxMsgsPerSubject)
 	}
 }
