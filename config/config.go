@@ -100,7 +100,8 @@ type Limits struct {
 	TaskBytes int64 `koanf:"task_bytes"`
 	// PerSubject is the most pending tasks per role and sender (a task past it is refused).
 	// DMs have no such bound: it would evict a sender's older DMs to an offline recipient
-	// silently; dm_bytes bounds them. Default 1000, at least 1.
+	// silently; dm_bytes bounds them. Default 100000 (a producer may queue that many tasks for
+	// one role before the first is taken; task_bytes bounds the whole), at least 1.
 	PerSubject int64 `koanf:"per_subject"`
 	// WatchConsumers is the most consumers on the presence and on the channel registry
 	// bucket, where every agent creates its own watches. Default 2000, at least 10.
@@ -144,7 +145,7 @@ func defaults(dir string) Config {
 		Log:          Log{Format: "text", Level: "info"},
 		Expiry:       24 * time.Hour,
 		Limits: Limits{Connections: 1000, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
-			DMBytes: 256 << 20, TaskBytes: 256 << 20, PerSubject: 1000, WatchConsumers: 2000,
+			DMBytes: 256 << 20, TaskBytes: 256 << 20, PerSubject: 100_000, WatchConsumers: 2000,
 			ViolationLogInterval: 10 * time.Second},
 	}
 }

@@ -52,7 +52,7 @@ const (
 	DefaultChatBytes      = 512 << 20
 	DefaultDMBytes        = 256 << 20
 	DefaultTaskBytes      = 256 << 20
-	DefaultPerSubject     = 1000
+	DefaultPerSubject     = 100_000
 	DefaultBackstopBytes  = 256 << 20
 	DefaultBucketBytes    = 64 << 20
 	DefaultWatchConsumers = 2000
