@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -16,7 +17,7 @@ func TestMCPToolErrorsAreResultsThatSayWhatToDo(t *testing.T) {
 	alice := newAgent(t, m, "alice", provisioner.Grants{Subscribe: general, AllowPublish: general})
 	newAgent(t, m, "carol", provisioner.Grants{Subscribe: general})
 	newAgent(t, m, "carol", provisioner.Grants{Subscribe: general})
-	eventually(t, "alice sees both carols", func() bool {
+	await.True(t, callWait, "alice sees both carols", func() bool {
 		n := 0
 		for _, p := range alice.e.Roster().Snapshot() {
 			if p.Presence.Card.Name == "carol" && p.Online {

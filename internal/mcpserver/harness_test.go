@@ -135,15 +135,3 @@ func (a *agent) waitMessage(t testing.TB, match func(mcpserver.InboxMessage) boo
 	t.Fatalf("%s: no matching message in the inbox within %v; read %+v", a.name, callWait, seen)
 	return mcpserver.InboxMessage{}, nil
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(callWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, callWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

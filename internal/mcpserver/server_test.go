@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/mcpserver"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -68,7 +69,7 @@ func TestMCPTwoAgentsTalkThroughTheirTools(t *testing.T) {
 	t.Run("peek shows the inbox without clearing it", func(t *testing.T) {
 		alice.ok(t, "cotal_dm", map[string]any{"to": "bob", "text": "peek at me"}, nil)
 		var first, second inbox
-		eventually(t, "the DM shows in a peek", func() bool {
+		await.True(t, callWait, "the DM shows in a peek", func() bool {
 			bob.ok(t, "cotal_inbox", map[string]any{"peek": true, "wait_seconds": 2}, &first)
 			return len(first.Messages) > 0
 		})
@@ -84,7 +85,7 @@ func TestMCPTwoAgentsTalkThroughTheirTools(t *testing.T) {
 		if st.Status != "working" || st.Activity != "reviewing PR 12" {
 			t.Errorf("cotal_status answered %+v", st)
 		}
-		eventually(t, "alice's roster shows bob working", func() bool {
+		await.True(t, callWait, "alice's roster shows bob working", func() bool {
 			var r struct {
 				Peers []struct{ Name, ID, Role, Status, Activity string }
 			}
