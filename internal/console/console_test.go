@@ -126,7 +126,7 @@ func TestEachViewShowsItsPartOfTheMesh(t *testing.T) {
 	}{
 		{"the roster names both agents with their status as a word", "/view/roster", []string{">alice", ">bob", "planner", ">idle<"}},
 		{"channels show class, replay and members", "/view/channels", []string{">general<", ">durable<", "alice, bob", "/min"}},
-		{"delivery shows what waits for each member and the backstop's gaps", "/view/delivery", []string{">alice<", ">bob<", "reader lag", "gaps"}},
+		{"delivery shows what waits for each member and the backstop's gaps", "/view/delivery", []string{">alice<", ">bob<", "reader lag", "gaps", "copies lost"}},
 		{"health names every component", "/view/health", []string{"broker", "space main delivery", ": ok"}},
 		{"plots draw rate and lag", "/view/plots", []string{"<svg", "messages per minute", "backstop lag"}},
 		{"credentials list the agents and the console", "/view/credentials", []string{">alice", ">bob", ">console", "revoke"}},
