@@ -89,23 +89,33 @@ func joinDurablyAndLeave(ctx context.Context, t *testing.T, m *space.Mesh, cred 
 // handoffIDs reads, without acking, the ids of every copy waiting in p's own dlv_ consumer.
 func handoffIDs(ctx context.Context, t *testing.T, p *peer, n wire.Names) []string {
 	t.Helper()
+	var ids []string
+	for _, cm := range handoffCopies(ctx, t, p, n, 100) {
+		ids = append(ids, cm.ID)
+	}
+	return ids
+}
+
+// handoffCopies fetches up to max of the durable copies waiting on p's dlv_<id>, decoded.
+func handoffCopies(ctx context.Context, t *testing.T, p *peer, n wire.Names, max int) []wire.CotalMessage {
+	t.Helper()
 	cons, err := p.jetStream(t).Consumer(ctx, n.DLVStream(), n.DLVConsumer(p.cred.ID))
 	if err != nil {
 		t.Fatal(p.explain(err))
 	}
-	batch, err := cons.Fetch(100, jetstream.FetchMaxWait(time.Second))
+	batch, err := cons.Fetch(max, jetstream.FetchMaxWait(time.Second))
 	if err != nil {
 		t.Fatal(p.explain(err))
 	}
-	var ids []string
+	var copies []wire.CotalMessage
 	for msg := range batch.Messages() {
 		var cm wire.CotalMessage
 		if err := json.Unmarshal(msg.Data(), &cm); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, cm.ID)
+		copies = append(copies, cm)
 	}
-	return ids
+	return copies
 }
 
 // memberGaps asks the delivery service for p's memberships and returns the gaps of the one.

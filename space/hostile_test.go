@@ -122,20 +122,8 @@ func TestANarrowingReMintDeletesHandedOverCopiesOfLostChannels(t *testing.T) {
 
 	renewed := reMint(t, m, carol, provisioner.Grants{Subscribe: []string{"general"}})
 	after := newPeer(t, m, renewed)
-	cons, err := after.jetStream(t).Consumer(ctx, n.DLVStream(), n.DLVConsumer(carol.ID))
-	if err != nil {
-		t.Fatal(after.explain(err))
-	}
-	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(time.Second))
-	if err != nil {
-		t.Fatal(after.explain(err))
-	}
 	var channels []string
-	for msg := range batch.Messages() {
-		var cm wire.CotalMessage
-		if err := json.Unmarshal(msg.Data(), &cm); err != nil {
-			t.Fatal(err)
-		}
+	for _, cm := range handoffCopies(ctx, t, after, n, 10) {
 		channels = append(channels, cm.Channel)
 	}
 	if len(channels) != 1 || channels[0] != "general" {
