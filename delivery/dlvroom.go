@@ -22,15 +22,29 @@ const fullLogEvery = time.Minute
 // bound once would be refused for good. The reader therefore refuses the new copy itself
 // when the member's unacknowledged copies fill the bound, and reports it as a gap.
 //
-// est is an upper bound of each member's unacknowledged copies: the count the member's
-// dlv_<id> consumer reported at the last refresh plus every copy handed over since. Only the
-// reader adds copies and a member's acks only lower the count, so while est is under the
-// bound no copy can be evicted unread, and the consumer is asked only when est reaches it.
+// est is an upper bound of each member's unacknowledged copies: the count at the last refresh
+// plus every copy handed over since. Only the reader adds copies and a member's acks only
+// lower the count, so while est is under the bound no copy can be evicted unread, and the
+// consumer is asked only when est reaches it.
+//
+// The consumer's num_pending cannot be the count on its own: the server raises it when the
+// stream signals the consumer, asynchronously after the PubAck, so copies handed over just
+// before the question are missing from it. undelivered keeps the stream sequence of every
+// copy handed over past the consumer's last delivered sequence, and the count takes the
+// larger of the two.
 type dlvRoom struct {
-	mu     sync.Mutex
-	bound  int64 // DLV_<s>'s max_msgs_per_subject; 0 or less means no bound
-	est    map[string]int64
-	logged map[string]time.Time
+	mu          sync.Mutex
+	bound       int64 // DLV_<s>'s max_msgs_per_subject; 0 or less means no bound
+	est         map[string]int64
+	undelivered map[string][]uint64
+	logged      map[string]time.Time
+}
+
+// handoffState is what a member's dlv_<id> consumer reports of its copies.
+type handoffState struct {
+	pending    int64  // num_pending, possibly behind the last handoffs
+	ackPending int64  // delivered, not yet acknowledged
+	delivered  uint64 // the stream sequence of the last copy delivered
 }
 
 // load reads the bound from DLV_<s> when the reader (re)starts and forgets the estimates.
@@ -41,34 +55,62 @@ func (r *dlvRoom) load(ctx context.Context, js jetstream.JetStream, names wire.N
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.bound, r.est = st.CachedInfo().Config.MaxMsgsPerSubject, map[string]int64{}
+	r.bound, r.est, r.undelivered = st.CachedInfo().Config.MaxMsgsPerSubject, map[string]int64{}, map[string][]uint64{}
 	if r.logged == nil {
 		r.logged = map[string]time.Time{}
 	}
 	return nil
 }
 
+// handed records that a copy for member was stored at stream sequence seq.
+func (r *dlvRoom) handed(member string, seq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bound > 0 {
+		r.undelivered[member] = append(r.undelivered[member], seq)
+	}
+}
+
 // admit reports whether one more copy for member fits in its DLV subject without evicting an
-// unacknowledged one, and counts it if so. unacked asks the member's consumer; an error
-// there admits the copy, as the stream alone would.
-func (r *dlvRoom) admit(member string, unacked func() (int64, error)) (bool, error) {
+// unacknowledged one, and counts it if so. state asks the member's consumer; an error there
+// admits the copy, as the stream alone would.
+func (r *dlvRoom) admit(member string, state func() (handoffState, error)) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bound <= 0 {
 		return true, nil
 	}
 	if r.est[member] >= r.bound {
-		n, err := unacked()
+		r.mu.Unlock()
+		st, err := state()
+		r.mu.Lock()
 		if err != nil {
 			return true, err
 		}
-		r.est[member] = n
+		r.est[member] = r.unacked(member, st)
 	}
 	if r.est[member] >= r.bound {
 		return false, nil
 	}
 	r.est[member]++
 	return true, nil
+}
+
+// unacked counts member's unacknowledged copies from its consumer's state and the copies
+// handed over that the consumer has not delivered, forgetting those it has.
+func (r *dlvRoom) unacked(member string, st handoffState) int64 {
+	seqs := r.undelivered[member]
+	i := 0
+	for i < len(seqs) && seqs[i] <= st.delivered {
+		i++
+	}
+	seqs = append(seqs[:0], seqs[i:]...)
+	if len(seqs) == 0 {
+		delete(r.undelivered, member)
+	} else {
+		r.undelivered[member] = seqs
+	}
+	return st.ackPending + max(st.pending, int64(len(seqs)))
 }
 
 // shouldLog reports whether member's handoff is due a log line, at most once per
@@ -83,13 +125,14 @@ func (r *dlvRoom) shouldLog(member string, now time.Time) bool {
 	return true
 }
 
-// unackedCopies returns how many copies member's dlv_<id> consumer has not had acknowledged.
-// The caller settles the reader's publishes in flight first, so none is missing from the count.
-func (s *Service) unackedCopies(ctx context.Context, member string) (int64, error) {
+// handoffState reads member's dlv_<id> consumer. The caller settles the reader's publishes in
+// flight first, so every copy handed over is in dlvRoom.undelivered.
+func (s *Service) handoffState(ctx context.Context, member string) (handoffState, error) {
 	c, err := s.js.Consumer(ctx, s.names.DLVStream(), s.names.DLVConsumer(member))
 	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", s.names.DLVConsumer(member), err)
+		return handoffState{}, fmt.Errorf("open %s: %w", s.names.DLVConsumer(member), err)
 	}
 	info := c.CachedInfo()
-	return int64(info.NumPending) + int64(info.NumAckPending), nil
+	return handoffState{pending: int64(info.NumPending), ackPending: int64(info.NumAckPending),
+		delivered: info.Delivered.Stream}, nil
 }

@@ -122,7 +122,7 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 	if reason == ReasonLiveMention {
 		counter = &s.stats.fannedOutMention
 	}
-	p.onStored = func() { counter.Add(int64(len(targets))) }
+	p.onStored = func([]*jetstream.PubAck) { counter.Add(int64(len(targets))) }
 	return p
 }
 

@@ -51,8 +51,8 @@ func releaseBuffered(it jetstream.MessagesContext) {
 type pendingMsg struct {
 	msg      jetstream.Msg
 	futures  []jetstream.PubAckFuture
-	err      error  // a publish that could not even be sent
-	onStored func() // counts what was delivered, once every publish is stored
+	err      error                   // a publish that could not even be sent
+	onStored func([]*jetstream.PubAck) // counts what was delivered, once every publish is stored
 }
 
 // settle waits for each pending message's publishes and acks it only when all of them were
@@ -61,8 +61,9 @@ type pendingMsg struct {
 func settle(ctx context.Context, pend []pendingMsg, onFail func(pendingMsg, error)) error {
 	for _, p := range pend {
 		err := p.err
+		var acks []*jetstream.PubAck
 		if err == nil {
-			err = awaitAll(ctx, p.futures)
+			acks, err = awaitAll(ctx, p.futures)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -73,25 +74,28 @@ func settle(ctx context.Context, pend []pendingMsg, onFail func(pendingMsg, erro
 		default:
 			_ = p.msg.Ack()
 			if p.onStored != nil {
-				p.onStored()
+				p.onStored(acks)
 			}
 		}
 	}
 	return ctx.Err()
 }
 
-// awaitAll waits until every publish is stored, one fails, or ctx ends.
-func awaitAll(ctx context.Context, futures []jetstream.PubAckFuture) error {
+// awaitAll waits until every publish is stored, one fails, or ctx ends, and returns the
+// acknowledgements in the order of futures.
+func awaitAll(ctx context.Context, futures []jetstream.PubAckFuture) ([]*jetstream.PubAck, error) {
+	acks := make([]*jetstream.PubAck, 0, len(futures))
 	for _, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			acks = append(acks, ack)
 		case err := <-f.Err():
-			return err
+			return nil, err
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	return nil
+	return acks, nil
 }
 
 // nakAll releases messages a stopping loop will not process.

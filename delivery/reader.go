@@ -126,7 +126,12 @@ func (s *Service) readOne(ctx context.Context, m jetstream.Msg, flush func() err
 	}
 	f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DLVSubject(member), Data: e.Msg},
 		jetstream.WithMsgID(dlvMsgID(msg.ID, member)), jetstream.WithExpectStream(s.names.DLVStream()))
-	p := pendingMsg{msg: m, err: err, onStored: func() { s.stats.delivered.Add(1) }}
+	p := pendingMsg{msg: m, err: err, onStored: func(acks []*jetstream.PubAck) {
+		s.stats.delivered.Add(1)
+		for _, a := range acks {
+			s.room.handed(member, a.Sequence)
+		}
+	}}
 	if err == nil {
 		p.futures = []jetstream.PubAckFuture{f}
 	}
@@ -137,11 +142,11 @@ func (s *Service) readOne(ctx context.Context, m jetstream.Msg, flush func() err
 // member has not acknowledged. When it must ask the member's consumer, the handoffs in flight
 // are settled first so that the answer counts them.
 func (s *Service) hasRoom(ctx context.Context, member string, flush func() error) bool {
-	ok, err := s.room.admit(member, func() (int64, error) {
+	ok, err := s.room.admit(member, func() (handoffState, error) {
 		if err := flush(); err != nil {
-			return 0, err
+			return handoffState{}, err
 		}
-		return s.unackedCopies(ctx, member)
+		return s.handoffState(ctx, member)
 	})
 	if err != nil && s.room.shouldLog(member, time.Now()) {
 		s.log.Warn("cannot count a member's unacknowledged durable copies; handing copies over anyway",
