@@ -51,7 +51,7 @@ func releaseBuffered(it jetstream.MessagesContext) {
 type pendingMsg struct {
 	msg      jetstream.Msg
 	futures  []jetstream.PubAckFuture
-	err      error                   // a publish that could not even be sent
+	err      error                     // a publish that could not even be sent
 	onStored func([]*jetstream.PubAck) // counts what was delivered, once every publish is stored
 }
 
