@@ -45,9 +45,10 @@ func (tc *trustChain) verifyAccount(token, wantKey string) (*jwt.AccountClaims, 
 
 // warnNoJetStream logs the one misconfiguration nats-server keeps silent about: an account
 // JWT without JetStream limits gives that account no JetStream, so every stream operation
-// of its users fails.
+// of its users fails. An account that imports the JetStream API from another (a cotal
+// space's agent account) uses that account's JetStream and is not warned about.
 func (tc *trustChain) warnNoJetStream(log *slog.Logger, claims *jwt.AccountClaims) {
-	if claims.Subject != tc.system && !claims.Limits.IsJSEnabled() {
+	if claims.Subject != tc.system && !claims.Limits.IsJSEnabled() && !importsJetStream(claims) {
 		log.Warn("account JWT sets no JetStream limits: JetStream is disabled for this account", "account", claims.Subject)
 	}
 }
@@ -101,4 +102,17 @@ func newResolver(accounts map[string]string) (*server.MemAccResolver, error) {
 		}
 	}
 	return r, nil
+}
+
+// jsAPI is the JetStream API's subject space, which a cross-account JetStream user imports.
+const jsAPI = "$JS.API.>"
+
+// importsJetStream reports whether claims import the JetStream API as a service.
+func importsJetStream(claims *jwt.AccountClaims) bool {
+	for _, im := range claims.Imports {
+		if im.Type == jwt.Service && string(im.Subject) == jsAPI {
+			return true
+		}
+	}
+	return false
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nkeys"
 	"go.etcd.io/bbolt"
 )
 
@@ -17,17 +16,27 @@ var (
 	bucketCredentials = []byte("credentials")
 )
 
-// Account is the public identity of one space's NATS account (SPEC §9: account = space).
+// Account is the public identity of one space's NATS accounts (SPEC §9: account = space).
+// A space is two accounts (wire/accounts.go): the agent account every handed-out credential
+// belongs to, described by PublicKey, SigningKey and JWT, and the storage account that holds
+// its streams and cotal's own connections.
 type Account struct {
 	// Space is the space name the account was created for.
 	Space string
-	// PublicKey is the account's identity key, the account name the broker knows.
+	// PublicKey is the agent account's identity key, the account name the broker knows.
 	PublicKey string
 	// SigningKey is the public half of the separate key that signs the space's user JWTs; it
-	// is listed in the account claims' signing keys.
+	// is listed in the agent account's claims.
 	SigningKey string
-	// JWT is the current account JWT, signed by the operator.
+	// JWT is the current agent account JWT, signed by the operator.
 	JWT string
+	// Storage is the storage account's identity key; StorageJWT its current JWT.
+	Storage    string
+	StorageJWT string
+	// Retired lists the credentials this EnsureSpace call retired when it split a space
+	// created before the storage account existed: they were minted in what is now the
+	// storage account, are refused from now on, and must be minted again. Empty otherwise.
+	Retired []Record
 }
 
 // Trust is everything the broker needs to run in operator mode: the operator JWT, the
@@ -60,6 +69,7 @@ func (s *Store) Trust() (Trust, error) {
 				return err
 			}
 			t.Accounts[a.PublicKey] = a.JWT
+			t.Accounts[a.Storage] = a.StorageJWT
 			return nil
 		})
 	})
@@ -69,13 +79,16 @@ func (s *Store) Trust() (Trust, error) {
 	return t, nil
 }
 
-// EnsureSpace returns the account of the space called name, creating it on first use: an
-// account key, a separate signing key listed in the account claims, the JetStream limits of
-// Options.JetStream and deny-all default permissions, signed by the operator. An existing
-// account keeps its keys; its JWT is re-signed only when Options.JetStream changed or when
-// revocations whose JWTs have all expired are pruned from it. Registry rows of credentials
-// that can no longer connect and that no revocation needs are deleted. A mesh calls it for
-// every space at start, so the account JWT it loads is bounded by the live credentials.
+// EnsureSpace returns the accounts of the space called name, creating them on first use: for
+// each of the agent and storage accounts an account key, a separate signing key listed in its
+// claims and deny-all default permissions, signed by the operator; the storage account gets
+// the JetStream limits of Options.JetStream and the exports the agent account imports. An
+// existing space keeps its keys; its JWTs are re-signed only when Options changed or when
+// revocations whose JWTs have all expired are pruned. A space created before the split gets
+// its agent account now (see splitSpace; Account.Retired lists what that retired). Registry
+// rows of credentials that can no longer connect and that no revocation needs are deleted. A
+// mesh calls it for every space at start, so the account JWTs it loads are bounded by the
+// live credentials.
 func (s *Store) EnsureSpace(name string) (Account, error) {
 	if name == "" {
 		return Account{}, fmt.Errorf("%w: the space name is empty", ErrInvalidRequest)
@@ -84,15 +97,24 @@ func (s *Store) EnsureSpace(name string) (Account, error) {
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketSpaces).Bucket([]byte(name))
 		var err error
-		if b == nil {
+		var retired []Record
+		switch {
+		case b == nil:
 			b, err = s.createSpace(tx, name)
-		} else if err = s.refreshLimits(tx, b); err == nil {
-			err = pruneSpace(tx, b, time.Now())
+		case b.Get(keyStorageJWT) == nil:
+			retired, err = s.splitSpace(tx, b, name)
 		}
 		if err != nil {
 			return err
 		}
+		if err := s.refreshLimits(tx, b); err != nil {
+			return err
+		}
+		if err := pruneSpace(tx, b, time.Now()); err != nil {
+			return err
+		}
 		a, err = readAccount(b, name)
+		a.Retired = retired
 		return err
 	})
 	if err != nil {
@@ -129,68 +151,59 @@ func (s *Store) Spaces() ([]string, error) {
 }
 
 func (s *Store) createSpace(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
-	acct, err := nkeys.CreateAccount()
-	if err != nil {
-		return nil, fmt.Errorf("create account key: %w", err)
-	}
-	defer acct.Wipe()
-	signer, err := nkeys.CreateAccount()
-	if err != nil {
-		return nil, fmt.Errorf("create account signing key: %w", err)
-	}
-	defer signer.Wipe()
-	acctPub, _ := acct.PublicKey()
-	signerPub, _ := signer.PublicKey()
-
-	claims := jwt.NewAccountClaims(acctPub)
-	claims.Name = name
-	claims.SigningKeys.Add(signerPub)
-	s.applyLimits(claims)
-	// A user JWT that carries no permissions inherits the account defaults; every cotal
-	// profile carries its own, so the default only catches a foreign or malformed JWT.
-	claims.DefaultPermissions.Pub.Deny.Add(">")
-	claims.DefaultPermissions.Sub.Deny.Add(">")
-	token, err := signAccount(tx, claims)
-	if err != nil {
-		return nil, err
-	}
-
 	b, err := tx.Bucket(bucketSpaces).CreateBucket([]byte(name))
 	if err != nil {
 		return nil, err
 	}
-	if err := putSeed(b, keyAccountSeed, acct); err != nil {
+	if _, err := b.CreateBucket(bucketCredentials); err != nil {
 		return nil, err
 	}
-	if err := putSeed(b, keySigningSeed, signer); err != nil {
+	if err := s.newStorageAccount(tx, b, name); err != nil {
 		return nil, err
 	}
-	if err := b.Put(keyJWT, []byte(token)); err != nil {
+	claims, err := newAccount(b, agentKeys, name)
+	if err != nil {
 		return nil, err
 	}
-	_, err = b.CreateBucket(bucketCredentials)
+	s.applyLimits(claims)
+	_, err = storeAccount(tx, b, claims)
 	return b, err
 }
 
-// refreshLimits re-signs the account when Options.JetStream or Options.Limits differ from
+// refreshLimits re-signs either account when Options.JetStream or Options.Limits differ from
 // its JWT, so a changed configuration reaches an existing space at the next start.
 func (s *Store) refreshLimits(tx *bbolt.Tx, b *bbolt.Bucket) error {
-	claims, err := accountClaims(b)
+	storage, err := claimsOf(b, storageKeys)
 	if err != nil {
 		return err
 	}
-	before := claims.Limits
-	s.applyLimits(claims)
-	if claims.Limits.JetStreamLimits == before.JetStreamLimits && claims.Limits.AccountLimits == before.AccountLimits {
+	if s.changesLimits(storage, s.applyStorageLimits) {
+		if _, err := storeClaims(tx, b, storageKeys, storage); err != nil {
+			return err
+		}
+	}
+	agents, err := accountClaims(b)
+	if err != nil {
+		return err
+	}
+	if !s.changesLimits(agents, s.applyLimits) {
 		return nil
 	}
-	_, err = storeAccount(tx, b, claims)
+	_, err = storeAccount(tx, b, agents)
 	return err
 }
 
-// applyLimits writes Options.JetStream and Options.Limits into an account's claims.
+// changesLimits applies apply to claims and reports whether their limits changed.
+func (s *Store) changesLimits(claims *jwt.AccountClaims, apply func(*jwt.AccountClaims)) bool {
+	before := claims.Limits
+	apply(claims)
+	return claims.Limits.JetStreamLimits != before.JetStreamLimits || claims.Limits.AccountLimits != before.AccountLimits
+}
+
+// applyLimits writes Options.Limits into the agent account's claims. It has no JetStream:
+// its users reach the storage account's through imports.
 func (s *Store) applyLimits(claims *jwt.AccountClaims) {
-	claims.Limits.JetStreamLimits = s.opts.JetStream.jwt()
+	claims.Limits.JetStreamLimits = jwt.JetStreamLimits{}
 	claims.Limits.Conn = s.opts.Limits.Connections
 	// A mesh runs no leaf node listener; refusing leaf connections keeps it so.
 	claims.Limits.LeafNodeConn = 0
@@ -210,30 +223,48 @@ func readAccount(b *bbolt.Bucket, name string) (Account, error) {
 	if err != nil {
 		return Account{}, err
 	}
-	a := Account{Space: name, PublicKey: claims.Subject, JWT: string(b.Get(keyJWT))}
+	a := Account{Space: name, PublicKey: claims.Subject, JWT: string(b.Get(keyJWT)),
+		StorageJWT: string(b.Get(keyStorageJWT))}
 	for k := range claims.SigningKeys {
 		a.SigningKey = k
 	}
-	return a, nil
+	a.Storage, err = storagePublicKey(b)
+	return a, err
 }
 
-// accountClaims decodes the space's stored account JWT.
-func accountClaims(b *bbolt.Bucket) (*jwt.AccountClaims, error) {
-	claims, err := jwt.DecodeAccountClaims(string(b.Get(keyJWT)))
+// accountClaims decodes the space's stored agent account JWT.
+func accountClaims(b *bbolt.Bucket) (*jwt.AccountClaims, error) { return claimsOf(b, agentKeys) }
+
+// claimsOf decodes the stored JWT of the account k names.
+func claimsOf(b *bbolt.Bucket, k accountKeys) (*jwt.AccountClaims, error) {
+	claims, err := jwt.DecodeAccountClaims(string(b.Get(k.jwt)))
 	if err != nil {
-		return nil, fmt.Errorf("decode stored account JWT: %w", err)
+		return nil, fmt.Errorf("decode stored %s: %w", k.jwt, err)
 	}
 	return claims, nil
 }
 
-// storeAccount signs claims with the operator key and stores the JWT as the space's current
-// account JWT, returning it.
+// storeAccount re-signs the agent account: its imports rewritten from the registry (one
+// inbox per credential that can still connect), signed by the operator and stored as the
+// space's current agent account JWT, which it returns.
 func storeAccount(tx *bbolt.Tx, b *bbolt.Bucket, claims *jwt.AccountClaims) (string, error) {
+	storage, err := storagePublicKey(b)
+	if err != nil {
+		return "", err
+	}
+	if claims.Imports, err = agentImports(b, claims.Name, storage, time.Now()); err != nil {
+		return "", err
+	}
+	return storeClaims(tx, b, agentKeys, claims)
+}
+
+// storeClaims signs claims with the operator key and stores the JWT under k, returning it.
+func storeClaims(tx *bbolt.Tx, b *bbolt.Bucket, k accountKeys, claims *jwt.AccountClaims) (string, error) {
 	token, err := signAccount(tx, claims)
 	if err != nil {
 		return "", err
 	}
-	return token, b.Put(keyJWT, []byte(token))
+	return token, b.Put(k.jwt, []byte(token))
 }
 
 func signAccount(tx *bbolt.Tx, claims *jwt.AccountClaims) (string, error) {

@@ -1,16 +1,25 @@
 // Package provisioner is cotal's trust root: it owns the NATS operator, the system account and
-// one account per space, mints per-instance user credentials with the exact permissions of
+// two accounts per space, mints per-instance user credentials with the exact permissions of
 // SPEC Appendix B, records every credential, and revokes them (SPEC §9).
 //
 // # Trust model
 //
 // One operator (a self-signed operator JWT naming the system account) signs every account
-// JWT. Each space is one NATS account (SPEC §9: account = space, user = agent) with its own
-// identity key and a separate signing key listed in its claims; the signing key signs the
-// space's user JWTs (IssuerAccount = the account), so the account identity key never signs
-// a user. Account JWTs carry explicit JetStream limits (Options.JetStream; without them an
-// account has no JetStream) and deny-all default permissions, which apply only to a user
-// JWT that carries none. Trust hands the broker the operator JWT, the system account and
+// JWT. Each space is an agent account and a storage account (SPEC §9: account = space, user
+// = agent; the split is issue 12 item 2, reasoned in wire/accounts.go). The agent account
+// holds every credential Mint hands out; it has its own identity key and a separate signing
+// key listed in its claims, which signs those user JWTs (IssuerAccount = the account), so the
+// account identity key never signs a user. It has no JetStream: it imports from the storage
+// account the service subjects wire.Names.StorageServiceSubjects lists and, per credential
+// that can connect, its inbox as a stream; its JWT is re-signed when a new id is minted and
+// at every revocation. The storage account holds the streams and buckets, carries explicit
+// JetStream limits (Options.JetStream; without them an account has no JetStream), exports
+// ">" once as a service (stream responses kept ResponseThreshold) and once as a stream, and
+// signs cotal's own provisioner and delivery credentials. Both accounts have deny-all default
+// permissions, which apply only to a user JWT that carries none. A space created before the
+// split is upgraded by EnsureSpace: its account becomes the storage account, every
+// credential minted in it is revoked (Account.Retired), and a new agent account takes its
+// keys' place in the store. Trust hands the broker the operator JWT, the system account and
 // every account JWT; the broker never sees a seed.
 //
 // # What is stored

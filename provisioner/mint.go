@@ -149,22 +149,25 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	// The mesh's own infrastructure credentials are not bounded: only credentials handed
 	// to instances are.
 	uc.Limits.Subs, uc.Limits.Payload = s.opts.Limits.Subscriptions, s.opts.Limits.Payload
-	if err := signUser(b, acct, uc, c); err != nil {
+	if err := signUser(b, agentKeys, acct, uc, c); err != nil {
 		return err
 	}
 	if err := checkConnectLine(c.JWT, c.Grants); err != nil {
 		return err
 	}
-	if revoked {
-		if c.AccountUpdate, err = storeAccount(tx, b, acct); err != nil {
-			return err
-		}
-	}
 	rec := Record{ID: c.ID, Name: c.Name, Space: c.Space, Profile: c.Profile, Grants: c.Grants,
 		IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt, InProcessOnly: req.InProcessOnly,
 		Revision: prev.Revision + 1, UpdatedAt: time.Now()}
 	c.ACL = ACLFor(rec)
-	return putRecord(reg, rec)
+	if err := putRecord(reg, rec); err != nil {
+		return err
+	}
+	// A new id needs its inbox imported before it can watch a bucket; the account is
+	// re-signed after the row is written, since its imports are read from the registry.
+	if revoked || !importsInbox(acct, c.ID) {
+		c.AccountUpdate, err = storeAccount(tx, b, acct)
+	}
+	return err
 }
 
 // revokeForMint adds to acct the revocations a mint implies: active, the id's previous
@@ -232,13 +235,16 @@ func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
 		if err != nil {
 			return err
 		}
-		acct, err := accountClaims(b)
+		acct, err := claimsOf(b, storageKeys)
 		if err != nil {
+			return err
+		}
+		if err := waitPastRevocation(acct, pub); err != nil {
 			return err
 		}
 		uc := newUserClaims(acct.Subject, pub, c.Name, p, "", perms)
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
-		return signUser(b, acct, uc, c)
+		return signUser(b, storageKeys, acct, uc, c)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mint %s credential in space %q: %w", p, space, err)
@@ -261,8 +267,8 @@ func newUserClaims(account, id, name string, p Profile, role string, perms jwt.P
 
 // signUser signs uc with the space's signing key and fills c's JWT and times. It refuses a
 // JWT the account's revocations already cover.
-func signUser(b *bbolt.Bucket, acct *jwt.AccountClaims, uc *jwt.UserClaims, c *Credential) error {
-	signer, err := loadKey(b, keySigningSeed)
+func signUser(b *bbolt.Bucket, k accountKeys, acct *jwt.AccountClaims, uc *jwt.UserClaims, c *Credential) error {
+	signer, err := loadKey(b, k.signing)
 	if err != nil {
 		return err
 	}

@@ -57,8 +57,8 @@ func TestMintSignsWithTheSpaceSigningKey(t *testing.T) {
 		if !reflect.DeepEqual(c.Grants.AllowSubscribe, []string{"general"}) || !reflect.DeepEqual(c.ACL.AllowSubscribe, []string{"general"}) {
 			t.Errorf("grants %+v ACL %+v", c.Grants, c.ACL)
 		}
-		if c.AccountUpdate != "" {
-			t.Error("a first mint changed the account JWT")
+		if c.AccountUpdate == "" || !importsInbox(decodeAccount(t, c.AccountUpdate), c.ID) {
+			t.Error("a first mint did not import the new id's inbox into the agent account")
 		}
 	})
 }
@@ -193,9 +193,11 @@ func TestRemintAfterRevokeIsNotRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	kp, _ := nkeys.FromSeed(old.Seed)
+	revokedAt := spaceClaims(t, s).Revocations[old.ID]
 	fresh := mint(t, s, MintRequest{Identity: kp})
-	if fresh.AccountUpdate != "" {
-		t.Error("re-minting a revoked id changed the account again")
+	if acct := decodeAccount(t, fresh.AccountUpdate); acct.Revocations[old.ID] != revokedAt || !importsInbox(acct, old.ID) {
+		t.Errorf("re-minting a revoked id: revocation %d (was %d), inbox imported %v; want the revocation kept and the inbox back",
+			acct.Revocations[old.ID], revokedAt, importsInbox(acct, old.ID))
 	}
 	if spaceClaims(t, s).IsClaimRevoked(decodeUser(t, fresh.JWT)) {
 		t.Error("the new JWT falls inside the earlier revocation")

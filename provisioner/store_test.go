@@ -32,8 +32,9 @@ func TestOpenCreatesTheTrustRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Accounts) != 2 || tr.Accounts[alpha.PublicKey] != alpha.JWT || tr.Accounts[tr.SystemAccount] == "" {
-		t.Fatalf("Trust.Accounts has %d entries, want the system account and alpha", len(tr.Accounts))
+	if len(tr.Accounts) != 3 || tr.Accounts[alpha.PublicKey] != alpha.JWT || tr.Accounts[alpha.Storage] != alpha.StorageJWT ||
+		tr.Accounts[tr.SystemAccount] == "" {
+		t.Fatalf("Trust.Accounts has %d entries, want the system account and alpha's agent and storage accounts", len(tr.Accounts))
 	}
 	if names, err := s.Spaces(); err != nil || !reflect.DeepEqual(names, []string{"alpha"}) {
 		t.Errorf("Spaces() = %v, %v; want [alpha]", names, err)
@@ -58,10 +59,13 @@ func TestEnsureSpaceCreatesAScopedAccount(t *testing.T) {
 			t.Errorf("signing key %q, claims list %v", a.SigningKey, ac.SigningKeys.Keys())
 		}
 	})
-	t.Run("JetStream limits are explicit", func(t *testing.T) {
+	t.Run("JetStream limits are explicit on storage, absent on the agent account", func(t *testing.T) {
 		want := DefaultOptions().JetStream.jwt()
-		if ac.Limits.JetStreamLimits != want {
-			t.Errorf("limits %+v, want %+v", ac.Limits.JetStreamLimits, want)
+		if got := decodeAccount(t, a.StorageJWT).Limits.JetStreamLimits; got != want {
+			t.Errorf("storage limits %+v, want %+v", got, want)
+		}
+		if ac.Limits.IsJSEnabled() {
+			t.Errorf("the agent account enables JetStream: %+v", ac.Limits.JetStreamLimits)
 		}
 	})
 	t.Run("default permissions deny everything", func(t *testing.T) {
@@ -75,7 +79,7 @@ func TestEnsureSpaceCreatesAScopedAccount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again != a {
+		if !reflect.DeepEqual(again, a) {
 			t.Errorf("EnsureSpace changed the account: %+v, was %+v", again, a)
 		}
 	})
@@ -117,7 +121,7 @@ func TestRestartKeepsEveryKeyAndRecord(t *testing.T) {
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("Trust changed across restart:\nbefore %+v\nafter  %+v", before, after)
 	}
-	if again, _ := s.EnsureSpace("alpha"); again != alpha {
+	if again, _ := s.EnsureSpace("alpha"); !reflect.DeepEqual(again, alpha) {
 		t.Errorf("space account changed across restart: %+v, was %+v", again, alpha)
 	}
 	if _, err := s.Record("alpha", c.ID); err != nil {
@@ -148,7 +152,7 @@ func TestReopenWithNewLimitsResignsTheAccount(t *testing.T) {
 	if after.PublicKey != before.PublicKey || after.SigningKey != before.SigningKey {
 		t.Errorf("keys changed: %+v, was %+v", after, before)
 	}
-	if got := decodeAccount(t, after.JWT).Limits.DiskStorage; got != 1<<30 {
+	if got := decodeAccount(t, after.StorageJWT).Limits.DiskStorage; got != 1<<30 {
 		t.Errorf("disk limit %d, want %d", got, 1<<30)
 	}
 }

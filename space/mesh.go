@@ -128,11 +128,29 @@ func (m *Mesh) openDir() error {
 	}
 	m.store = store
 	for _, name := range m.opts.Spaces {
-		if _, err := store.EnsureSpace(name); err != nil {
+		acct, err := store.EnsureSpace(name)
+		if err != nil {
 			return fmt.Errorf("space %s: %w", name, err)
 		}
+		m.logRetired(acct)
 	}
 	return nil
+}
+
+// logRetired says which credentials an upgrade to the storage/agent account split retired
+// (provisioner.Account.Retired): each must be minted again before its holder reconnects.
+func (m *Mesh) logRetired(acct provisioner.Account) {
+	if len(acct.Retired) == 0 {
+		return
+	}
+	m.log.Warn("upgraded the space to a separate storage account (issue 12): credentials minted before can no longer connect; "+
+		"mint each again from its .creds file to keep its id and consumers (cotal auth mint --identity FILE, with its old name, profile and grants)",
+		"space", acct.Space, "count", len(acct.Retired))
+	for _, rec := range acct.Retired {
+		m.log.Warn("retired credential", "space", acct.Space, "name", rec.Name, "id", rec.ID, "profile", rec.Profile,
+			"subscribe", rec.Grants.Subscribe, "allow_subscribe", rec.Grants.AllowSubscribe,
+			"allow_publish", rec.Grants.AllowPublish, "role", rec.Grants.Role)
+	}
 }
 
 func (m *Mesh) brokerConfig() (broker.Config, error) {

@@ -150,7 +150,7 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 	}
 	if cred.AccountUpdate != "" {
 		if err := m.broker.UpdateAccount(cred.AccountUpdate); err != nil {
-			return nil, fmt.Errorf("apply revocation of the previous credential: %w", err)
+			return nil, fmt.Errorf("apply the agent account update (the new inbox import or a revocation): %w", err)
 		}
 	}
 	if provision && cred.Profile == provisioner.ProfileAgent {

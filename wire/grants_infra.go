@@ -48,6 +48,9 @@ func deliveryPermissions(p *Permissions, n Names) {
 	// .reply. subtree, the subjects the client names (LAYOUT.md's reply-injection guard).
 	p.Sub.Allow.add(ctl + ".*")
 	p.Pub.Allow.add(ctl + ".*.reply.>")
+	// A request from the agent account arrives with the broker's response route as its reply
+	// (wire/accounts.go); the broker carries the answer back to the requester.
+	p.Pub.Allow.add(ResponseRoutePrefix + ">")
 	// Its two durables, fanout on CHAT and reader on INBOX: create with the filter pinned in
 	// the subject, inspect, pull and ack. No delete: losing either one stops durable delivery.
 	for _, c := range []ConsumerSpec{n.FanoutConsumerSpec(), n.ReaderConsumerSpec()} {

@@ -1,0 +1,36 @@
+package wire
+
+// A space lives in two NATS accounts (issue 12 item 2). Its storage account holds every
+// stream and bucket, the JetStream API and cotal's own connections; its agent account holds
+// every credential handed out (agent, observer, admin) and has no JetStream of its own. The
+// agent account reaches storage only through the service imports below, all bound to one
+// service export of ">" in the storage account.
+//
+// Why: JetStream answers a publish with a PubAck on the publisher's reply subject, and no
+// publish permission restricts a reply subject. In one account an agent could aim that PubAck
+// at any subject a stream captures (a channel's history, a member's DLV, a registry row) and
+// evict what was stored there. Across the import, a response reaches the agent account only,
+// and nats-server does not send a response back through an import of the export it came
+// from (its service-import cycle check compares exports), so with a single export no PubAck
+// or pull delivery can be re-published into storage.
+
+// StorageServiceSubjects are the subjects the agent account imports as services from the
+// space's storage account: what an agent, observer or admin publishes that storage consumes.
+// Live chat is also delivered inside the agent account itself, to its subscribers.
+func (n Names) StorageServiceSubjects() []string {
+	p := n.Prefix()
+	return []string{
+		p + ".chat.>", // CHAT_<s>
+		p + ".inst.>", // DM_<s>
+		p + ".svc.>",  // TASK_<s>
+		p + ".ctl.>",  // the delivery control service, which runs in storage
+		"$KV." + n.PresenceBucket() + ".>",
+		"$JS.API.>",
+		"$JS.ACK.>",
+		"$JS.FC.>",
+	}
+}
+
+// StorageStreamSubject is what the agent account imports as a stream for identity id: its
+// inbox, where push consumers created in storage (KV watches) deliver.
+func StorageStreamSubject(id string) string { return InboxPrefix(id) + ".>" }
