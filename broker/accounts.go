@@ -89,7 +89,7 @@ func (b *Broker) UpdateAccount(token string) error {
 	}
 	b.srv.UpdateAccountClaims(acc, claims)
 	b.trust.warnNoJetStream(b.log, claims)
-	return nil
+	return b.pushAccount(claims.Subject, token)
 }
 
 // newResolver returns the memory resolver preloaded with every configured account JWT,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // Broker is one running embedded nats-server. It is safe for concurrent use.
@@ -19,7 +20,8 @@ type Broker struct {
 	log      *slog.Logger
 	srv      *server.Server
 	trust    *trustChain            // nil in open mode
-	resolver *server.MemAccResolver // nil in open mode
+	resolver server.AccountResolver // nil in open mode
+	sys      *nats.Conn             // system account connection of a cluster node (pushAccount)
 	store    *store
 	fatal    *fatalSignal
 	// violations rate-limits client refusal lines (Config.ViolationLogInterval).
@@ -94,7 +96,10 @@ func newBroker(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.store = st
-	if b.srv, err = b.newServer(); err != nil {
+	if err = b.newResolver(); err == nil {
+		b.srv, err = b.newServer()
+	}
+	if err != nil {
 		if relErr := st.release(); relErr != nil {
 			b.log.Error("release store after a failed start", "err", relErr)
 		}
@@ -128,15 +133,26 @@ func (b *Broker) configureTrust() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	resolver, err := newResolver(b.cfg.Accounts)
-	if err != nil {
-		return err
-	}
-	b.trust, b.resolver = tc, resolver
+	b.trust = tc
 	for _, claims := range accounts {
 		tc.warnNoJetStream(b.log, claims)
 	}
 	return nil
+}
+
+// newResolver preloads the account resolver: a memory one on a single server, the full NATS
+// resolver in the store directory on a cluster node.
+func (b *Broker) newResolver() error {
+	if b.trust == nil {
+		return nil
+	}
+	var err error
+	if b.cfg.Cluster != nil {
+		b.resolver, err = newClusterResolver(b.store.dir, b.cfg.Accounts)
+	} else {
+		b.resolver, err = newResolver(b.cfg.Accounts)
+	}
+	return err
 }
 
 // run starts the server and waits for readiness within ReadyTimeout.
@@ -229,6 +245,11 @@ func (b *Broker) Err() error {
 }
 
 func (b *Broker) stop() {
+	b.accountMu.Lock()
+	if b.sys != nil {
+		b.sys.Close()
+	}
+	b.accountMu.Unlock()
 	// JetStream first: Shutdown otherwise sleeps 50 ms whenever a pull request is pending,
 	// which every bound consumer has. ShutdownJetStream flushes and stops the streams as
 	// Shutdown would; its error only says JetStream was already off.

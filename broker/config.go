@@ -75,6 +75,8 @@ type Config struct {
 	ServerName string
 	// ReadyTimeout bounds how long Start waits for connections and JetStream; default 30 s.
 	ReadyTimeout time.Duration
+	// Cluster joins a NATS cluster of cotal nodes (see Cluster); nil runs one server alone.
+	Cluster *Cluster
 	// ViolationLogInterval rate-limits the refusal lines a client can provoke at will
 	// (permissions violations, payload over the limit, connections past the account's
 	// limit): per identity and kind, the first line logs at once and the rest within the
@@ -107,7 +109,7 @@ func DefaultConfig() Config {
 // Validate checks the configuration without touching the disk or the network. Every error
 // wraps ErrInvalidConfig and names the field and the fix. Start calls it.
 func (c Config) Validate() error {
-	checks := []func() error{c.validateStore, c.validateNetwork, c.validateSync, c.validateAuth}
+	checks := []func() error{c.validateStore, c.validateNetwork, c.validateSync, c.validateAuth, c.validateCluster}
 	for _, check := range checks {
 		if err := check(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

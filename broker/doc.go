@@ -31,16 +31,22 @@
 //
 // # Account resolver
 //
-// The broker uses nats-server's memory resolver, preloaded at Start with every account JWT of
-// Config.Accounts. UpdateAccount stores a changed JWT in the resolver and applies it to the
-// running account at once (server.UpdateAccountClaims): connected users it revokes are
+// A single broker uses nats-server's memory resolver, preloaded at Start with every account
+// JWT of Config.Accounts. UpdateAccount stores a changed JWT in the resolver and applies it to
+// the running account at once (server.UpdateAccountClaims): connected users it revokes are
 // disconnected before UpdateAccount returns, and an account the broker has not seen becomes
 // usable. The memory resolver fits because the provisioner's key store is the one source of
 // truth for account JWTs and hands all of them over at every start: a directory resolver
-// would keep a second copy on disk that can drift from it, and takes updates only as
-// system-account messages, which needs a system user credential the broker does not hold.
-// When cotal grows to a cluster (ARCHITECTURE.md, Growth), servers would share accounts
-// through nats-server's full NATS resolver instead.
+// would keep a second copy on disk that can drift from it.
+//
+// A cluster node (Config.Cluster) uses the full NATS resolver instead, in the store's jwt
+// directory, preloaded the same way: a node without the key store knows only the system
+// account at start and fetches every other account from its peers. UpdateAccount applies the
+// JWT locally as above, then publishes it on $SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE as a system
+// user, which every node's resolver stores and applies; a node that missed it catches up at
+// its next resolver sync (one minute). nats-server's resolver ignores a JWT issued before the
+// one it holds, so account JWTs must be signed on one machine with a clock that does not step
+// back: the key-store node.
 //
 // Caveats: push account changes through UpdateAccount only. With a memory resolver,
 // nats-server also accepts claim updates published on $SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE

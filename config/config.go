@@ -73,6 +73,9 @@ type Config struct {
 
 	// Limits bound what one agent, and one space, may take from the mesh.
 	Limits Limits `koanf:"limits"`
+
+	// Cluster makes the mesh one node of a cluster of cotal nodes; off by default.
+	Cluster Cluster `koanf:"cluster"`
 }
 
 // Limits bound the broker resources of each space and of each minted credential, so one
@@ -177,6 +180,12 @@ func (c Config) values() map[string]any {
 		"limits.per_subject":            c.Limits.PerSubject,
 		"limits.watch_consumers":        c.Limits.WatchConsumers,
 		"limits.violation_log_interval": c.Limits.ViolationLogInterval,
+
+		"cluster.name":        c.Cluster.Name,
+		"cluster.listen":      c.Cluster.Listen,
+		"cluster.peers":       c.Cluster.Peers,
+		"cluster.server_name": c.Cluster.ServerName,
+		"cluster.trust":       c.Cluster.Trust,
 	}
 }
 

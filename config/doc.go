@@ -14,7 +14,9 @@
 // log.format, log.level, expiry, and the limits section: limits.connections,
 // limits.subscriptions, limits.payload, limits.space_bytes, limits.dm_bytes,
 // limits.task_bytes, limits.per_subject, limits.watch_consumers and
-// limits.violation_log_interval (see Limits for each default and why). Durations are Go
+// limits.violation_log_interval (see Limits for each default and why), and the cluster
+// section, all empty by default: cluster.name, cluster.listen, cluster.peers,
+// cluster.server_name and cluster.trust (see Cluster). Durations are Go
 // durations ("90s", "2m", "24h"); byte sizes are integers.
 //
 // # Open mode

@@ -78,6 +78,7 @@ func (c Config) Validate() error {
 		add("expiry", "%v is too short for a credential lifetime; use at least %v, e.g. 24h", c.Expiry, minDuration)
 	}
 	errs = append(errs, c.Limits.check()...)
+	errs = append(errs, c.Cluster.check()...)
 	return errors.Join(errs...)
 }
 

@@ -86,6 +86,18 @@ func keyRows(t *testing.T) map[string]keyRow {
 			func(o space.Options, _ *bytes.Buffer) bool {
 				return o.Logger.Enabled(context.Background(), slog.LevelDebug)
 			}},
+		"cluster.name": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Name == "east" }},
+		"cluster.listen": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6333", "cluster.peers": []string{"127.0.0.1:6333"}},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Listen == "127.0.0.1:6333" }},
+		"cluster.peers": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222", "10.0.0.2:6222"}},
+			func(o space.Options, _ *bytes.Buffer) bool {
+				return slices.Equal(o.Cluster.Peers, []string{"127.0.0.1:6222", "10.0.0.2:6222"})
+			}},
+		"cluster.server_name": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.server_name": "n1"},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.ServerName == "n1" }},
+		"cluster.trust": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.trust": other},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Trust == other }},
 		"expiry": {map[string]any{"expiry": "2h"},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Expiry == 2*time.Hour }},
 		"limits.connections": {map[string]any{"limits.connections": 77},

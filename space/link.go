@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/cotal-go/cotal/wire"
@@ -13,9 +14,11 @@ import (
 var ErrNoListener = errors.New("space: the mesh has no TCP listener; start it with a listen address to get a join link")
 
 // Link returns the join link of space (SPEC §10): cotal://host:port/space, or cotals:// when
-// the listener requires TLS. It carries no credential; clients add a .creds file.
+// the listener requires TLS. It carries no credential; clients add a .creds file. A cluster
+// node without the key store gives the link of every configured space, which the node with
+// the key store provisions.
 func (m *Mesh) Link(space string) (string, error) {
-	if _, err := m.space(space); err != nil {
+	if _, err := m.space(space); err != nil && !(m.opts.member() && slices.Contains(m.opts.Spaces, space)) {
 		return "", err
 	}
 	raw := m.broker.ClientURL()

@@ -74,7 +74,10 @@ func (m *Mesh) start(ctx context.Context) error {
 	if m.broker, err = broker.Start(ctx, bcfg); err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}
-	for _, name := range m.opts.Spaces {
+	if err := m.awaitCluster(ctx); err != nil {
+		return err
+	}
+	for _, name := range m.provisionedSpaces() {
 		rt, err := m.startSpace(ctx, name)
 		if err != nil {
 			return fmt.Errorf("space %s: %w", name, err)
@@ -116,7 +119,7 @@ func (m *Mesh) openDir() error {
 		m.log.Warn("the data directory was writable by other users; narrowed it to 0700: check that its files are yours",
 			"dir", m.dir, "was", fmt.Sprintf("%04o", was))
 	}
-	if m.opts.Open {
+	if m.opts.Open || m.opts.member() {
 		return nil
 	}
 	so := m.opts.storeOptions()
@@ -173,12 +176,31 @@ func (m *Mesh) brokerConfig() (broker.Config, error) {
 	if m.opts.Open {
 		return c, nil
 	}
-	trust, err := m.store.Trust()
+	var trust provisioner.Trust
+	var err error
+	if m.opts.member() {
+		trust, err = m.memberTrust()
+	} else {
+		trust, err = m.store.Trust()
+	}
 	if err != nil {
 		return c, err
 	}
 	c.OperatorJWT, c.SystemAccount, c.Accounts = trust.OperatorJWT, trust.SystemAccount, trust.Accounts
-	return c, nil
+	if m.opts.clustered() {
+		err = m.clusterConfig(&c)
+	}
+	return c, err
+}
+
+// provisionedSpaces are the spaces this mesh provisions and serves the backstop of: every
+// configured space, except on a cluster node without the key store, which leaves both to the
+// node that has it.
+func (m *Mesh) provisionedSpaces() []string {
+	if m.opts.member() {
+		return nil
+	}
+	return m.opts.Spaces
 }
 
 // storage is the JetStream storage every stream of the mesh uses.

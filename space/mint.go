@@ -123,7 +123,7 @@ var ErrOpenMode = errors.New("space: the mesh runs in open mode and has no crede
 // an active agent, so with a running mesh an agent's consumers exist even without provision.
 func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision bool) (*provisioner.Credential, error) {
 	if m.store == nil {
-		return nil, ErrOpenMode
+		return nil, m.noStore()
 	}
 	rt, err := m.space(req.Space)
 	if err != nil {
@@ -193,7 +193,7 @@ func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provi
 // consumer it owned is deleted by a reconciliation pass.
 func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if m.store == nil {
-		return ErrOpenMode
+		return m.noStore()
 	}
 	rt, err := m.space(space)
 	if err != nil {
@@ -222,7 +222,7 @@ func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 // Credentials lists every credential minted in space (no key material).
 func (m *Mesh) Credentials(space string) ([]CredentialInfo, error) {
 	if m.store == nil {
-		return nil, ErrOpenMode
+		return nil, m.noStore()
 	}
 	if _, err := m.space(space); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -65,6 +66,9 @@ type Options struct {
 	// Limits bound each space and each minted credential; a zero field takes its
 	// DefaultLimits value.
 	Limits Limits
+	// Cluster makes the mesh one node of a NATS cluster of cotal nodes (ClusterOptions); the
+	// zero value runs it alone.
+	Cluster ClusterOptions
 }
 
 // OptionsFromConfig is the one mapping from a loaded config.Config to Options; `cotal up`,
@@ -94,6 +98,8 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 			Payload: c.Limits.Payload, SpaceBytes: c.Limits.SpaceBytes, DMBytes: c.Limits.DMBytes,
 			TaskBytes: c.Limits.TaskBytes, PerSubject: c.Limits.PerSubject, WatchConsumers: c.Limits.WatchConsumers,
 			ViolationLogInterval: c.Limits.ViolationLogInterval},
+		Cluster: ClusterOptions{Name: c.Cluster.Name, Listen: c.Cluster.Listen, Peers: c.Cluster.Peers,
+			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust},
 	}
 	if c.Limits.ViolationLogInterval == 0 {
 		// The config's 0 logs every refusal; a zero Options field would take the default.
@@ -118,9 +124,12 @@ func (o Options) storeOptions() provisioner.Options {
 	}
 	l := o.Limits
 	p.Limits = provisioner.Limits{Connections: int64(l.Connections), Subscriptions: int64(l.Subscriptions), Payload: int64(l.Payload)}
-	p.JetStream.MemoryStorage, p.JetStream.DiskStorage = 0, l.SpaceBytes
+	// A clustered account is charged for every replica, so a space of SpaceBytes on R3 needs
+	// three times as much of the account's limit.
+	bytes := l.SpaceBytes * int64(o.replicas())
+	p.JetStream.MemoryStorage, p.JetStream.DiskStorage = 0, bytes
 	if o.Memory {
-		p.JetStream.MemoryStorage, p.JetStream.DiskStorage = l.SpaceBytes, 0
+		p.JetStream.MemoryStorage, p.JetStream.DiskStorage = bytes, 0
 	}
 	return p
 }
@@ -150,6 +159,11 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Limits = o.Limits.withDefaults()
+	if o.clustered() && o.Cluster.ServerName == "" {
+		if _, port, err := net.SplitHostPort(o.Cluster.Listen); err == nil {
+			o.Cluster.ServerName = "cotal-" + port
+		}
+	}
 	return o
 }
 
@@ -175,6 +189,9 @@ func (o Options) validate() error {
 			return fmt.Errorf("space %q is listed twice", s)
 		}
 		seen[s] = true
+	}
+	if err := o.validateCluster(); err != nil {
+		return err
 	}
 	// Last, so that the warning is logged only for options that start a mesh.
 	return o.checkOpenBind()

@@ -21,9 +21,13 @@ import (
 // once: start waits one round trip for them, not one per stream. On a fresh broker (a memory
 // mesh's, started a moment ago with an empty store) every stream is created outright, which
 // saves the update that create-or-update tries first. It returns each stream's handle by
-// name, so later passes over the streams need not ask for their info again.
-func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits wire.StreamLimits, storage jetstream.StorageType, class wire.DeliveryClass, fresh bool) (map[string]jetstream.Stream, error) {
+// name, so later passes over the streams need not ask for their info again. Each stream
+// keeps replicas copies (three on a cluster of three nodes or more).
+func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits wire.StreamLimits, storage jetstream.StorageType, replicas int, class wire.DeliveryClass, fresh bool) (map[string]jetstream.Stream, error) {
 	cfgs := jsconfig.Streams(n.StreamsWithin(limits), storage)
+	for i := range cfgs {
+		cfgs[i].Replicas = replicas
+	}
 	streams := make([]jetstream.Stream, len(cfgs))
 	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
@@ -42,18 +46,50 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 }
 
 // ensureStream creates cfg's stream, or on a broker that is not fresh, creates or updates it.
+// In a cluster that has a leader but not yet the nodes cfg's replicas need, JetStream refuses
+// for want of peers; ensureStream asks again until they have joined or ctx ends.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool) (jetstream.Stream, error) {
-	var st jetstream.Stream
-	var err error
-	if fresh {
-		st, err = js.CreateStream(ctx, cfg)
-	} else {
-		st, err = js.CreateOrUpdateStream(ctx, cfg)
+	retry := time.NewTicker(clusterRetry)
+	defer retry.Stop()
+	for {
+		var st jetstream.Stream
+		var err error
+		if fresh {
+			st, err = js.CreateStream(ctx, cfg)
+		} else {
+			st, err = js.CreateOrUpdateStream(ctx, cfg)
+		}
+		if err == nil {
+			return st, nil
+		}
+		if !waitingForPeers(err) {
+			return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("provision stream %s with %d replicas: %w (last: %w)", cfg.Name, cfg.Replicas, ctx.Err(), err)
+		case <-retry.C:
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
+}
+
+// clusterRetry is how often provisioning asks again while a cluster lacks the nodes a
+// stream's replicas need.
+const clusterRetry = 250 * time.Millisecond
+
+// waitingForPeers reports whether err is JetStream refusing a stream for want of cluster
+// peers (no suitable peers, insufficient resources, cluster temporarily unavailable), which
+// passes as the other nodes join.
+func waitingForPeers(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
 	}
-	return st, nil
+	switch apiErr.ErrorCode {
+	case 10005, 10008, 10023:
+		return true
+	}
+	return false
 }
 
 // writeDefaults writes the `=defaults` record with class unless one is there already.

@@ -50,7 +50,8 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 	if m.opts.Open {
 		class = wire.DeliveryLive // LAYOUT.md: live for an open mesh, durable otherwise.
 	}
-	if rt.streams, err = provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), class, m.opts.Memory); err != nil {
+	fresh := m.opts.Memory && !m.opts.clustered() // a cluster's memory streams outlive one node
+	if rt.streams, err = provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), m.opts.replicas(), class, fresh); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {

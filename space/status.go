@@ -163,7 +163,7 @@ func (m *Mesh) Pending(ctx context.Context, space, who string) (*MemberBacklog, 
 // lookupInstance finds the credential record of an id, or of the one active agent named who.
 func (m *Mesh) lookupInstance(space, who string) (provisioner.Record, error) {
 	if m.store == nil {
-		return provisioner.Record{}, ErrOpenMode
+		return provisioner.Record{}, m.noStore()
 	}
 	if nkeys.IsValidPublicUserKey(who) {
 		rec, err := m.store.Record(space, who)

@@ -24,6 +24,8 @@ var upConfigFlags = map[string]string{
 	"dir": "dir", "listen": "listen", "http": "http", "http-public": "http_public", "space": "spaces",
 	"tls-cert": "tls.cert", "tls-key": "tls.key", "sync": "sync", "open": "open",
 	"log-format": "log.format", "log-level": "log.level",
+	"cluster-name": "cluster.name", "cluster-listen": "cluster.listen", "cluster-peers": "cluster.peers",
+	"server-name": "cluster.server_name", "cluster-trust": "cluster.trust",
 }
 
 // dirConfigFlags are the config flags of every other command: they only locate the mesh, and
@@ -89,6 +91,11 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 	f.String("sync", "", "JetStream durability: always (fsync every write, default) or interval")
 	f.Bool("open", false, "unauthenticated dev mode: NO security, anyone who can connect can do anything")
 	f.Bool("check", false, "validate the configuration, print a summary and exit without starting")
+	f.String("cluster-name", "", "join a cluster of cotal nodes under this name (every node the same)")
+	f.String("cluster-listen", "", "this node's route listener host:port, e.g. 127.0.0.1:6222")
+	f.StringSlice("cluster-peers", nil, "every node's route listener host:port, this one's included (comma-separated or repeated)")
+	f.String("server-name", "", "this node's name, unique in the cluster (default cotal-<route port>)")
+	f.String("cluster-trust", "", "cluster-trust.json copied from the node that holds the key store (every other node)")
 	return cmd
 }
 
@@ -184,6 +191,22 @@ func runMesh(ctx context.Context, m *space.Mesh) error {
 	}
 }
 
+// printClusterBanner says which cluster the node is part of and how the others join it.
+func printClusterBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
+	c := cfg.Cluster
+	if c.Name == "" {
+		return
+	}
+	replicas := "R1 (fewer than 3 peers)"
+	if len(c.Peers) >= 3 {
+		replicas = "R3"
+	}
+	fmt.Fprintf(w, "  cluster:  %s, node %s, route %s, %d peers, streams %s\n", c.Name, m.Broker().Server().Name(), c.Listen, len(c.Peers), replicas)
+	if c.Trust == "" {
+		fmt.Fprintf(w, "  every other node starts with --cluster-trust %s (copy it there; it holds no secret)\n", filepath.Join(m.Dir(), space.TrustFile))
+	}
+}
+
 func closeAdmin(srv *admin.Server) error {
 	ctx, cancel := newTimeoutContext(5 * time.Second)
 	defer cancel()
@@ -196,7 +219,11 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL strin
 		fmt.Fprintln(w, "!!! write everything. Use only on a machine you alone use, never on a network.")
 	}
 	fmt.Fprintln(w, "cotal mesh is up")
-	for _, s := range m.Spaces() {
+	spaces := m.Spaces()
+	if cfg.Cluster.Trust != "" {
+		spaces = cfg.Spaces // provisioned by the node that holds the key store
+	}
+	for _, s := range spaces {
 		link, err := m.Link(s)
 		if err != nil {
 			link = err.Error()
@@ -217,7 +244,10 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL strin
 	if consoleURL != "" {
 		fmt.Fprintf(w, "  console:  %s\n", consoleURL)
 	}
-	if !cfg.Open {
+	printClusterBanner(w, m, cfg)
+	if cfg.Cluster.Trust != "" {
+		fmt.Fprintln(w, "mint credentials on the node that holds the key store (the one that wrote the trust file)")
+	} else if !cfg.Open {
 		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general --provision\n", m.Dir())
 	}
 	fmt.Fprintln(w, "press Ctrl-C to stop")

@@ -1,0 +1,127 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/provisioner"
+)
+
+// ClusterOptions make the mesh one node of a NATS cluster of cotal nodes (issue 14). One
+// node holds the key store: it mints and revokes, provisions every space's streams and
+// buckets, and runs the durable backstop. The others start from its cluster trust file
+// (Trust, written as DIR/cluster-trust.json by that node) and hold no keys: they serve agents
+// and replicate the streams, and every account reaches them through the cluster's account
+// resolver.
+type ClusterOptions struct {
+	// Name is the cluster name every node shares; empty runs the mesh alone.
+	Name string
+	// Listen is this node's route listener "host:port".
+	Listen string
+	// Peers are the route listeners of every node, this one included: the same list on each
+	// node. Three or more make every stream and bucket R3; fewer keep them R1.
+	Peers []string
+	// ServerName names this node, unique in the cluster; default "cotal-" + Listen's port.
+	ServerName string
+	// Trust is the cluster trust file of the node that holds the key store; set on every
+	// other node.
+	Trust string
+}
+
+// TrustFile is the name of the cluster trust file the key-store node writes in its data
+// directory at start.
+const TrustFile = "cluster-trust.json"
+
+// ErrNoKeyStore is returned by what needs the key store on a cluster node started from a trust
+// file: minting, revoking, in-process Endpoints, channel settings.
+var ErrNoKeyStore = errors.New("this cluster node holds no key store: run it on the node that does")
+
+// validateCluster checks the cluster options a mesh cannot start without; the broker checks
+// the addresses.
+func (o Options) validateCluster() error {
+	c := o.Cluster
+	switch {
+	case !o.clustered() && (c.Listen != "" || len(c.Peers) > 0 || c.Trust != ""):
+		return fmt.Errorf("cluster settings without a cluster name: set the cluster name every node shares, or drop the cluster settings")
+	case !o.clustered():
+		return nil
+	case o.Open:
+		return fmt.Errorf("a cluster runs in operator mode only: drop open, or the cluster settings")
+	case o.Listen == "":
+		return fmt.Errorf("a cluster node needs a client listener (listen): nats-server routes only once it is open")
+	case c.Listen == "":
+		return fmt.Errorf("the cluster listener (cluster.listen) is empty: set this node's route host:port")
+	case len(c.Peers) == 0:
+		return fmt.Errorf("the cluster peers (cluster.peers) are empty: list every node's route host:port, this one's included")
+	}
+	return nil
+}
+
+// clustered reports whether the mesh is a cluster node.
+func (o Options) clustered() bool { return o.Cluster.Name != "" }
+
+// member reports whether the mesh is a cluster node without the key store.
+func (o Options) member() bool { return o.Cluster.Trust != "" }
+
+// replicas is how many copies each stream and bucket keeps: three in a cluster of three or
+// more nodes, else one.
+func (o Options) replicas() int {
+	if len(o.Cluster.Peers) >= 3 {
+		return 3
+	}
+	return 1
+}
+
+// clusterConfig fills c's cluster fields; a node with the key store also gets the system
+// credential with which the broker sends account changes to the other nodes.
+func (m *Mesh) clusterConfig(c *broker.Config) error {
+	cl := m.opts.Cluster
+	c.ServerName = cl.ServerName
+	c.Cluster = &broker.Cluster{Name: cl.Name, Listen: cl.Listen, Routes: cl.Peers}
+	if m.store == nil {
+		return nil
+	}
+	sys, err := m.store.SystemCredential()
+	if err != nil {
+		return err
+	}
+	c.Cluster.SystemUserJWT, c.Cluster.SystemUserSeed = sys.JWT, string(sys.Seed)
+	t, err := m.store.ClusterTrust()
+	if err != nil {
+		return err
+	}
+	return provisioner.WriteClusterTrust(filepath.Join(m.dir, TrustFile), t)
+}
+
+// memberTrust is the trust chain of a node started from a trust file.
+func (m *Mesh) memberTrust() (provisioner.Trust, error) {
+	t, err := provisioner.ReadClusterTrust(m.opts.Cluster.Trust)
+	if err != nil {
+		return provisioner.Trust{}, err
+	}
+	return t.Trust()
+}
+
+// awaitCluster waits until the JetStream cluster has a leader, logging while it waits.
+func (m *Mesh) awaitCluster(ctx context.Context) error {
+	if !m.opts.clustered() {
+		return nil
+	}
+	want := m.opts.replicas()
+	m.log.Info("cluster node started", "cluster", m.opts.Cluster.Name, "server", m.opts.Cluster.ServerName,
+		"replicas", want, "key_store", !m.opts.member())
+	return m.broker.JetStreamReady(ctx, func() {
+		m.log.Info("waiting for the JetStream cluster to elect a leader: start the other nodes", "nodes", len(m.opts.Cluster.Peers))
+	})
+}
+
+// noStore is the error of a credential operation on a mesh without a key store.
+func (m *Mesh) noStore() error {
+	if m.opts.member() {
+		return ErrNoKeyStore
+	}
+	return ErrOpenMode
+}

@@ -1,0 +1,176 @@
+package space_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// startCluster starts three meshes as one cluster on loopback: node 0 holds the key store,
+// nodes 1 and 2 start from its trust file. All three must be up before JetStream has the
+// three peers its R3 streams need, so they start at once.
+func startCluster(t *testing.T) []*space.Mesh {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	peers := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	opts := func(i int) space.Options {
+		o := space.Options{Dir: dirs[i], Memory: true, Listen: "127.0.0.1:0",
+			Cluster: space.ClusterOptions{Name: "test", Listen: peers[i], Peers: peers, ServerName: fmt.Sprintf("node%d", i)}}
+		if i > 0 {
+			o.Cluster.Trust = filepath.Join(dirs[0], space.TrustFile)
+		}
+		return o
+	}
+	meshes := make([]*space.Mesh, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	wg.Go(func() { meshes[0], errs[0] = space.Start(ctx, opts(0)) })
+	await.True(t, 30*time.Second, "the key-store node's trust file", func() bool {
+		_, err := os.Stat(filepath.Join(dirs[0], space.TrustFile))
+		return err == nil
+	})
+	for i := 1; i < 3; i++ {
+		wg.Go(func() { meshes[i], errs[i] = space.Start(ctx, opts(i)) })
+	}
+	wg.Wait()
+	// Closed together: a node leaving a clustered JetStream hands over its leaderships first.
+	t.Cleanup(func() {
+		var closing sync.WaitGroup
+		for _, m := range meshes {
+			if m != nil {
+				closing.Go(func() { _ = m.Close(context.Background()) })
+			}
+		}
+		closing.Wait()
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("start the cluster: %v", err)
+	}
+	return meshes
+}
+
+// freeAddr is a loopback address with a port free a moment ago, for a route listener every
+// node must know before any starts.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// joinAt connects cred's Endpoint to node over TCP, joined to channels, its deliveries sent
+// to got.
+func joinAt(ctx context.Context, t *testing.T, node *space.Mesh, cred *provisioner.Credential, got chan<- endpoint.Delivery, channels ...string) *endpoint.Endpoint {
+	t.Helper()
+	link, err := node.Link("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := cred.Creds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := endpoint.Connect(ctx, endpoint.Options{Link: link, Creds: creds, Name: cred.Name, Channels: channels,
+		Handler: func(_ context.Context, d endpoint.Delivery) error { got <- d; return nil }})
+	if err != nil {
+		t.Fatalf("%s connects to %s: %v", cred.Name, link, err)
+	}
+	t.Cleanup(func() { _ = ep.Close(context.Background()) })
+	return ep
+}
+
+// receive waits for a delivery of kind with text on got.
+func receive(ctx context.Context, t *testing.T, got <-chan endpoint.Delivery, kind endpoint.MetaKind, text string) {
+	t.Helper()
+	for {
+		select {
+		case d := <-got:
+			if d.Meta.Kind == kind && d.Message.Parts[0].Text == text {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %v %q arrived", kind, text)
+		}
+	}
+}
+
+// TestAClusterOfThreeServesOneSpace covers issue 14 items 1 and 2: agents on different nodes
+// exchange multicast, DM, anycast and durable copies; a credential minted after start works
+// on a node without the key store, and its revocation reaches that node.
+func TestAClusterOfThreeServesOneSpace(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	g := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}
+	alice := mint(t, nodes[0], "alice", provisioner.ProfileAgent, g)
+	bobGrants := g
+	bobGrants.Role = "reviewer"
+	bob := mint(t, nodes[0], "bob", provisioner.ProfileAgent, bobGrants)
+	atAlice, atBob := make(chan endpoint.Delivery, 64), make(chan endpoint.Delivery, 64)
+	a := joinAt(ctx, t, nodes[0], alice, atAlice, "general")
+	b := joinAt(ctx, t, nodes[2], bob, atBob, "general")
+	if res, ok := b.JoinStatus("general"); !ok || res.State != endpoint.JoinedDurable {
+		t.Fatalf("bob's durable join through node 2: %+v", res)
+	}
+
+	text := func(s string) []wire.Part { return []wire.Part{wire.TextPart(s)} }
+	if _, err := a.Send(ctx, "general", text("across the cluster")); err != nil {
+		t.Fatal(err)
+	}
+	receive(ctx, t, atBob, endpoint.MetaChannel, "across the cluster")
+	if _, err := a.SendDM(ctx, bob.ID, text("a DM across")); err != nil {
+		t.Fatal(err)
+	}
+	receive(ctx, t, atBob, endpoint.MetaDM, "a DM across")
+	if _, err := b.SendAnycast(ctx, "reviewer", text("a task")); err != nil {
+		t.Fatal(err)
+	}
+	receive(ctx, t, atBob, endpoint.MetaAnycast, "a task")
+
+	t.Run("a member offline through a burst gets every durable copy from another node", func(t *testing.T) {
+		if err := b.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, err := a.Send(ctx, "general", text(fmt.Sprint("missed ", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		back := make(chan endpoint.Delivery, 64)
+		joinAt(ctx, t, nodes[1], bob, back, "general")
+		for i := range 5 {
+			receive(ctx, t, back, endpoint.MetaChannel, fmt.Sprint("missed ", i))
+		}
+	})
+
+	t.Run("a credential minted after start works on every node and its revocation reaches them", func(t *testing.T) {
+		minted := time.Now()
+		carol := mint(t, nodes[0], "carol", provisioner.ProfileAgent, g)
+		joinAt(ctx, t, nodes[2], carol, make(chan endpoint.Delivery, 64), "general")
+		t.Logf("minted on node 0, joined through node 2 %v later", time.Since(minted))
+		revoked := time.Now()
+		if err := nodes[0].Revoke(ctx, "main", carol.ID); err != nil {
+			t.Fatal(err)
+		}
+		refusedConnect(t, nodes[2], carol)
+		t.Logf("revoked on node 0, refused by node 2 %v later", time.Since(revoked))
+	})
+}
