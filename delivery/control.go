@@ -81,6 +81,11 @@ func (s *Service) admitControl(pool *controlPool, m *nats.Msg) {
 			"subject", m.Subject, "reply", m.Reply)
 		return
 	}
+	if s.requests.duplicate(m.Subject, m.Header.Get(wire.RequestIDHeader), time.Now()) {
+		// The first copy is answered; this one reached the service a second time.
+		s.stats.controlDuplicates.Add(1)
+		return
+	}
 	if reason := pool.admit(m); reason != "" {
 		// Counted, not logged per request: a flood would otherwise flood the log too.
 		s.stats.refusedBusy.Add(1)

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotal-go/cotal/wire"
+	"github.com/nats-io/nats.go"
 
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestControlService(t *testing.T) {
@@ -40,6 +41,38 @@ func TestControlService(t *testing.T) {
 			}
 			return nil
 		})
+	})
+	t.Run("a request delivered twice under one request id is served once", func(t *testing.T) {
+		subject := testNames.CtlSubject(wire.DeliveryService, alice.id)
+		req, _ := wire.NewControlRequest(wire.OpListMemberships, nil, alice.ref())
+		first, second := wire.ControlReplySubject(subject), wire.ControlReplySubject(subject)
+		answers, err := h.nc.SubscribeSync(subject + ".reply.>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = answers.Unsubscribe() }()
+		for _, reply := range []string{first, second} {
+			msg := &nats.Msg{Subject: subject, Reply: reply, Data: mustJSON(t, req),
+				Header: nats.Header{wire.RequestIDHeader: {"one-request"}}}
+			if err := h.nc.PublishMsg(msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		await.Check(t, waitFor, pollEvery, func() error {
+			if h.svc.Stats().ControlDuplicates != 1 {
+				return errorString("second copy not dropped yet")
+			}
+			return nil
+		})
+		if m, err := answers.NextMsg(waitFor); err != nil || m.Subject != first {
+			t.Fatalf("first answer %v, %v; want one on %s", m, err, first)
+		}
+		if err := h.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := answers.Pending(); n != 0 {
+			t.Fatalf("%d more answers, want the first copy's only", n)
+		}
 	})
 	t.Run("a join outside the read ACL is not durable", func(t *testing.T) {
 		if r := bob.join("secret"); r.Durable || !strings.Contains(r.Reason, "read ACL") {

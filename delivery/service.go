@@ -29,6 +29,7 @@ type Service struct {
 	inGaps   gapLog // INBOX sequences the reader never saw
 	dropped  droppedLog
 	room     dlvRoom
+	requests requestLog // control request ids seen recently
 	backlog  *backlog
 	stats    counters
 	sup      *supervisor

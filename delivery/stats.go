@@ -46,6 +46,9 @@ type Stats struct {
 	// ControlRefusedBusy counts control requests answered at once with ReasonControlBusy or
 	// ReasonControlSenderBusy instead of being served.
 	ControlRefusedBusy int64
+	// ControlDuplicates counts control requests dropped as a second copy of one already
+	// admitted (same sender and wire.RequestIDHeader).
+	ControlDuplicates int64
 	// RegistryInvalid counts registry values (members, channels, presence) that did not decode.
 	RegistryInvalid int64
 	// RegistryRepairs counts membership records rewritten after someone else wrote their key.
@@ -66,6 +69,7 @@ type counters struct {
 	droppedFull                                                                        atomic.Int64
 	readerGaps, readerGapEntries                                                       atomic.Int64
 	refusedReply, refusedBusy, registryInvalid, registryRepairs                        atomic.Int64
+	controlDuplicates                                                                  atomic.Int64
 	fanoutLag, readerLag                                                               atomic.Uint64
 }
 
@@ -78,8 +82,8 @@ func (c *counters) snapshot() Stats {
 		ReaderDroppedFull: c.droppedFull.Load(),
 		ReaderGaps:        c.readerGaps.Load(), ReaderGapEntries: c.readerGapEntries.Load(),
 		ReaderMalformed: c.readerMalformed.Load(), ControlRefusedReplySubject: c.refusedReply.Load(),
-		ControlRefusedBusy: c.refusedBusy.Load(),
-		RegistryInvalid:    c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),
+		ControlRefusedBusy: c.refusedBusy.Load(), ControlDuplicates: c.controlDuplicates.Load(),
+		RegistryInvalid: c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),
 		FanoutLag: c.fanoutLag.Load(), ReaderLag: c.readerLag.Load(),
 	}
 }

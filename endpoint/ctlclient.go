@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cotal-go/cotal/wire"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 )
@@ -19,6 +20,16 @@ var ErrNoResponders = errors.New("no instance serves this control service")
 // Without a deadline on ctx, Options.ControlTimeout applies. A reply with ok false is returned
 // together with an error wrapping ErrControlRefused.
 func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*wire.ControlReply, error) {
+	var reply *wire.ControlReply
+	err := retryNoResponders(ctx, func() (err error) {
+		reply, err = e.request(ctx, service, op, args)
+		return err
+	})
+	return reply, err
+}
+
+// request sends one control request and waits for its answer.
+func (e *Endpoint) request(ctx context.Context, service, op string, args any) (*wire.ControlReply, error) {
 	req, err := wire.NewControlRequest(op, args, e.Ref())
 	if err != nil {
 		return nil, err
@@ -48,7 +59,8 @@ func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*
 	if err := sub.AutoUnsubscribe(1); err != nil {
 		return nil, fmt.Errorf("control %s %s: %w", service, op, err)
 	}
-	if err := e.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: data}); err != nil {
+	hdr := nats.Header{wire.RequestIDHeader: {reply[strings.LastIndexByte(reply, '.')+1:]}}
+	if err := e.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Header: hdr, Data: data}); err != nil {
 		return nil, fmt.Errorf("control %s %s: publish: %w", service, op, err)
 	}
 	msg, err := sub.NextMsgWithContext(ctx)

@@ -175,7 +175,11 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 // JetStream reply written through an injected reply subject (LAYOUT.md).
 func (e *Endpoint) channelConfig(ctx context.Context, name string) (*wire.ChannelConfig, *wire.ChannelDefaults, error) {
 	raw := func(key string) ([]byte, error) {
-		entry, err := e.channelsKV.Get(ctx, key)
+		var entry jetstream.KeyValueEntry
+		err := retryNoResponders(ctx, func() (err error) {
+			entry, err = e.channelsKV.Get(ctx, key)
+			return err
+		})
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 			return nil, nil
 		}

@@ -47,10 +47,14 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 
 // ensureStream creates cfg's stream, or on a broker that is not fresh, creates or updates it.
 // In a cluster that has a leader but not yet the nodes cfg's replicas need, JetStream refuses
-// for want of peers; ensureStream asks again until they have joined or ctx ends.
+// for want of peers; ensureStream asks again until they have joined or ctx ends. A request
+// that times out (a store recovering after a crash on a loaded machine has answered an update
+// after 7 s, past the client's 5 s) is asked again up to provisionTimeouts times: create and
+// update are idempotent.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool) (jetstream.Stream, error) {
 	retry := time.NewTicker(clusterRetry)
 	defer retry.Stop()
+	timeouts := 0
 	for {
 		var st jetstream.Stream
 		var err error
@@ -62,7 +66,11 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		if err == nil {
 			return st, nil
 		}
-		if !waitingForPeers(err) {
+		timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+		if timedOut {
+			timeouts++
+		}
+		if !waitingForPeers(err) && (!timedOut || timeouts >= provisionTimeouts) {
 			return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
 		select {
@@ -74,8 +82,11 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 }
 
 // clusterRetry is how often provisioning asks again while a cluster lacks the nodes a
-// stream's replicas need.
-const clusterRetry = 250 * time.Millisecond
+// stream's replicas need; provisionTimeouts how many timed-out requests it sends in all.
+const (
+	clusterRetry      = 250 * time.Millisecond
+	provisionTimeouts = 4
+)
 
 // waitingForPeers reports whether err is JetStream refusing a stream for want of cluster
 // peers (no suitable peers, insufficient resources, cluster temporarily unavailable), which

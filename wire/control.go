@@ -182,6 +182,11 @@ func CheckControlReplySubject(requestSubject, reply string) error {
 	return nil
 }
 
+// RequestIDHeader carries a control request's id, unique per request (the client uses its
+// reply subject's token). A server serves one id of one sender once: the broker can deliver a
+// request twice while it re-registers an account's imports.
+const RequestIDHeader = "Cotal-Request-Id"
+
 // ResponseRoutePrefix starts every reply subject nats-server gives a request that crossed an
 // account boundary through a service import.
 const ResponseRoutePrefix = "_R_."
