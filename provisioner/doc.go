@@ -27,9 +27,11 @@
 // keys.db (bbolt) in the data directory holds the operator, system account, space account
 // and signing seeds, the current account JWTs (revocations included) and the credential
 // registry: for each instance id its name, profile, grants, issue and expiry times,
-// revocation and revision. User seeds are never stored: Mint returns the seed once, for the
-// instance alone. The directory is created with mode 0700 and keys.db is kept at 0600; seeds
-// are not encrypted at rest, the file mode is the protection. bbolt's exclusive file lock
+// revocation and revision. The seed of a minted credential is not stored: Mint returns it
+// once, for the instance alone. Keys not yet minted wait in each space's key pool
+// (keypool.go), whose inboxes the agent account imports ahead, so that a mint need not
+// re-sign it. The directory is created with mode 0700 and keys.db is kept at 0600; seeds are
+// not encrypted at rest, the file mode is the protection. bbolt's exclusive file lock
 // means one process per data directory: a second Open fails with ErrLocked. Seeds never
 // appear in an error or a log line.
 //

@@ -33,7 +33,7 @@ type MintRequest struct {
 	InProcessOnly bool
 	// Identity keeps an existing user key (re-mint): the credential keeps its instance id,
 	// and the previous credential of that id, if still active, is revoked. It must hold the
-	// seed. Nil mints a fresh key.
+	// seed. Nil takes a fresh key from the space's key pool (keypool.go).
 	Identity nkeys.KeyPair
 	// Replace revokes every other active credential that carries Name, in the same step as
 	// the mint. Without it, Mint refuses a Name another active credential holds
@@ -43,7 +43,7 @@ type MintRequest struct {
 }
 
 // Credential is a freshly minted user credential. Seed is the user's private key: hand it
-// to the instance and nothing else; the store never keeps it.
+// to the instance and nothing else; the store keeps no seed of a minted credential.
 type Credential struct {
 	// ID is the instance id: the user public key (SPEC §2).
 	ID      string
@@ -85,13 +85,41 @@ func (s *Store) Mint(req MintRequest) (*Credential, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	kp, err := req.identity()
-	if err != nil {
-		return nil, err
+	if req.Identity != nil {
+		if pub, err := req.Identity.PublicKey(); err != nil || !nkeys.IsValidPublicUserKey(pub) {
+			return nil, fmt.Errorf("%w: Identity is not a user key", ErrInvalidRequest)
+		}
 	}
+	var c *Credential
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b, err := spaceBucket(tx, req.Space)
+		if err != nil {
+			return err
+		}
+		kp := req.Identity
+		if kp == nil {
+			if kp, err = takePooledKey(b); err != nil {
+				return err
+			}
+			defer kp.Wipe()
+		}
+		var perms jwt.Permissions
+		if c, perms, err = newCredential(req, kp); err != nil {
+			return err
+		}
+		return s.mintTx(tx, req, perms, c)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mint %s credential %q in space %q: %w", req.Profile, req.Name, req.Space, err)
+	}
+	return c, nil
+}
+
+// newCredential is the unsigned credential req describes for the key kp, and its permissions.
+func newCredential(req MintRequest, kp nkeys.KeyPair) (*Credential, jwt.Permissions, error) {
 	seed, err := kp.Seed()
 	if err != nil {
-		return nil, fmt.Errorf("%w: Identity holds no seed; pass the instance's full key pair", ErrInvalidRequest)
+		return nil, jwt.Permissions{}, fmt.Errorf("%w: Identity holds no seed; pass the instance's full key pair", ErrInvalidRequest)
 	}
 	pub, _ := kp.PublicKey()
 	g := req.Grants
@@ -100,15 +128,11 @@ func (s *Store) Mint(req MintRequest) (*Credential, error) {
 	}
 	perms, err := Permissions(req.Profile, wire.NewNames(req.Space), pub, g)
 	if err != nil {
-		return nil, err
+		return nil, jwt.Permissions{}, err
 	}
 	c := &Credential{ID: pub, Name: req.Name, Profile: req.Profile, Space: req.Space, Grants: g,
 		Seed: append([]byte(nil), seed...)}
-	err = s.db.Update(func(tx *bbolt.Tx) error { return s.mintTx(tx, req, perms, c) })
-	if err != nil {
-		return nil, fmt.Errorf("mint %s credential %q in space %q: %w", req.Profile, req.Name, req.Space, err)
-	}
-	return c, nil
+	return c, perms, nil
 }
 
 // mintTx revokes an active previous credential of c.ID and, with req.Replace, the other
@@ -339,21 +363,6 @@ func (r MintRequest) validate() error {
 }
 
 // identity returns the requested key, or a fresh user key.
-func (r MintRequest) identity() (nkeys.KeyPair, error) {
-	if r.Identity == nil {
-		kp, err := nkeys.CreateUser()
-		if err != nil {
-			return nil, fmt.Errorf("create user key: %w", err)
-		}
-		return kp, nil
-	}
-	pub, err := r.Identity.PublicKey()
-	if err != nil || !nkeys.IsValidPublicUserKey(pub) {
-		return nil, fmt.Errorf("%w: Identity is not a user key", ErrInvalidRequest)
-	}
-	return r.Identity, nil
-}
-
 // expiry is the credential's expiry for a JWT issued at issued; zero means none.
 func (r MintRequest) expiry(ttl time.Duration, issued time.Time) time.Time {
 	switch {

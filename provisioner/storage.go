@@ -103,7 +103,8 @@ func (s *Store) applyStorageLimits(claims *jwt.AccountClaims) {
 }
 
 // agentImports are the agent account's imports from storage: wire's service subjects, and the
-// inbox of every credential of the registry that can still connect.
+// inbox of every credential of the registry that can still connect and of every key waiting
+// in the key pool.
 func agentImports(b *bbolt.Bucket, space, storage string, now time.Time) (jwt.Imports, error) {
 	var imports jwt.Imports
 	for _, subj := range wire.NewNames(space).StorageServiceSubjects() {
@@ -123,6 +124,7 @@ func agentImports(b *bbolt.Bucket, space, storage string, now time.Time) (jwt.Im
 	if err != nil {
 		return nil, err
 	}
+	ids = append(ids, pooledIDs(b)...)
 	sort.Strings(ids)
 	for _, id := range ids {
 		subj := wire.StorageStreamSubject(id)

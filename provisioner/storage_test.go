@@ -1,10 +1,12 @@
 package provisioner
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/nats-io/jwt/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/cotal-go/cotal/wire"
 )
@@ -67,8 +69,42 @@ func TestAgentAccountImportsStorageServicesAndEachLiveInbox(t *testing.T) {
 	if !slices.Equal(services, want) {
 		t.Errorf("service imports %q, want %q", services, want)
 	}
-	if want := []string{wire.StorageStreamSubject(ada.ID)}; !slices.Equal(streams, want) {
-		t.Errorf("stream imports %q, want ada's inbox only %q", streams, want)
+	var inboxes []string
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		b, err := spaceBucket(tx, "alpha")
+		for _, id := range append(pooledIDs(b), ada.ID) {
+			inboxes = append(inboxes, wire.StorageStreamSubject(id))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(inboxes)
+	if !slices.Equal(streams, inboxes) || slices.Contains(streams, wire.StorageStreamSubject(bob.ID)) {
+		t.Errorf("stream imports %q, want ada's inbox and the key pool's %q", streams, inboxes)
+	}
+}
+
+// TestFreshMintsReSignTheAgentAccountOnlyToRefillTheKeyPool: a mint without a key of its own
+// takes one whose inbox is imported already, so only the mint that finds the pool empty
+// re-signs the agent account, and the refills grow with the account.
+func TestFreshMintsReSignTheAgentAccountOnlyToRefillTheKeyPool(t *testing.T) {
+	s := openStore(t)
+	var updates, mints int
+	for i := range 3*minPooledKeys + 8 {
+		c := mint(t, s, MintRequest{Name: fmt.Sprint("agent", i)})
+		mints++
+		if c.AccountUpdate != "" {
+			updates++
+			if !importsInbox(decodeAccount(t, c.AccountUpdate), c.ID) {
+				t.Fatalf("mint %d re-signed the account without its inbox", i)
+			}
+		}
+	}
+	// Refills of 16, 16 (16 rows), 16 (32 rows / 2), 24 (48 rows / 2): four re-signs for 56 mints.
+	if updates != 4 {
+		t.Errorf("%d mints re-signed the agent account %d times, want 4", mints, updates)
 	}
 }
 
