@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -96,17 +98,21 @@ func joinAt(ctx context.Context, t *testing.T, node *space.Mesh, cred *provision
 	return ep
 }
 
-// receive waits for a delivery of kind with text on got.
-func receive(ctx context.Context, t *testing.T, got <-chan endpoint.Delivery, kind endpoint.MetaKind, text string) {
+// receive waits until deliveries of kind with each of texts have arrived on got, in any order.
+func receive(ctx context.Context, t *testing.T, got <-chan endpoint.Delivery, kind endpoint.MetaKind, texts ...string) {
 	t.Helper()
-	for {
+	missing := map[string]bool{}
+	for _, text := range texts {
+		missing[text] = true
+	}
+	for len(missing) > 0 {
 		select {
 		case d := <-got:
-			if d.Meta.Kind == kind && d.Message.Parts[0].Text == text {
-				return
+			if d.Meta.Kind == kind {
+				delete(missing, d.Message.Parts[0].Text)
 			}
 		case <-ctx.Done():
-			t.Fatalf("no %v %q arrived", kind, text)
+			t.Fatalf("no %v %q arrived", kind, slices.Collect(maps.Keys(missing)))
 		}
 	}
 }
@@ -156,9 +162,11 @@ func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 		}
 		back := make(chan endpoint.Delivery, 64)
 		joinAt(ctx, t, nodes[1], bob, back, "general")
+		var missed []string
 		for i := range 5 {
-			receive(ctx, t, back, endpoint.MetaChannel, fmt.Sprint("missed ", i))
+			missed = append(missed, fmt.Sprint("missed ", i))
 		}
+		receive(ctx, t, back, endpoint.MetaChannel, missed...)
 	})
 
 	t.Run("a credential minted after start works on every node and its revocation reaches them", func(t *testing.T) {
