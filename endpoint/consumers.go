@@ -99,7 +99,14 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 	lost := make(chan error, 1)
 	silent := make(chan struct{}, 1)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		e.receive(inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m})
+		in := inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
+		if ctx.Err() != nil {
+			// Close is under way: a copy still buffered goes back to the consumer now, not
+			// after its ack wait.
+			e.nak(in, 0)
+			return
+		}
+		e.receive(in)
 	},
 		jetstream.PullMaxMessages(consumeBatch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -120,7 +127,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		return err
 	}
 	defer func() {
-		cc.Stop()
+		stop(ctx, cc, e.nc.IsConnected())
 		select {
 		case <-cc.Closed():
 		case <-time.After(consumeStopWait):
@@ -143,4 +150,16 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 			return err
 		}
 	}
+}
+
+// stop ends a Consume. At Close (ctx ended) on a live connection it drains: the copies
+// already pulled are handed to the callback, which naks them, so none waits out its ack wait
+// and the connection can close without draining. Otherwise it stops: the consumer is gone or
+// out of reach, and what it had pulled is redelivered after its ack wait.
+func stop(ctx context.Context, cc jetstream.ConsumeContext, connected bool) {
+	if ctx.Err() != nil && connected {
+		cc.Drain()
+		return
+	}
+	cc.Stop()
 }
