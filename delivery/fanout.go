@@ -97,7 +97,7 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 		}
 	}
 	seq := meta.Sequence.Stream
-	sub, msg, err := wire.CheckDelivery(m.Subject(), m.Data())
+	sub, err := wire.ParseSubject(m.Subject())
 	if err == nil && sub.Kind != wire.KindChat {
 		err = fmt.Errorf("subject kind %s is not chat", sub.Kind)
 	}
@@ -105,7 +105,17 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 		s.skip(m, seq, err)
 		return pendingMsg{msg: m}
 	}
-	targets, reason := s.route(sub, msg, seq, meta.Timestamp)
+	durable := classOf(s.channels, sub.Rest) == wire.DeliveryDurable
+	if !durable && !mayMention(m.Data()) {
+		// A live message without mentions has no entries (SPEC §4): it is acked undecoded.
+		return pendingMsg{msg: m}
+	}
+	sub, msg, err := wire.CheckDelivery(m.Subject(), m.Data())
+	if err != nil {
+		s.skip(m, seq, err)
+		return pendingMsg{msg: m}
+	}
+	targets, reason := s.route(sub, msg, durable, seq, meta.Timestamp)
 	p := pendingMsg{msg: m}
 	if p.err = s.reserveInbox(ctx, targets); p.err != nil {
 		return p
@@ -126,13 +136,14 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 	return p
 }
 
-// route decides who gets an entry. The class is resolved fresh from the channel registry
-// through wire.EffectiveClass (SPEC §7). Durable: every eligible member but the sender,
-// decided under the join fence (doc.go). Live: each @mention resolving to one present instance
-// whose current read ACL covers the channel (SPEC §4).
-func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, seq uint64, at time.Time) ([]recipient, string) {
+// route decides who gets an entry. durable is the channel's class, resolved fresh from the
+// channel registry through wire.EffectiveClass (SPEC §7) when the message was read. Durable:
+// every eligible member but the sender, decided under the join fence (doc.go). Live: each
+// @mention resolving to one present instance whose current read ACL covers the channel
+// (SPEC §4).
+func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, durable bool, seq uint64, at time.Time) ([]recipient, string) {
 	channel := sub.Rest
-	if classOf(s.channels, channel) == wire.DeliveryDurable {
+	if durable {
 		s.members.view.mu.Lock()
 		defer s.members.view.mu.Unlock()
 		return s.members.view.eligibleLocked(nil, channel, sub.Sender, seq), ReasonDurableChannel

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,8 +178,7 @@ func TestResolveMention(t *testing.T) {
 	now := time.Now()
 	cache := newKVCache("presence", decodePresenceRow, &atomic.Int64{}, slog.New(slog.DiscardHandler))
 	row := func(id, name string, status wire.PresenceStatus, ts time.Time) {
-		cache.rows[id] = wire.Presence{Card: wire.AgentCard{ID: id, Name: name, Kind: wire.CardKindAgent},
-			Status: status, TS: ts.UnixMilli()}
+		cache.rows[id] = presenceRow{name: strings.ToLower(name), status: status, ts: ts.UnixMilli()}
 	}
 	row("B", "Bob", wire.StatusIdle, now)
 	row("C1", "carol", wire.StatusWorking, now)
