@@ -38,6 +38,34 @@ func entryMsgID(msgID, member string, generation uint64) string {
 	return msgID + ":" + member + ":" + strconv.FormatUint(generation, 10)
 }
 
+// entryHead is an entry encoded but for its generation and closing brace: what every
+// member's entry of one CHAT message shares, encoded once per message.
+type entryHead []byte
+
+// newEntryHead encodes msg (the CHAT payload as published; CheckDelivery proved it a valid
+// JSON object), channel, seq and reason. encoding/json would compact and copy msg once per
+// member.
+func newEntryHead(msg []byte, channel string, seq uint64, reason string) (entryHead, error) {
+	ch, err := json.Marshal(channel)
+	if err != nil {
+		return nil, fmt.Errorf("encode entry channel: %w", err)
+	}
+	b := make([]byte, 0, len(msg)+len(ch)+len(reason)+64)
+	b = append(append(append(b, `{"msg":`...), msg...), `,"channel":`...)
+	b = append(append(b, ch...), `,"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(append(append(b, `,"reason":"`...), reason...), `","generation":`...)
+	return b, nil
+}
+
+// entry returns the member's entry: the head with its generation. reason is one of the
+// Reason constants, which need no JSON escaping.
+func (h entryHead) entry(generation uint64) []byte {
+	b := make([]byte, 0, len(h)+21)
+	b = strconv.AppendUint(append(b, h...), generation, 10)
+	return append(b, '}')
+}
+
 // dlvMsgID is the DLV Nats-Msg-Id <msgId>:<member>. It is not the bare message id: JetStream
 // deduplicates per stream, not per subject, so with the bare id the copy for the second member
 // of a channel would be acknowledged as a duplicate of the first member's copy and never stored.

@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -120,8 +119,13 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 	if p.err = s.reserveInbox(ctx, targets); p.err != nil {
 		return p
 	}
+	head, err := newEntryHead(m.Data(), sub.Rest, seq, reason)
+	if err != nil {
+		p.err = err
+		return p
+	}
 	for _, t := range targets {
-		f, err := s.publishEntry(m.Data(), msg.ID, sub.Rest, seq, reason, t)
+		f, err := s.publishEntry(head, msg.ID, t)
 		if err != nil {
 			p.err = err
 			break
@@ -164,12 +168,8 @@ func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, durable bool, 
 }
 
 // publishEntry starts the INBOX write of one entry.
-func (s *Service) publishEntry(raw []byte, msgID, channel string, seq uint64, reason string, t recipient) (jetstream.PubAckFuture, error) {
-	data, err := json.Marshal(entry{Msg: raw, Channel: channel, Seq: seq, Reason: reason, Generation: t.generation})
-	if err != nil {
-		return nil, fmt.Errorf("encode entry: %w", err)
-	}
-	return s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DInboxSubject(t.id), Data: data},
+func (s *Service) publishEntry(head entryHead, msgID string, t recipient) (jetstream.PubAckFuture, error) {
+	return s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DInboxSubject(t.id), Data: head.entry(t.generation)},
 		jetstream.WithMsgID(entryMsgID(msgID, t.id, t.generation)),
 		jetstream.WithExpectStream(s.names.InboxStream()))
 }

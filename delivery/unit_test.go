@@ -40,6 +40,31 @@ func TestEntryEncoding(t *testing.T) {
 			t.Fatalf("decoded %+v", e)
 		}
 	})
+	t.Run("the fan-out's encoding matches encoding/json's and keeps the message verbatim", func(t *testing.T) {
+		spaced := append([]byte(" "), msg...) // valid JSON that encoding/json would compact
+		for _, raw := range [][]byte{msg, spaced} {
+			head, err := newEntryHead(raw, "team.backend", 7, ReasonLiveMention)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := head.entry(0)
+			var generic map[string]any
+			if err := json.Unmarshal(data, &generic); err != nil {
+				t.Fatalf("entry %s is not JSON: %v", data, err)
+			}
+			e, _, err := decodeEntry(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Channel != "team.backend" || e.Seq != 7 || e.Generation != 0 || e.Reason != ReasonLiveMention ||
+				string(e.Msg) != strings.TrimSpace(string(raw)) {
+				t.Fatalf("decoded %+v from %s", e, data)
+			}
+		}
+		if got, want := string(newEntryHeadOrFail(t, msg).entry(2)), string(mustJSON(t, valid)); got != want {
+			t.Fatalf("entry\n%s\nwant encoding/json's\n%s", got, want)
+		}
+	})
 	broken := func(f func(*entry)) []byte {
 		e := valid
 		f(&e)
@@ -250,4 +275,13 @@ func TestConfigValidate(t *testing.T) {
 			t.Fatalf("withDefaults = %+v", c)
 		}
 	})
+}
+
+func newEntryHeadOrFail(t *testing.T, msg []byte) entryHead {
+	t.Helper()
+	head, err := newEntryHead(msg, "team.backend", 7, ReasonDurableChannel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head
 }
