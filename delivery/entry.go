@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,9 +75,11 @@ func dlvMsgID(msgID, member string) string { return msgID + ":" + member }
 // decodeEntry decodes an INBOX value strictly: every field present and valid, the message a
 // valid CotalMessage (SPEC §5). It returns the decoded message too, whose id the handoff uses.
 func decodeEntry(data []byte) (*entry, *wire.CotalMessage, error) {
-	var e entry
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errInvalidEntry, err)
+	e, ok := parseEntryLayout(data)
+	if !ok {
+		if err := json.Unmarshal(data, &e); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", errInvalidEntry, err)
+		}
 	}
 	switch {
 	case len(e.Msg) == 0:
@@ -94,4 +97,64 @@ func decodeEntry(data []byte) (*entry, *wire.CotalMessage, error) {
 		return nil, nil, fmt.Errorf("%w: msg: %w", errInvalidEntry, err)
 	}
 	return &e, m, nil
+}
+
+// parseEntryLayout reads an entry in exactly the layout entryHead writes,
+// {"msg":M,"channel":"C","seq":N,"reason":"R","generation":G}, without encoding/json, which
+// would scan M twice and copy it. The fields after M are cut from the end; C and R hold no
+// quote or backslash (printable ASCII only) and N and G are plain digits, so the tail has one
+// reading. decodeEntry then decodes M as a CotalMessage, which proves it one complete JSON
+// value, so the whole is the object encoding/json would read. Any other layout reports false
+// and is left to encoding/json.
+func parseEntryLayout(data []byte) (entry, bool) {
+	var e entry
+	rest, ok := bytes.CutSuffix(data, []byte("}"))
+	if !ok || !bytes.HasPrefix(rest, []byte(`{"msg":`)) {
+		return e, false
+	}
+	rest, gen, ok := cutLastField(rest, `,"generation":`)
+	if !ok || !plainDigits(gen) {
+		return e, false
+	}
+	rest, reason, ok := cutLastField(rest, `,"reason":`)
+	if !ok || !plainString(reason) {
+		return e, false
+	}
+	rest, seq, ok := cutLastField(rest, `,"seq":`)
+	if !ok || !plainDigits(seq) {
+		return e, false
+	}
+	rest, channel, ok := cutLastField(rest, `,"channel":`)
+	if !ok || !plainString(channel) {
+		return e, false
+	}
+	e.Msg = bytes.Trim(rest[len(`{"msg":`):], " \t\r\n")
+	e.Channel, e.Reason = string(channel[1:len(channel)-1]), string(reason[1:len(reason)-1])
+	e.Seq, _ = strconv.ParseUint(string(seq), 10, 64)
+	e.Generation, _ = strconv.ParseUint(string(gen), 10, 64)
+	return e, true
+}
+
+// cutLastField splits b at the last occurrence of marker into what precedes it and the value
+// that follows it.
+func cutLastField(b []byte, marker string) (before, value []byte, ok bool) {
+	i := bytes.LastIndex(b, []byte(marker))
+	if i < 0 {
+		return nil, nil, false
+	}
+	return b[:i], b[i+len(marker):], true
+}
+
+// plainString reports whether b is a JSON string of printable ASCII without escapes, so its
+// content is its bytes.
+func plainString(b []byte) bool {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return false
+	}
+	for _, c := range b[1 : len(b)-1] {
+		if c == '"' || c == '\\' || c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }

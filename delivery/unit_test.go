@@ -48,6 +48,9 @@ func TestEntryEncoding(t *testing.T) {
 				t.Fatal(err)
 			}
 			data := head.entry(0)
+			if _, ok := parseEntryLayout(data); !ok {
+				t.Fatalf("the layout reader does not read the fan-out's own entry %s", data)
+			}
 			var generic map[string]any
 			if err := json.Unmarshal(data, &generic); err != nil {
 				t.Fatalf("entry %s is not JSON: %v", data, err)
@@ -284,4 +287,40 @@ func newEntryHeadOrFail(t *testing.T, msg []byte) entryHead {
 		t.Fatal(err)
 	}
 	return head
+}
+
+// FuzzEntryLayout: an entry the layout reader accepts, with a message that decodes, is read by
+// encoding/json to the same fields.
+func FuzzEntryLayout(f *testing.F) {
+	m := wire.NewChannelMessage("main", wire.EndpointRef{ID: aliceID, Name: "alice"}, "team.backend",
+		wire.Part{Kind: "text", Text: `,"channel":"x","seq":1,"reason":"live-mention","generation":0}`})
+	msg, err := m.AppendJSON(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, reason := range []string{ReasonDurableChannel, ReasonLiveMention} {
+		head, err := newEntryHead(msg, "team.backend", 7, reason)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(head.entry(3))
+	}
+	f.Add([]byte(`{"msg": {"id":"x"} ,"channel":"a","seq":1,"reason":"r","generation":0}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := parseEntryLayout(data)
+		if !ok {
+			return
+		}
+		if _, err := wire.DecodeMessage(fast.Msg); err != nil {
+			return
+		}
+		var std entry
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("the layout reader accepted %q, encoding/json refuses it: %v", data, err)
+		}
+		if string(fast.Msg) != string(std.Msg) || fast.Channel != std.Channel || fast.Seq != std.Seq ||
+			fast.Reason != std.Reason || fast.Generation != std.Generation {
+			t.Fatalf("layout reader %+v, encoding/json %+v for %q", fast, std, data)
+		}
+	})
 }
