@@ -99,14 +99,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 	lost := make(chan error, 1)
 	silent := make(chan struct{}, 1)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		in := inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
-		if ctx.Err() != nil {
-			// Close is under way: a copy still buffered goes back to the consumer now, not
-			// after its ack wait.
-			e.nak(in, 0)
-			return
-		}
-		e.receive(in)
+		e.receive(inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m})
 	},
 		jetstream.PullMaxMessages(consumeBatch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -153,7 +146,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 }
 
 // stop ends a Consume. At Close (ctx ended) on a live connection it drains: the copies
-// already pulled are handed to the callback, which naks them, so none waits out its ack wait
+// already pulled are handed to receive, which naks them, so none waits out its ack wait
 // and the connection can close without draining. Otherwise it stops: the consumer is gone or
 // out of reach, and what it had pulled is redelivered after its ack wait.
 func stop(ctx context.Context, cc jetstream.ConsumeContext, connected bool) {

@@ -113,12 +113,20 @@ const (
 	outSurfaced outcome = iota // handed to the Handler, which returned nil
 	outDropped                 // a duplicate or an own echo, not surfaced
 	outRejected                // a permanent anomaly, terminated
-	outFailed                  // the Handler failed or none was set
+	outFailed                  // the Handler failed, none was set, or Close had begun
 )
 
 // receive is the one receive pipeline every copy goes through (SPEC §4, §5, §8):
 // check → own-echo filter → dedup → surface → ack, nak or term.
 func (e *Endpoint) receive(in inbound) outcome {
+	if e.ctx.Err() != nil {
+		// Close has begun: nothing more is surfaced. A JetStream copy goes back to its
+		// consumer now, not after its ack wait; a live copy is dropped (at most once, SPEC §4).
+		if in.msg != nil {
+			e.nak(in, 0)
+		}
+		return outFailed
+	}
 	in.redelivered = redelivered(in.msg)
 	if in.redelivered {
 		e.stats.redeliveries.Add(1)
