@@ -54,8 +54,14 @@ func (s *suite) backfill(ctx context.Context, caseName string, size int) ([]Row,
 	}); err != nil {
 		return nil, err
 	}
-	if err := prefillRaw(ctx, env, []byte(text), total, senders); err != nil {
+	envelope, err := jsonBody(wire.NewChannelMessage(benchSpace, rawSender, channel, wire.TextPart(text)))
+	if err != nil {
 		return nil, err
+	}
+	for _, body := range []rawBody{bareBody(text), envelope} {
+		if err := prefillRaw(ctx, env, body, total, senders); err != nil {
+			return nil, err
+		}
 	}
 	cotal := func(ctx context.Context, run int) (figures, error) {
 		var got tally
@@ -83,34 +89,40 @@ func (s *suite) backfill(ctx context.Context, caseName string, size int) ([]Row,
 		cpu.perMessage(f, got.count())
 		return f, nil
 	}
-	raw := func(ctx context.Context, _ int) (figures, error) {
-		var got tally
-		nc, js, err := env.conn()
-		if err != nil {
-			return nil, err
-		}
-		defer nc.Close()
-		start, cpu := time.Now(), startCPU()
-		oc, err := js.OrderedConsumer(ctx, "RAWHIST", jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{"raw.hist.*.chan"},
-		})
-		if err != nil {
-			return nil, err
-		}
-		cc, err := oc.Consume(func(jetstream.Msg) { got.add() })
-		if err != nil {
-			return nil, err
-		}
-		defer cc.Stop()
-		if err := got.waitCount(ctx, int64(total)); err != nil {
-			return nil, err
-		}
-		took := got.lastAt().Sub(start)
-		f := figures{"rate": rate(int64(total), took), "time": float64(took) / float64(time.Millisecond)}
-		cpu.perMessage(f, int64(total))
-		return f, nil
+	raw := func(body rawBody) side {
+		return func(ctx context.Context, _ int) (figures, error) { return replayRaw(ctx, env, body, total) }
 	}
-	return s.pair(ctx, titleBackfill, caseName, []figure{figBackfillRate, figBackfillTime, figCPU}, cotal, raw)
+	return s.compare(ctx, titleBackfill, caseName, []figure{figBackfillRate, figBackfillTime, figCPU},
+		[3]side{cotal, raw(bareBody(text)), raw(envelope)})
+}
+
+// replayRaw replays the total messages prefillRaw stored for body with an ordered consumer.
+func replayRaw(ctx context.Context, env *env, body rawBody, total int) (figures, error) {
+	var got tally
+	nc, js, err := env.conn()
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	start, cpu := time.Now(), startCPU()
+	oc, err := js.OrderedConsumer(ctx, "RAWHIST", jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"raw.hist.*." + body.tag},
+	})
+	if err != nil {
+		return nil, err
+	}
+	cc, err := oc.Consume(func(m jetstream.Msg) { body.receive(m.Data()); got.add() })
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Stop()
+	if err := got.waitCount(ctx, int64(total)); err != nil {
+		return nil, err
+	}
+	took := got.lastAt().Sub(start)
+	f := figures{"rate": rate(int64(total), took), "time": float64(took) / float64(time.Millisecond)}
+	cpu.perMessage(f, int64(total))
+	return f, nil
 }
 
 // prefillCotal publishes total messages on channel, spread over senders endpoints.
@@ -130,11 +142,11 @@ func prefillCotal(ctx context.Context, env *env, channel, text string, total, se
 	return nil
 }
 
-// prefillRaw publishes total messages on raw.hist.<sender>.chan, spread over senders.
-func prefillRaw(ctx context.Context, env *env, data []byte, total, senders int) error {
+// prefillRaw publishes total messages of body on raw.hist.<sender>.<tag>, spread over senders.
+func prefillRaw(ctx context.Context, env *env, body rawBody, total, senders int) error {
 	for i := range senders {
 		n := min(perSubject, total-i*perSubject)
-		if err := publishRaw(ctx, env.js, fmt.Sprintf("raw.hist.s%d.chan", i), data, n); err != nil {
+		if err := publishRaw(ctx, env.js, fmt.Sprintf("raw.hist.s%d.%s", i, body.tag), body.data, n); err != nil {
 			return err
 		}
 	}

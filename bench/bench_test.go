@@ -40,6 +40,9 @@ func benchmarkWorkload(b *testing.B, workload string) {
 						b.ReportMetric(r.Raw.Median, "raw_"+unit)
 						b.ReportMetric(r.Ratio(), "ratio_"+metricName(r.Key))
 					}
+					if r.RawJSON.Runs > 0 {
+						b.ReportMetric(r.RawJSON.Median, "rawjson_"+unit)
+					}
 				}
 			})
 		}

@@ -58,7 +58,12 @@ func (s *suite) durableCase(ctx context.Context, o envOptions, title, caseName s
 		return nil, err
 	}
 	d := durable{s: s, env: env, text: payload(size)}
-	return s.pair(ctx, title, caseName, []figure{figDurableRate, figCPU, figDurableLag}, d.cotal, d.raw)
+	envelope, err := jsonBody(wire.NewChannelMessage(benchSpace, rawSender, "durable", wire.TextPart(d.text)))
+	if err != nil {
+		return nil, err
+	}
+	return s.compare(ctx, title, caseName, []figure{figDurableRate, figCPU, figDurableLag},
+		[3]side{d.cotal, d.raw(bareBody(d.text)), d.raw(envelope)})
 }
 
 type durable struct {
@@ -141,13 +146,18 @@ func (d durable) cotal(ctx context.Context, run int) (figures, error) {
 	return f, nil
 }
 
-func (d durable) raw(ctx context.Context, run int) (figures, error) {
-	subject := fmt.Sprintf("raw.dur.pub.r%d", run)
+// raw is the raw side carrying body.
+func (d durable) raw(body rawBody) side {
+	return func(ctx context.Context, run int) (figures, error) { return d.rawRun(ctx, body, run) }
+}
+
+func (d durable) rawRun(ctx context.Context, body rawBody, run int) (figures, error) {
+	subject := fmt.Sprintf("raw.dur.pub.%s%d", body.tag, run)
 	counts := make([]atomic.Int64, durableMembers)
 	var got tally
 	consumers := make([]string, durableMembers)
 	for i := range durableMembers {
-		consumers[i] = fmt.Sprintf("rawdur-r%d-m%d", run, i)
+		consumers[i] = fmt.Sprintf("rawdur-%s%d-m%d", body.tag, run, i)
 		if err := d.env.rawConsumer(ctx, "RAWDUR", consumers[i], subject); err != nil {
 			return nil, err
 		}
@@ -160,7 +170,12 @@ func (d durable) raw(ctx context.Context, run int) (figures, error) {
 		if err != nil {
 			return nil, err
 		}
-		cc, err := cons.Consume(func(m jetstream.Msg) { counts[i].Add(1); got.add(); _ = m.Ack() })
+		cc, err := cons.Consume(func(m jetstream.Msg) {
+			body.receive(m.Data())
+			counts[i].Add(1)
+			got.add()
+			_ = m.Ack()
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +193,7 @@ func (d durable) raw(ctx context.Context, run int) (figures, error) {
 		return nil, err
 	}
 	defer nc.Close()
-	data := []byte(d.text)
+	data := body.data
 	msgs := d.s.cfg.DurableMessages
 	start, cpu := time.Now(), startCPU()
 	futures := make([]jetstream.PubAckFuture, 0, msgs)

@@ -37,30 +37,35 @@ func atLeast(v float64) *Target { return &Target{Goal: AtLeast, Value: v} }
 // neither always runs on a warmer or more fragmented server, and returns one Row per figure.
 // A nil raw side is a cotal-only figure: its rows have no raw side and no ratio.
 func (s *suite) pair(ctx context.Context, title, caseName string, figs []figure, cotal, raw side) ([]Row, error) {
-	sides, names := [2]side{cotal, raw}, [2]string{"cotal", "raw"}
-	vals := map[string]*[2][]float64{}
+	return s.compare(ctx, title, caseName, figs, [3]side{cotal, raw, nil})
+}
+
+// sideNames name the sides compare runs: cotal, bare raw, raw decoding with encoding/json.
+var sideNames = [3]string{"cotal", "raw", "raw+json"}
+
+// compare runs each side that is not nil s.cfg.Runs times, rotating which side goes first
+// from run to run, and returns one Row per figure.
+func (s *suite) compare(ctx context.Context, title, caseName string, figs []figure, sides [3]side) ([]Row, error) {
+	vals := map[string]*[3][]float64{}
 	for _, f := range figs {
-		vals[f.key] = &[2][]float64{}
+		vals[f.key] = &[3][]float64{}
 	}
 	for run := range s.cfg.Runs {
-		order := [2]int{0, 1}
-		if run%2 == 1 {
-			order = [2]int{1, 0}
-		}
-		for _, i := range order {
+		for k := range 3 {
+			i := (run + k) % 3
 			if sides[i] == nil {
 				continue
 			}
 			got, err := sides[i](ctx, run)
 			if err != nil {
-				return nil, fmt.Errorf("%s run %d: %w", names[i], run+1, err)
+				return nil, fmt.Errorf("%s run %d: %w", sideNames[i], run+1, err)
 			}
 			for k, v := range got {
 				if p, ok := vals[k]; ok {
 					p[i] = append(p[i], v)
 				}
 			}
-			s.cfg.logger().Info("run", "workload", title, "case", caseName, "side", names[i],
+			s.cfg.logger().Info("run", "workload", title, "case", caseName, "side", sideNames[i],
 				"run", run+1, "figures", formatFigures(got))
 		}
 	}
@@ -68,7 +73,8 @@ func (s *suite) pair(ctx context.Context, title, caseName string, figs []figure,
 	for _, f := range figs {
 		v := vals[f.key]
 		rows = append(rows, Row{Workload: title, Case: caseName, Key: f.key, Metric: f.metric,
-			Unit: f.unit, Cotal: summarize(v[0]), Raw: summarize(v[1]), Target: f.target})
+			Unit: f.unit, Cotal: summarize(v[0]), Raw: summarize(v[1]), RawJSON: summarize(v[2]),
+			Target: f.target})
 	}
 	return rows, nil
 }

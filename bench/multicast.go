@@ -46,14 +46,20 @@ func (s *suite) multicast(ctx context.Context, size, subs int) ([]Row, error) {
 		return nil, err
 	}
 	text := payload(size)
+	envelope, err := jsonBody(wire.NewChannelMessage(benchSpace, rawSender, "live", wire.TextPart(text)))
+	if err != nil {
+		return nil, err
+	}
 	cotal := func(ctx context.Context, run int) (figures, error) {
 		return s.multicastCotal(ctx, env, text, subs, run)
 	}
-	raw := func(ctx context.Context, run int) (figures, error) {
-		return s.multicastRaw(ctx, env, []byte(text), subs, run)
+	raw := func(body rawBody) side {
+		return func(ctx context.Context, run int) (figures, error) {
+			return s.multicastRaw(ctx, env, body, subs, run)
+		}
 	}
-	return s.pair(ctx, titleMulticast, fmt.Sprintf("%s, 1→%d", sizeName(size), subs),
-		[]figure{figMulticastRate, figCPU, figP50, figP99}, cotal, raw)
+	return s.compare(ctx, titleMulticast, fmt.Sprintf("%s, 1→%d", sizeName(size), subs),
+		[]figure{figMulticastRate, figCPU, figP50, figP99}, [3]side{cotal, raw(bareBody(text)), raw(envelope)})
 }
 
 func (s *suite) multicastCotal(ctx context.Context, env *env, text string, subs, run int) (figures, error) {
@@ -90,8 +96,8 @@ func (s *suite) multicastCotal(ctx context.Context, env *env, text string, subs,
 		func(ctx context.Context) error { return publishChannel(ctx, pub, channel, text, s.cfg.Messages) })
 }
 
-func (s *suite) multicastRaw(ctx context.Context, env *env, data []byte, subs, run int) (figures, error) {
-	subject := fmt.Sprintf("raw.chat.pub.r%d", run)
+func (s *suite) multicastRaw(ctx context.Context, env *env, body rawBody, subs, run int) (figures, error) {
+	subject := fmt.Sprintf("raw.chat.pub.%s%d", body.tag, run)
 	var got tally
 	pr := newProbe(subs)
 	for range subs {
@@ -100,7 +106,7 @@ func (s *suite) multicastRaw(ctx context.Context, env *env, data []byte, subs, r
 			return nil, err
 		}
 		defer nc.Close()
-		if _, err := nc.Subscribe(subject, func(*nats.Msg) { got.add(); pr.hit() }); err != nil {
+		if _, err := nc.Subscribe(subject, func(m *nats.Msg) { body.receive(m.Data); got.add(); pr.hit() }); err != nil {
 			return nil, err
 		}
 		if err := nc.FlushWithContext(ctx); err != nil {
@@ -114,10 +120,10 @@ func (s *suite) multicastRaw(ctx context.Context, env *env, data []byte, subs, r
 	defer nc.Close()
 	return s.measureMulticast(ctx, &got, pr, subs,
 		func(ctx context.Context) error {
-			_, err := js.Publish(ctx, subject, data)
+			_, err := js.Publish(ctx, subject, body.data)
 			return err
 		},
-		func(ctx context.Context) error { return publishRaw(ctx, js, subject, data, s.cfg.Messages) })
+		func(ctx context.Context) error { return publishRaw(ctx, js, subject, body.data, s.cfg.Messages) })
 }
 
 // measureMulticast runs the one-in-flight latency rounds with send, then the throughput run

@@ -63,10 +63,17 @@ func (s *suite) queueCase(ctx context.Context, o envOptions, title, caseName str
 		return nil, err
 	}
 	fig := figDMRate
+	m := wire.NewDirectMessage(benchSpace, rawSender, rawSender.ID, wire.TextPart(q.text))
 	if workers > 1 {
 		fig = figAnycastRate
+		m = wire.NewServiceMessage(benchSpace, rawSender, "worker", wire.TextPart(q.text))
 	}
-	return s.pair(ctx, title, caseName, []figure{fig, figCPU, figP50, figP99}, q.cotal, q.raw)
+	envelope, err := jsonBody(m)
+	if err != nil {
+		return nil, err
+	}
+	return s.compare(ctx, title, caseName, []figure{fig, figCPU, figP50, figP99},
+		[3]side{q.cotal, q.raw(bareBody(q.text)), q.raw(envelope)})
 }
 
 // queue is one DM or anycast case.
@@ -126,10 +133,15 @@ func (q queue) cotal(ctx context.Context, run int) (figures, error) {
 		})
 }
 
-func (q queue) raw(ctx context.Context, run int) (figures, error) {
+// raw is the raw side carrying body.
+func (q queue) raw(body rawBody) side {
+	return func(ctx context.Context, run int) (figures, error) { return q.rawRun(ctx, body, run) }
+}
+
+func (q queue) rawRun(ctx context.Context, body rawBody, run int) (figures, error) {
 	var got tally
 	pr := newProbe(1)
-	subject, consumer := fmt.Sprintf("raw.q.r%d", run), fmt.Sprintf("rawq-r%d", run)
+	subject, consumer := fmt.Sprintf("raw.q.%s%d", body.tag, run), fmt.Sprintf("rawq-%s%d", body.tag, run)
 	if err := q.env.rawConsumer(ctx, "RAWQ", consumer, subject); err != nil {
 		return nil, err
 	}
@@ -143,7 +155,7 @@ func (q queue) raw(ctx context.Context, run int) (figures, error) {
 		if err != nil {
 			return nil, err
 		}
-		cc, err := cons.Consume(func(m jetstream.Msg) { got.add(); pr.hit(); _ = m.Ack() })
+		cc, err := cons.Consume(func(m jetstream.Msg) { body.receive(m.Data()); got.add(); pr.hit(); _ = m.Ack() })
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +166,7 @@ func (q queue) raw(ctx context.Context, run int) (figures, error) {
 		return nil, err
 	}
 	defer nc.Close()
-	data := []byte(q.text)
+	data := body.data
 	return q.measure(ctx, &got, pr, "RAWQ", consumer,
 		func(ctx context.Context) error { _, err := js.Publish(ctx, subject, data); return err },
 		func(ctx context.Context) error { return publishRaw(ctx, js, subject, data, q.msgs) })

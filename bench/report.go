@@ -22,10 +22,10 @@ type Meta struct {
 // WriteText writes rows as an aligned table for a terminal, one row per line.
 func WriteText(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tCASE\tMETRIC\tCOTAL\tRAW\tCOTAL/RAW\tTARGET\tMET")
+	fmt.Fprintln(tw, "WORKLOAD\tCASE\tMETRIC\tCOTAL\tRAW\tRAW+ENCODING/JSON\tCOTAL/RAW\tTARGET\tMET")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Workload, r.Case, r.Metric+" ("+r.Unit+")",
-			cell(r.Cotal), cell(r.Raw), ratioCell(r), targetCell(r), metCell(r, false))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Workload, r.Case, r.Metric+" ("+r.Unit+")",
+			cell(r.Cotal), cell(r.Raw), cell(r.RawJSON), ratioCell(r), targetCell(r), metCell(r, false))
 	}
 	return tw.Flush()
 }
@@ -48,11 +48,11 @@ func WriteMarkdown(w io.Writer, m Meta, rows []Row) error {
 		m.Config.Backfill, m.Config.Endpoints)
 	b.WriteString(method)
 	b.WriteString("\n## Results\n\n")
-	b.WriteString("| workload | case | metric | cotal | raw | cotal/raw | target | met |\n")
-	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | :---: | :---: |\n")
+	b.WriteString("| workload | case | metric | cotal | raw | raw + encoding/json | cotal/raw | target | met |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | :---: | :---: |\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s (%s) | %s | %s | %s | %s | %s |\n", r.Workload, r.Case, r.Metric,
-			r.Unit, cell(r.Cotal), cell(r.Raw), ratioCell(r), targetCell(r), metCell(r, true))
+		fmt.Fprintf(&b, "| %s | %s | %s (%s) | %s | %s | %s | %s | %s | %s |\n", r.Workload, r.Case, r.Metric,
+			r.Unit, cell(r.Cotal), cell(r.Raw), cell(r.RawJSON), ratioCell(r), targetCell(r), metCell(r, true))
 	}
 	writeNotes(&b, rows)
 	writeMisses(&b, rows)

@@ -83,6 +83,9 @@ type Row struct {
 	Metric, Unit string
 	// Cotal and Raw are the figure for each side; Raw.Runs is zero where there is no raw side.
 	Cotal, Raw Summary
+	// RawJSON is the raw side whose receivers decode cotal's envelope with encoding/json;
+	// Runs is zero where the workload has no such side. The ratio stays cotal over bare Raw.
+	RawJSON Summary
 	// Target is nil for figures reported without a target.
 	Target *Target
 	// Note is a short remark shown beside the row, such as what did not fit.

@@ -142,3 +142,23 @@ func TestPayloadHasTheExactSize(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteJSON(t *testing.T) {
+	s := func(v float64) Summary { return Summary{Median: v, Min: v, Max: v, Runs: 3} }
+	rows := []Row{
+		{Workload: "1. Live multicast", Case: "128 B, 1→1", Metric: "delivered msgs/s", Unit: "msgs/s",
+			Cotal: s(50), Raw: s(100), RawJSON: s(80), Target: &Target{AtLeast, 0.9}},
+		{Workload: "10. Durable join", Case: "memory", Metric: "p50", Unit: "ms", Cotal: s(3)},
+	}
+	var b strings.Builder
+	if err := WriteJSON(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"workload":"1. Live multicast","case":"128 B, 1→1","metric":"delivered msgs/s","unit":"msgs/s",` +
+		`"cotal":50,"raw":100,"raw_json":80,"ratio":0.5,"target":"≥ 0.9","met":false}` + "\n" +
+		`{"workload":"10. Durable join","case":"memory","metric":"p50","unit":"ms",` +
+		`"cotal":3,"raw":null,"raw_json":null,"ratio":null,"target":null,"met":null}` + "\n"
+	if b.String() != want {
+		t.Errorf("WriteJSON wrote\n%s\nwant\n%s", b.String(), want)
+	}
+}

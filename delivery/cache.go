@@ -16,8 +16,11 @@ import (
 // subject (LAYOUT.md "Reply-subject injection"), are dropped and counted, and the last valid
 // row for that key is kept: an agent must not be able to erase a row by overwriting it.
 type kvCache[T any] struct {
-	bucket  string
-	decode  func(key string, data []byte) (T, error)
+	bucket string
+	decode func(key string, data []byte) (T, error)
+	// quick, when set, takes a value from the key's previous row without decoding, when the
+	// value differs from it only in what needs no validation (a presence heartbeat's ts).
+	quick   func(prev T, data []byte) (T, bool)
 	gate    *gate // open while rows is complete and the watch runs
 	invalid *atomic.Int64
 	log     *slog.Logger
@@ -94,6 +97,12 @@ func (c *kvCache[T]) apply(dst, prev map[string]T, e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(dst, key)
 		return
+	}
+	if p, ok := prev[key]; ok && c.quick != nil {
+		if v, ok := c.quick(p, e.Value()); ok {
+			dst[key] = v
+			return
+		}
 	}
 	v, err := c.decode(key, e.Value())
 	if err != nil {

@@ -11,13 +11,15 @@
 //     INBOX entry per eligible member but the sender; a live channel's @mention becomes one
 //     entry for the instance that name resolves to (the unique live holder, or with none live
 //     the unique last-seen holder, so an offline target still gets it, SPEC §4) when its
-//     current read ACL covers the channel;
+//     current read ACL covers the channel. A live channel's message whose bytes cannot hold
+//     @mentions (no "mentions" key and no escape) is acked without being decoded;
 //   - the trusted reader (consumer reader on INBOX_<s>): re-authorizes every entry against the
 //     member's current read ACL (Config.ACL, SPEC §9 item 6) and, for a durable channel, its
 //     membership interval, then hands the copy to cotal.<s>.dlv.<member>, where the member's
 //     bind-only dlv_<id> consumer reads it with ack semantics;
 //   - watches of the channel registry and the presence directory, which the fan-out reads from
-//     memory (LAYOUT.md trap "One consumer per message").
+//     memory (LAYOUT.md trap "One consumer per message"); a presence heartbeat that changes
+//     only ts is taken without decoding the row again.
 //
 // # Guarantees
 //

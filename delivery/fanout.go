@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -97,7 +96,7 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 		}
 	}
 	seq := meta.Sequence.Stream
-	sub, msg, err := wire.CheckDelivery(m.Subject(), m.Data())
+	sub, err := wire.ParseSubject(m.Subject())
 	if err == nil && sub.Kind != wire.KindChat {
 		err = fmt.Errorf("subject kind %s is not chat", sub.Kind)
 	}
@@ -105,13 +104,28 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 		s.skip(m, seq, err)
 		return pendingMsg{msg: m}
 	}
-	targets, reason := s.route(sub, msg, seq, meta.Timestamp)
+	durable := classOf(s.channels, sub.Rest) == wire.DeliveryDurable
+	if !durable && !mayMention(m.Data()) {
+		// A live message without mentions has no entries (SPEC §4): it is acked undecoded.
+		return pendingMsg{msg: m}
+	}
+	sub, msg, err := wire.CheckDelivery(m.Subject(), m.Data())
+	if err != nil {
+		s.skip(m, seq, err)
+		return pendingMsg{msg: m}
+	}
+	targets, reason := s.route(sub, msg, durable, seq, meta.Timestamp)
 	p := pendingMsg{msg: m}
 	if p.err = s.reserveInbox(ctx, targets); p.err != nil {
 		return p
 	}
+	head, err := newEntryHead(m.Data(), sub.Rest, seq, reason)
+	if err != nil {
+		p.err = err
+		return p
+	}
 	for _, t := range targets {
-		f, err := s.publishEntry(m.Data(), msg.ID, sub.Rest, seq, reason, t)
+		f, err := s.publishEntry(head, msg.ID, t)
 		if err != nil {
 			p.err = err
 			break
@@ -126,13 +140,14 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 	return p
 }
 
-// route decides who gets an entry. The class is resolved fresh from the channel registry
-// through wire.EffectiveClass (SPEC §7). Durable: every eligible member but the sender,
-// decided under the join fence (doc.go). Live: each @mention resolving to one present instance
-// whose current read ACL covers the channel (SPEC §4).
-func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, seq uint64, at time.Time) ([]recipient, string) {
+// route decides who gets an entry. durable is the channel's class, resolved fresh from the
+// channel registry through wire.EffectiveClass (SPEC §7) when the message was read. Durable:
+// every eligible member but the sender, decided under the join fence (doc.go). Live: each
+// @mention resolving to one present instance whose current read ACL covers the channel
+// (SPEC §4).
+func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, durable bool, seq uint64, at time.Time) ([]recipient, string) {
 	channel := sub.Rest
-	if classOf(s.channels, channel) == wire.DeliveryDurable {
+	if durable {
 		s.members.view.mu.Lock()
 		defer s.members.view.mu.Unlock()
 		return s.members.view.eligibleLocked(nil, channel, sub.Sender, seq), ReasonDurableChannel
@@ -153,12 +168,8 @@ func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, seq uint64, at
 }
 
 // publishEntry starts the INBOX write of one entry.
-func (s *Service) publishEntry(raw []byte, msgID, channel string, seq uint64, reason string, t recipient) (jetstream.PubAckFuture, error) {
-	data, err := json.Marshal(entry{Msg: raw, Channel: channel, Seq: seq, Reason: reason, Generation: t.generation})
-	if err != nil {
-		return nil, fmt.Errorf("encode entry: %w", err)
-	}
-	return s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DInboxSubject(t.id), Data: data},
+func (s *Service) publishEntry(head entryHead, msgID string, t recipient) (jetstream.PubAckFuture, error) {
+	return s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DInboxSubject(t.id), Data: head.entry(t.generation)},
 		jetstream.WithMsgID(entryMsgID(msgID, t.id, t.generation)),
 		jetstream.WithExpectStream(s.names.InboxStream()))
 }

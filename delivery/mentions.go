@@ -1,10 +1,9 @@
 package delivery
 
 import (
+	"bytes"
 	"strings"
 	"time"
-
-	"github.com/cotal-go/cotal/wire"
 )
 
 // resolveMention returns the instance a lowercased @mention names (SPEC §4) at publish time
@@ -15,18 +14,18 @@ import (
 // fan-out checks authorization against the resolved id's current ACL. Two or more last-seen
 // holders, or none, resolve to nothing. "Last seen" is the fan-out's memory of presence rows
 // since the mesh started; a bucket delete or purge forgets a row.
-func resolveMention(presence *kvCache[wire.Presence], name string, at time.Time) (string, bool) {
+func resolveMention(presence *kvCache[presenceRow], name string, at time.Time) (string, bool) {
 	name = strings.ToLower(strings.TrimSpace(name))
 	if name == "" {
 		return "", false
 	}
 	var live, seen []string
-	presence.each(func(id string, p wire.Presence) {
-		if strings.ToLower(p.Card.Name) != name {
+	presence.each(func(id string, r presenceRow) {
+		if r.name != name {
 			return
 		}
 		seen = append(seen, id)
-		if p.Status != wire.StatusOffline && !p.Stale(at, wire.DefaultLivenessWindow) {
+		if r.live(at) {
 			live = append(live, id)
 		}
 	})
@@ -39,11 +38,9 @@ func resolveMention(presence *kvCache[wire.Presence], name string, at time.Time)
 	return "", false
 }
 
-// decodePresenceRow adapts wire.DecodePresence to the cache.
-func decodePresenceRow(key string, data []byte) (wire.Presence, error) {
-	p, err := wire.DecodePresence(key, data)
-	if err != nil {
-		return wire.Presence{}, err
-	}
-	return *p, nil
+// mayMention reports whether a CHAT payload can carry @mentions: false only when its bytes
+// hold neither the key "mentions" nor a backslash, the only way to spell that key otherwise.
+// The fan-out decodes a live channel's message only when it may mention someone.
+func mayMention(data []byte) bool {
+	return bytes.IndexByte(data, '\\') >= 0 || bytes.Contains(data, []byte(`"mentions"`))
 }

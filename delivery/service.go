@@ -24,7 +24,7 @@ type Service struct {
 	js       jetstream.JetStream
 	members  *registry
 	channels *kvCache[channelRow]
-	presence *kvCache[wire.Presence]
+	presence *kvCache[presenceRow]
 	gaps     gapLog
 	inGaps   gapLog // INBOX sequences the reader never saw
 	dropped  droppedLog
@@ -101,6 +101,7 @@ func (s *Service) openRegistries(ctx context.Context) error {
 	}
 	s.channels = newKVCache(n.ChannelsBucket(), decodeChannelRow, &s.stats.registryInvalid, s.log)
 	s.presence = newKVCache(n.PresenceBucket(), decodePresenceRow, &s.stats.registryInvalid, s.log)
+	s.presence.quick = presenceRow.heartbeat
 	s.presenceKV, s.channelsKV = presenceKV, channelsKV
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +38,34 @@ func TestEntryEncoding(t *testing.T) {
 		if e.Channel != valid.Channel || e.Seq != 7 || e.Generation != 2 || e.Reason != ReasonDurableChannel ||
 			string(e.Msg) != string(msg) || m.Channel != "team.backend" {
 			t.Fatalf("decoded %+v", e)
+		}
+	})
+	t.Run("the fan-out's encoding matches encoding/json's and keeps the message verbatim", func(t *testing.T) {
+		spaced := append([]byte(" "), msg...) // valid JSON that encoding/json would compact
+		for _, raw := range [][]byte{msg, spaced} {
+			head, err := newEntryHead(raw, "team.backend", 7, ReasonLiveMention)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := head.entry(0)
+			if _, ok := parseEntryLayout(data); !ok {
+				t.Fatalf("the layout reader does not read the fan-out's own entry %s", data)
+			}
+			var generic map[string]any
+			if err := json.Unmarshal(data, &generic); err != nil {
+				t.Fatalf("entry %s is not JSON: %v", data, err)
+			}
+			e, _, err := decodeEntry(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Channel != "team.backend" || e.Seq != 7 || e.Generation != 0 || e.Reason != ReasonLiveMention ||
+				string(e.Msg) != strings.TrimSpace(string(raw)) {
+				t.Fatalf("decoded %+v from %s", e, data)
+			}
+		}
+		if got, want := string(newEntryHeadOrFail(t, msg).entry(2)), string(mustJSON(t, valid)); got != want {
+			t.Fatalf("entry\n%s\nwant encoding/json's\n%s", got, want)
 		}
 	})
 	broken := func(f func(*entry)) []byte {
@@ -177,8 +206,7 @@ func TestResolveMention(t *testing.T) {
 	now := time.Now()
 	cache := newKVCache("presence", decodePresenceRow, &atomic.Int64{}, slog.New(slog.DiscardHandler))
 	row := func(id, name string, status wire.PresenceStatus, ts time.Time) {
-		cache.rows[id] = wire.Presence{Card: wire.AgentCard{ID: id, Name: name, Kind: wire.CardKindAgent},
-			Status: status, TS: ts.UnixMilli()}
+		cache.rows[id] = presenceRow{name: strings.ToLower(name), status: status, ts: ts.UnixMilli()}
 	}
 	row("B", "Bob", wire.StatusIdle, now)
 	row("C1", "carol", wire.StatusWorking, now)
@@ -248,6 +276,51 @@ func TestConfigValidate(t *testing.T) {
 		if c.UnknownMemberRetries != d.UnknownMemberRetries || c.RestartBackoff != d.RestartBackoff || c.Logger == nil ||
 			c.ControlWorkers != d.ControlWorkers || c.ControlQueue != d.ControlQueue || c.ControlPerSender != d.ControlPerSender {
 			t.Fatalf("withDefaults = %+v", c)
+		}
+	})
+}
+
+func newEntryHeadOrFail(t *testing.T, msg []byte) entryHead {
+	t.Helper()
+	head, err := newEntryHead(msg, "team.backend", 7, ReasonDurableChannel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head
+}
+
+// FuzzEntryLayout: an entry the layout reader accepts, with a message that decodes, is read by
+// encoding/json to the same fields.
+func FuzzEntryLayout(f *testing.F) {
+	m := wire.NewChannelMessage("main", wire.EndpointRef{ID: aliceID, Name: "alice"}, "team.backend",
+		wire.Part{Kind: "text", Text: `,"channel":"x","seq":1,"reason":"live-mention","generation":0}`})
+	msg, err := m.AppendJSON(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, reason := range []string{ReasonDurableChannel, ReasonLiveMention} {
+		head, err := newEntryHead(msg, "team.backend", 7, reason)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(head.entry(3))
+	}
+	f.Add([]byte(`{"msg": {"id":"x"} ,"channel":"a","seq":1,"reason":"r","generation":0}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := parseEntryLayout(data)
+		if !ok {
+			return
+		}
+		if _, err := wire.DecodeMessage(fast.Msg); err != nil {
+			return
+		}
+		var std entry
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("the layout reader accepted %q, encoding/json refuses it: %v", data, err)
+		}
+		if string(fast.Msg) != string(std.Msg) || fast.Channel != std.Channel || fast.Seq != std.Seq ||
+			fast.Reason != std.Reason || fast.Generation != std.Generation {
+			t.Fatalf("layout reader %+v, encoding/json %+v for %q", fast, std, data)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package endpoint_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -199,4 +200,42 @@ func TestReceiveEchoOwnSurfacesTheInstancesOwnChannelMessages(t *testing.T) {
 	if d := alice.rec.withID(r.ID)[0]; d.Meta.Kind != endpoint.MetaChannel || d.Message.From.ID != alice.ID() {
 		t.Fatalf("echo %+v, want her own channel message", d.Meta)
 	}
+}
+
+func TestCloseNaksTheCopiesPulledButNotSurfaced(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	var calls atomic.Int32
+	entered := make(chan struct{})
+	bob := h.connect("bob", func(o *endpoint.Options) {
+		o.Handler = func(ctx context.Context, _ endpoint.Delivery) error {
+			if calls.Add(1) == 1 {
+				close(entered)
+				<-ctx.Done() // the first copy is in the Handler when Close begins, and succeeds
+			}
+			return nil
+		}
+	})
+	const sent = 5
+	for i := range sent {
+		if _, err := alice.SendDM(ctxT(t), bob.ID(), text(fmt.Sprintf("dm %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, consumer := h.names.DMStream(), h.names.DMConsumer(bob.ID())
+	await.True(t, settle, "every copy pulled by bob", func() bool {
+		return h.consumerInfo(stream, consumer).NumAckPending == sent
+	})
+	<-entered
+	if err := bob.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the Handler ran %d times, want once: nothing is surfaced once Close has begun", n)
+	}
+	// The ack wait is a minute: only naks have the copies redelivered within settle.
+	again := h.connect("bob again", func(o *endpoint.Options) { o.ID = bob.ID() })
+	await.True(t, settle, "the buffered copies redelivered to bob's next incarnation", func() bool {
+		return len(again.rec.all()) == sent-1
+	})
 }

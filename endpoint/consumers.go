@@ -120,7 +120,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		return err
 	}
 	defer func() {
-		cc.Stop()
+		stop(ctx, cc, e.nc.IsConnected())
 		select {
 		case <-cc.Closed():
 		case <-time.After(consumeStopWait):
@@ -143,4 +143,16 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 			return err
 		}
 	}
+}
+
+// stop ends a Consume. At Close (ctx ended) on a live connection it drains: the copies
+// already pulled are handed to receive, which naks them, so none waits out its ack wait
+// and the connection can close without draining. Otherwise it stops: the consumer is gone or
+// out of reach, and what it had pulled is redelivered after its ack wait.
+func stop(ctx context.Context, cc jetstream.ConsumeContext, connected bool) {
+	if ctx.Err() != nil && connected {
+		cc.Drain()
+		return
+	}
+	cc.Stop()
 }

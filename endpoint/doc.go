@@ -20,7 +20,9 @@
 //   - Receive: one pipeline for live channel copies, dm_<id>, svc_<role>, dlv_<id> and
 //     backfill: kind from the subject, sender checked, deduplicated by id across every path,
 //     acked only after the Handler returned nil, nak'd on a Handler error, terminated on the
-//     three permanent anomalies (counted in Stats, never surfaced).
+//     three permanent anomalies (counted in Stats, never surfaced). Once Close has begun
+//     nothing more is surfaced: the bound consumers are drained and each copy they had pulled
+//     but not surfaced is nak'd, so it is redelivered at once, not after its ack wait.
 //   - Channels (SPEC §7): Join takes the CHAT frontier as watermark, subscribes, confirms the
 //     broker accepted the subscription, backfills history up to the watermark, and on a
 //     durable channel asks the delivery service for membership; JoinResult says honestly

@@ -452,7 +452,9 @@ func (e *Endpoint) Done() <-chan struct{} { return e.conn.closed }
 func (e *Endpoint) Err() error { return e.conn.err() }
 
 // Close writes one final offline presence record (SPEC §6), stops every goroutine, leaves
-// the bound consumers, and drains the connection. ctx bounds the final write and the drain.
+// the bound consumers, naks the copies they had pulled but not surfaced (they are redelivered
+// at once, not after their ack wait), flushes and closes the connection. ctx bounds the final
+// write and the flush.
 // Close is idempotent; later calls return the first result.
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() { e.closeErr = e.shutdown(ctx, true) })
@@ -488,20 +490,33 @@ func (e *Endpoint) shutdown(ctx context.Context, announce bool) error {
 	return errors.Join(errs...)
 }
 
-// drain drains the connection and waits until it is closed or ctx ends.
+// drain flushes what the Endpoint published (acks and naks included) and closes the
+// connection. Every subscription that owes anything was drained before: the bindings nak'd
+// their pulled copies, the roster watch moved; live copies still buffered are at-most-once
+// (SPEC §4). nats.go's Conn.Drain would poll for the subscriptions every 10 ms instead.
 func (e *Endpoint) drain(ctx context.Context) error {
 	if e.nc.IsClosed() {
 		return nil
 	}
-	if err := e.nc.Drain(); err != nil {
-		e.nc.Close()
+	var err error
+	if e.nc.IsConnected() {
+		if ferr := flush(ctx, e.nc); ferr != nil {
+			err = fmt.Errorf("flush before close: %w", ferr)
+		}
 	}
-	select {
-	case <-e.conn.natsClosed:
-		return nil
-	case <-ctx.Done():
-		e.nc.Close()
-		<-e.conn.natsClosed
-		return fmt.Errorf("drain: %w", ctx.Err())
+	e.nc.Close()
+	<-e.conn.natsClosed
+	return err
+}
+
+// closeFlushWait bounds the flush at Close when its ctx has no deadline.
+const closeFlushWait = 5 * time.Second
+
+// flush waits until the broker has read everything published on nc, within ctx's deadline or
+// closeFlushWait.
+func flush(ctx context.Context, nc *nats.Conn) error {
+	if _, ok := ctx.Deadline(); ok {
+		return nc.FlushWithContext(ctx)
 	}
+	return nc.FlushTimeout(closeFlushWait)
 }

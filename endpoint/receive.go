@@ -113,12 +113,20 @@ const (
 	outSurfaced outcome = iota // handed to the Handler, which returned nil
 	outDropped                 // a duplicate or an own echo, not surfaced
 	outRejected                // a permanent anomaly, terminated
-	outFailed                  // the Handler failed or none was set
+	outFailed                  // the Handler failed, none was set, or Close had begun
 )
 
 // receive is the one receive pipeline every copy goes through (SPEC §4, §5, §8):
 // check → own-echo filter → dedup → surface → ack, nak or term.
 func (e *Endpoint) receive(in inbound) outcome {
+	if e.ctx.Err() != nil {
+		// Close has begun: nothing more is surfaced. A JetStream copy goes back to its
+		// consumer now, not after its ack wait; a live copy is dropped (at most once, SPEC §4).
+		if in.msg != nil {
+			e.nak(in, 0)
+		}
+		return outFailed
+	}
 	in.redelivered = redelivered(in.msg)
 	if in.redelivered {
 		e.stats.redeliveries.Add(1)
@@ -128,12 +136,13 @@ func (e *Endpoint) receive(in inbound) outcome {
 		e.reject(in, err)
 		return outRejected
 	}
-	if meta.Kind == MetaChannel && wire.Sanitize(m.From.ID) == wire.Sanitize(e.id) && !e.opts.EchoOwn {
+	sender := sanitize(m.From.ID)
+	if meta.Kind == MetaChannel && sender == sanitize(e.id) && !e.opts.EchoOwn {
 		e.stats.ownEchoes.Add(1)
 		e.ack(in)
 		return outDropped
 	}
-	key := dedupKey{sender: wire.Sanitize(m.From.ID), id: m.ID}
+	key := dedupKey{sender: sender, id: m.ID}
 	switch e.dedup.claim(key) {
 	case claimDone:
 		e.stats.duplicates.Add(1)
@@ -175,10 +184,10 @@ func (e *Endpoint) check(in inbound) (*wire.CotalMessage, Meta, error) {
 	case sub.Kind != in.src.kind(), sub.Space != e.names.Space():
 		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
 			Err: fmt.Errorf("%s subject %q arrived on the %s path", sub.Kind, in.subject, in.src)}
-	case sub.Kind == wire.KindInst && sub.Rest != wire.Sanitize(e.id):
+	case sub.Kind == wire.KindInst && sub.Rest != sanitize(e.id):
 		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
 			Err: fmt.Errorf("unicast subject %q targets another instance", in.subject)}
-	case sub.Kind == wire.KindSvc && sub.Rest != wire.Sanitize(e.role):
+	case sub.Kind == wire.KindSvc && sub.Rest != sanitize(e.role):
 		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
 			Err: fmt.Errorf("anycast subject %q targets another role", in.subject)}
 	}
@@ -372,4 +381,16 @@ func logger(l *slog.Logger) *slog.Logger {
 		return l
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// sanitize is wire.Sanitize without its allocation for a token that is already sanitized, as
+// instance ids and roles are: the receive path sanitizes several per copy.
+func sanitize(token string) string {
+	for i := 0; i < len(token); i++ {
+		c := token[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return wire.Sanitize(token)
+		}
+	}
+	return token
 }

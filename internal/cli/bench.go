@@ -21,13 +21,17 @@ import (
 func newBenchCmd() *cobra.Command {
 	cfg := bench.DefaultConfig()
 	var out string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "bench [workload...]",
 		Short: "Measure cotal against raw NATS on one embedded server, side by side",
 		Long: `bench runs the benchmark suite, or the named workloads, in the style of nats bench: each
 workload is measured for cotal and for raw nats.go doing the same work on the same embedded
 server in the same run, and the table shows medians over --runs runs with the spread and the
-ratio cotal/raw against each row's target. Progress goes to stderr, the table to stdout, and
+ratio cotal/raw against each row's target. A second raw column, raw + encoding/json, has the
+raw receivers decode cotal's envelope with the standard library: what hand-rolled NATS carrying
+the same messages pays. Progress goes to stderr, the table to stdout (--json: one JSON object
+per row, with workload, case, metric, unit, cotal, raw, raw_json, ratio, target and met), and
 --out writes the markdown report (BENCHMARKS.md) with date, commit, machine and command.
 
 Workloads:
@@ -35,7 +39,7 @@ Workloads:
 		ValidArgs: bench.Names(),
 		Args:      cobra.OnlyValidArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBench(cmd, args, cfg, out)
+			return runBench(cmd, args, cfg, out, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -47,10 +51,11 @@ Workloads:
 	f.IntVar(&cfg.Backfill, "backfill", cfg.Backfill, "retained messages a join replays")
 	f.IntSliceVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "fleet sizes for presence and memory")
 	f.StringVar(&out, "out", "", "also write the markdown report to this file, e.g. BENCHMARKS.md")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per row instead of the table")
 	return cmd
 }
 
-func runBench(cmd *cobra.Command, args []string, cfg bench.Config, out string) error {
+func runBench(cmd *cobra.Command, args []string, cfg bench.Config, out string, asJSON bool) error {
 	format, _ := cmd.Flags().GetString("log-format")
 	level, _ := cmd.Flags().GetString("log-level")
 	cfg.Logger = newLogger(format, level, cmd.ErrOrStderr())
@@ -59,7 +64,11 @@ func runBench(cmd *cobra.Command, args []string, cfg bench.Config, out string) e
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteText(cmd.OutOrStdout(), rows); err != nil {
+	write := bench.WriteText
+	if asJSON {
+		write = bench.WriteJSON
+	}
+	if err := write(cmd.OutOrStdout(), rows); err != nil {
 		return err
 	}
 	if out == "" {

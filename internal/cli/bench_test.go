@@ -26,6 +26,10 @@ func TestBenchCommand(t *testing.T) {
 			stdout: []string{"7. Per-test space", "COTAL/RAW"},
 			file: []string{"# cotal benchmarks", "| command | `cotal bench --log-level=warn --out=" + out + " --runs=1 space` |",
 				"| machine | ", "| 7. Per-test space | authenticated, memory | start, connect 2, close (ms) |"}},
+		{name: "--json prints one object per row with its target", code: exitOK,
+			args: []string{"bench", "space", "--runs", "1", "--log-level", "warn", "--json"},
+			stdout: []string{`{"workload":"7. Per-test space","case":"authenticated, memory","metric":"start, connect 2, close",`,
+				`"unit":"ms","cotal":`, `"raw_json":null,"ratio":`, `"target":"≤ 3×","met":`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
