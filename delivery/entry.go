@@ -113,7 +113,7 @@ func parseEntryLayout(data []byte) (entry, bool) {
 		return e, false
 	}
 	rest, gen, ok := cutLastField(rest, `,"generation":`)
-	if !ok || !plainDigits(gen) {
+	if !ok || !wire.PlainDigits(gen) {
 		return e, false
 	}
 	rest, reason, ok := cutLastField(rest, `,"reason":`)
@@ -121,7 +121,7 @@ func parseEntryLayout(data []byte) (entry, bool) {
 		return e, false
 	}
 	rest, seq, ok := cutLastField(rest, `,"seq":`)
-	if !ok || !plainDigits(seq) {
+	if !ok || !wire.PlainDigits(seq) {
 		return e, false
 	}
 	rest, channel, ok := cutLastField(rest, `,"channel":`)
