@@ -75,9 +75,10 @@ func cotalBin(t *testing.T) string {
 
 // upProcess is a running `cotal up` and the join link it printed.
 type upProcess struct {
-	cmd  *exec.Cmd
-	link string
-	out  *lockedBuffer
+	cmd   *exec.Cmd
+	link  string
+	out   *lockedBuffer
+	found chan string // the join link, once the banner prints it
 }
 
 type lockedBuffer struct {
@@ -102,13 +103,21 @@ var linkLine = regexp.MustCompile(`join link: (cotals?://\S+)`)
 // startUp runs `cotal up` on dir with a random port and waits for its join link.
 func startUp(t *testing.T, bin, dir string, extra ...string) *upProcess {
 	t.Helper()
+	p := launchUp(t, bin, dir, extra...)
+	p.waitLink(t)
+	return p
+}
+
+// launchUp runs `cotal up` on dir with a random port; waitLink waits for its join link.
+func launchUp(t *testing.T, bin, dir string, extra ...string) *upProcess {
+	t.Helper()
 	args := append([]string{"up", "--dir", dir, "--listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &upProcess{cmd: cmd, out: &lockedBuffer{}}
+	p := &upProcess{cmd: cmd, out: &lockedBuffer{}, found: make(chan string, 1)}
 	cmd.Stderr = p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -117,7 +126,6 @@ func startUp(t *testing.T, bin, dir string, extra ...string) *upProcess {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -125,18 +133,23 @@ func startUp(t *testing.T, bin, dir string, extra ...string) *upProcess {
 			p.out.Write([]byte(line + "\n"))
 			if m := linkLine.FindStringSubmatch(line); m != nil {
 				select {
-				case found <- m[1]:
+				case p.found <- m[1]:
 				default:
 				}
 			}
 		}
 	}()
+	return p
+}
+
+// waitLink waits for the join link p's banner prints.
+func (p *upProcess) waitLink(t *testing.T) {
+	t.Helper()
 	select {
-	case p.link = <-found:
+	case p.link = <-p.found:
 	case <-time.After(60 * time.Second):
 		t.Fatalf("cotal up printed no join link within 60s; output:\n%s", p.out)
 	}
-	return p
 }
 
 // stop sends SIGINT and expects a clean exit.

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/space"
+)
+
+// TestAClusterOfThreeUpProcesses runs the README's cluster commands as three `cotal up`
+// processes on loopback (issue 14): a credential minted on the key-store node after start
+// posts through node 1 and reads the post back through node 3, and node 3 says where to mint.
+func TestAClusterOfThreeUpProcesses(t *testing.T) {
+	t.Parallel()
+	bin := cotalBin(t)
+	peers := []string{freePort(t), freePort(t), freePort(t)}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	cluster := func(i int) []string {
+		return []string{"--cluster-name", "demo", "--cluster-listen", peers[i], "--cluster-peers", strings.Join(peers, ",")}
+	}
+	trust := filepath.Join(dirs[0], space.TrustFile)
+	nodes := []*upProcess{launchUp(t, bin, dirs[0], cluster(0)...)}
+	await.True(t, 30*time.Second, "the key-store node's trust file", func() bool {
+		_, err := os.Stat(trust)
+		return err == nil
+	})
+	for i := 1; i < 3; i++ {
+		nodes = append(nodes, launchUp(t, bin, dirs[i], append(cluster(i), "--cluster-trust", trust)...))
+	}
+	for _, n := range nodes {
+		n.waitLink(t)
+	}
+	if out := nodes[2].out.String(); !strings.Contains(out, "cluster:  demo") || !strings.Contains(out, "mint credentials on the node that holds the key store") {
+		t.Errorf("node 3's banner does not describe the cluster:\n%s", out)
+	}
+
+	alice, bob := filepath.Join(t.TempDir(), "alice.creds"), filepath.Join(t.TempDir(), "bob.creds")
+	for _, args := range [][]string{
+		{"auth", "mint", "--dir", dirs[0], "--name", "alice", "--subscribe", "general", "--allow-publish", "general", "--out", alice},
+		{"auth", "mint", "--dir", dirs[0], "--name", "bob", "--subscribe", "general", "--out", bob},
+		{"send", "--link", nodes[0].link, "--creds", alice, "general", "hello from node 1"},
+	} {
+		if out, errOut, code := runCotal(t, bin, args...); code != 0 {
+			t.Fatalf("cotal %v exited %d:\n%s%s", args, code, out, errOut)
+		}
+	}
+	out, errOut, code := runCotal(t, bin, "history", "--link", nodes[2].link, "--creds", bob, "general")
+	if code != 0 || !strings.Contains(out, "hello from node 1") {
+		t.Fatalf("history through node 3 exited %d:\n%s%s", code, out, errOut)
+	}
+	for _, n := range nodes {
+		n.stop(t)
+	}
+}
