@@ -499,8 +499,9 @@ func (e *Endpoint) drain(ctx context.Context) error {
 		return nil
 	}
 	var err error
+	// A connection the broker closed meanwhile (a mesh shutting down) has nothing left to flush.
 	if e.nc.IsConnected() {
-		if ferr := flush(ctx, e.nc); ferr != nil {
+		if ferr := flush(ctx, e.nc); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
 			err = fmt.Errorf("flush before close: %w", ferr)
 		}
 	}

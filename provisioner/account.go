@@ -161,13 +161,7 @@ func (s *Store) createSpace(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 	if err := s.newStorageAccount(tx, b, name); err != nil {
 		return nil, err
 	}
-	claims, err := newAccount(b, agentKeys, name)
-	if err != nil {
-		return nil, err
-	}
-	s.applyLimits(claims)
-	_, err = storeAccount(tx, b, claims)
-	return b, err
+	return b, s.newAgentAccount(tx, b, name)
 }
 
 // refreshLimits re-signs either account when Options.JetStream or Options.Limits differ from

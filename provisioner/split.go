@@ -42,13 +42,7 @@ func (s *Store) splitSpace(tx *bbolt.Tx, b *bbolt.Bucket, space string) ([]Recor
 	if err != nil {
 		return nil, err
 	}
-	claims, err := newAccount(b, agentKeys, space)
-	if err != nil {
-		return nil, err
-	}
-	s.applyLimits(claims)
-	_, err = storeAccount(tx, b, claims)
-	return retired, err
+	return retired, s.newAgentAccount(tx, b, space)
 }
 
 // retireRegistry returns the registry rows of a space being split that are active and not

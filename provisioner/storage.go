@@ -85,6 +85,18 @@ func (s *Store) newStorageAccount(tx *bbolt.Tx, b *bbolt.Bucket, space string) e
 	return err
 }
 
+// newAgentAccount creates the space's agent account: no JetStream, Options.Limits, and the
+// imports storeAccount writes from the registry.
+func (s *Store) newAgentAccount(tx *bbolt.Tx, b *bbolt.Bucket, space string) error {
+	claims, err := newAccount(b, agentKeys, space)
+	if err != nil {
+		return err
+	}
+	s.applyLimits(claims)
+	_, err = storeAccount(tx, b, claims)
+	return err
+}
+
 // storageExports are the storage account's two exports. Their import side is the agent
 // account's, which lists exactly the subjects that cross.
 func storageExports() jwt.Exports {
