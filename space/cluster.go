@@ -60,6 +60,26 @@ func (o Options) validateCluster() error {
 	return nil
 }
 
+// ErrStandaloneStore is returned by Start when a cluster node's data directory holds the
+// JetStream store of a mesh that ran alone: clustered JetStream would not see those streams
+// (it creates new replicated ones beside them), so their messages would be hidden, not moved.
+var ErrStandaloneStore = errors.New("the data directory holds the streams of a mesh that ran alone")
+
+// checkClusterStore refuses a cluster node on a data directory whose JetStream store has
+// streams but no cluster metadata: a standalone mesh's store.
+func (m *Mesh) checkClusterStore() error {
+	if !m.opts.clustered() || m.opts.Memory {
+		return nil
+	}
+	root := filepath.Join(m.dir, "jetstream", "jetstream")
+	streams, _ := filepath.Glob(filepath.Join(root, "*", "streams"))
+	meta, _ := filepath.Glob(filepath.Join(root, "*", "_js_", "_meta_"))
+	if len(streams) == 0 || len(meta) > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%s): start a cluster node on an empty data directory, and keep this one for the standalone mesh, or move its messages with a stream backup and restore", ErrStandaloneStore, m.dir)
+}
+
 // clustered reports whether the mesh is a cluster node.
 func (o Options) clustered() bool { return o.Cluster.Name != "" }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,4 +182,30 @@ func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 		refusedConnect(t, nodes[2], carol)
 		t.Logf("revoked on node 0, refused by node 2 %v later", time.Since(revoked))
 	})
+}
+
+// TestAStandaloneDataDirectoryIsRefusedAsAClusterNode: the streams of a mesh that ran alone
+// would be hidden by clustered JetStream, so a cluster node refuses the directory and says why.
+func TestAStandaloneDataDirectoryIsRefusedAsAClusterNode(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	alone, err := space.Start(ctx, space.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alone.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	peer := freeAddr(t)
+	m, err := space.Start(ctx, space.Options{Dir: dir, Listen: "127.0.0.1:0",
+		Cluster: space.ClusterOptions{Name: "test", Listen: peer, Peers: []string{peer}}})
+	if err == nil {
+		_ = m.Close(ctx)
+		t.Fatal("a standalone data directory started as a cluster node")
+	}
+	if !errors.Is(err, space.ErrStandaloneStore) || !strings.Contains(err.Error(), "empty data directory") {
+		t.Fatalf("Start = %v, want ErrStandaloneStore saying what to do", err)
+	}
 }
