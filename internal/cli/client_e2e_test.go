@@ -244,8 +244,11 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(badDir, "cotal.yaml"), []byte("sync: sometimes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	undecodable := t.TempDir()
-	if err := os.WriteFile(filepath.Join(undecodable, "cotal.yaml"), []byte("expiry: 1w\n"), 0o600); err != nil {
+	undecodable, weekly := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(weekly, "cotal.yaml"), []byte("sync: interval\nsync_interval: 1d12h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(undecodable, "cotal.yaml"), []byte("expiry: 1y\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cases = append(cases,
@@ -256,8 +259,10 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 				`{"key":"http","value":"127.0.0.1:8222","source":"flag"}`, `{"key":"expiry","value":"24h0m0s","source":"default"}`}},
 		cliCase{name: "up --check validates and exits", args: []string{"up", "--check", "--dir", cfgDir},
 			code: exitOK, stdout: []string{"configuration is valid", "listen 127.0.0.1:5000", "sync interval"}},
-		cliCase{name: "a config value that does not decode is one line naming the key and the syntax", args: []string{"up", "--check", "--dir", undecodable},
-			code: exitError, stderr: []string{"cotal.yaml: key expiry: not a duration; use a Go duration"}},
+		cliCase{name: "a config value that does not decode is one line naming the key and the allowed units", args: []string{"up", "--check", "--dir", undecodable},
+			code: exitError, stderr: []string{`cotal.yaml: key expiry: not a duration: "1y"; use counts and units, s, m, h, d (24h) or w (7d)`}},
+		cliCase{name: "sync_interval takes days and weeks like every duration", args: []string{"config", "--json", "--dir", weekly},
+			code: exitOK, stdout: []string{`{"key":"sync_interval","value":"36h0m0s","source":"file `}},
 		cliCase{name: "up --check of an invalid file fails naming the key", args: []string{"up", "--check", "--dir", badDir},
 			code: exitError, stderr: []string{`sync: "sometimes" is not a sync mode`}},
 	)
