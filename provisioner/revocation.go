@@ -81,39 +81,13 @@ func pruneRevocations(b *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) (
 		if err != nil {
 			return dropped, err
 		}
-		if found && !rec.Active(now) {
+		if found && forgettable(rec, acct, now) {
 			if err := reg.Delete([]byte(id)); err != nil {
 				return dropped, err
 			}
 		}
 	}
 	return dropped, nil
-}
-
-// pruneRows deletes the registry row of every credential that can no longer connect (revoked
-// or expired) and that no revocation still needs, reading every row: it runs at start.
-func pruneRows(b *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) error {
-	reg := b.Bucket(bucketCredentials)
-	var dead [][]byte
-	err := reg.ForEach(func(k, v []byte) error {
-		rec, err := decodeRecord(string(k), v)
-		if err != nil {
-			return err
-		}
-		if _, held := acct.Revocations[rec.ID]; !held && !rec.Active(now) {
-			dead = append(dead, append([]byte(nil), k...))
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range dead {
-		if err := reg.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // pruneSpace drops the space's expired revocations and dead registry rows, re-signing the
@@ -127,7 +101,7 @@ func pruneSpace(tx *bbolt.Tx, b *bbolt.Bucket, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("prune revocations: %w", err)
 	}
-	if err := pruneRows(b, acct, now); err != nil {
+	if _, err := forgetRows(b, acct, now); err != nil {
 		return fmt.Errorf("prune registry: %w", err)
 	}
 	if dropped == 0 {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -382,6 +383,11 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		if out := (cliCase{args: append([]string{"who", "--json"}, local...)}).run(t, bin); !regexp.MustCompile(`"name":"alice"[^}]*"status":"idle"`).MatchString(out) {
 			t.Fatalf("a one-shot send with alice's credential touched her presence:\n%s", out)
 		}
+		for _, line := range who.seen() {
+			if regexp.MustCompile(`"name":"alice"[^}]*"status":"offline"`).MatchString(line) {
+				t.Fatalf("who --watch saw alice offline around a one-shot send with her credential:\n%s", line)
+			}
+		}
 		cliCase{name: "a name without its @ is refused with the @name suggested", args: append([]string{"send", "alice", "hi"}, asBob...),
 			code: exitError, stderr: []string{`no such channel "alice"`, "@alice"}}.run(t, bin)
 		cliCase{name: "a shortened instance id is refused with the full id suggested", args: append([]string{"send", aliceID[:8], "hi"}, asBob...),
@@ -434,6 +440,14 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			t.Fatalf("auth list shows the CLI's own credentials:\n%s", out)
 		}
 		cliCase{args: append([]string{"auth", "list", "--all"}, local...), stdout: []string{"cli-send-"}}.run(t, bin)
+		// An expiring credential's row leaves the registry once it expired, at the mesh's next
+		// pass (each command beside up mints, and every mint runs one), not at the next start.
+		_, shortID := mintCreds(t, bin, dir, "cli-probe-short", "--expires-in", "1s", "--profile", "observer")
+		await.True(t, 30*time.Second, "the expired credential forgotten", func() bool {
+			cliCase{args: append([]string{"who"}, local...)}.run(t, bin)
+			out, _, _ := runCotal(t, bin, append([]string{"auth", "list", "--all"}, local...)...)
+			return !strings.Contains(out, shortID)
+		})
 		if out := (cliCase{args: append([]string{"status"}, local...)}).run(t, bin); strings.Contains(out, "cli-") {
 			t.Fatalf("status shows the CLI's own identities:\n%s", out)
 		}
