@@ -9,19 +9,25 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// forgettable is the one rule for deleting a registry row: its credential can no longer
-// connect (revoked or expired) and no revocation in acct still needs the row. EnsureSpace
-// applies it at start, pruneRevocations when it drops a revocation, and Forget while a mesh
-// runs.
-func forgettable(rec Record, acct *jwt.AccountClaims, now time.Time) bool {
-	_, held := acct.Revocations[rec.ID]
-	return !held && !rec.Active(now)
+// forgettable is the one rule for deleting a registry row: no revocation in acct still needs
+// it, and its credential can no longer connect: it is revoked or expired at now, or it is an
+// in-process-only credential last written before since, the time its store was opened. The
+// mesh mints those for its own Endpoints and keeps their seeds in memory only, so one from an
+// earlier run is held by nobody. EnsureSpace applies the rule at start (since is then, before
+// the mesh mints anything), pruneRevocations when it drops a revocation (without the
+// in-process part), and Forget while a mesh runs.
+func forgettable(rec Record, acct *jwt.AccountClaims, now, since time.Time) bool {
+	if _, held := acct.Revocations[rec.ID]; held {
+		return false
+	}
+	return !rec.Active(now) || rec.InProcessOnly && rec.UpdatedAt.Before(since)
 }
 
 // Forget deletes from space's registry the row of every credential forgettable at now and
 // returns the records it deleted, so that the short-lived credentials minted while a mesh runs
 // (each `cotal send` mints one) leave the registry when they expire rather than at the next
-// start. It reads every row; when none is forgettable it writes nothing.
+// start, and the in-process credentials of an earlier run of the mesh leave it too. It reads
+// every row; when none is forgettable it writes nothing.
 func (s *Store) Forget(space string, now time.Time) ([]Record, error) {
 	var found bool
 	err := s.db.View(func(tx *bbolt.Tx) error {
@@ -29,7 +35,7 @@ func (s *Store) Forget(space string, now time.Time) ([]Record, error) {
 		if err != nil {
 			return err
 		}
-		found, err = anyForgettable(b.Bucket(bucketCredentials), acct, now)
+		found, err = anyForgettable(b.Bucket(bucketCredentials), acct, now, s.opened)
 		return err
 	})
 	if err != nil || !found {
@@ -41,7 +47,7 @@ func (s *Store) Forget(space string, now time.Time) ([]Record, error) {
 		if err != nil {
 			return err
 		}
-		gone, err = forgetRows(b, acct, now)
+		gone, err = forgetRows(b, acct, now, s.opened)
 		return err
 	})
 	return gone, wrapForget(space, err)
@@ -67,39 +73,50 @@ func registryOf(tx *bbolt.Tx, space string) (*bbolt.Bucket, *jwt.AccountClaims, 
 // Keys of the registry row fields forgettable reads. In JSON a quote inside a string value is
 // escaped, so these bytes unescaped can only be the keys themselves.
 var (
-	expiresKey = []byte(`"expiresAt":"`)
-	revokedKey = []byte(`"revoked":true`)
+	expiresKey   = []byte(`"expiresAt":"`)
+	updatedKey   = []byte(`"updatedAt":"`)
+	revokedKey   = []byte(`"revoked":true`)
+	inProcessKey = []byte(`"inProcessOnly":true`)
 )
 
 // anyForgettable reports whether reg holds a row forgettable at now, stopping at the first.
-// It reads only each row's expiry and revoked flag, without decoding the row: a mesh runs it
-// on every reconcile pass, over the whole registry.
-func anyForgettable(reg *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) (bool, error) {
+// It reads only the fields forgettable needs, without decoding the row: a mesh runs it on
+// every reconcile pass, over the whole registry.
+func anyForgettable(reg *bbolt.Bucket, acct *jwt.AccountClaims, now, since time.Time) (bool, error) {
 	c := reg.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		rec := Record{ID: string(k), Revoked: bytes.Contains(v, revokedKey)}
-		if _, after, ok := bytes.Cut(v, expiresKey); ok {
-			end := bytes.IndexByte(after, '"')
-			exp, err := time.Parse(time.RFC3339Nano, string(after[:max(end, 0)]))
-			if err != nil {
-				return false, fmt.Errorf("decode the expiry of registry record %s: %w", k, err)
-			}
-			rec.ExpiresAt = exp
+		rec := Record{ID: string(k), Revoked: bytes.Contains(v, revokedKey), InProcessOnly: bytes.Contains(v, inProcessKey)}
+		var err error
+		if rec.ExpiresAt, err = timeField(v, expiresKey); err == nil && rec.InProcessOnly {
+			rec.UpdatedAt, err = timeField(v, updatedKey)
 		}
-		if forgettable(rec, acct, now) {
+		if err != nil {
+			return false, fmt.Errorf("decode registry record %s: %w", k, err)
+		}
+		if forgettable(rec, acct, now, since) {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
+// timeField reads the RFC 3339 time after key in a JSON object; zero when key is absent.
+func timeField(v, key []byte) (time.Time, error) {
+	_, after, ok := bytes.Cut(v, key)
+	if !ok {
+		return time.Time{}, nil
+	}
+	end := bytes.IndexByte(after, '"')
+	return time.Parse(time.RFC3339Nano, string(after[:max(end, 0)]))
+}
+
 // forgetRows deletes every row of b's registry forgettable at now and returns their records.
-func forgetRows(b *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) ([]Record, error) {
+func forgetRows(b *bbolt.Bucket, acct *jwt.AccountClaims, now, since time.Time) ([]Record, error) {
 	reg := b.Bucket(bucketCredentials)
 	var gone []Record
 	err := reg.ForEach(func(k, v []byte) error {
 		rec, err := decodeRecord(string(k), v)
-		if err == nil && forgettable(rec, acct, now) {
+		if err == nil && forgettable(rec, acct, now, since) {
 			gone = append(gone, rec)
 		}
 		return err

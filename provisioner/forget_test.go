@@ -80,3 +80,48 @@ func BenchmarkForgetWithNothingToForget(b *testing.B) {
 		}
 	}
 }
+
+func TestInProcessCredentialsOfAnEarlierRunAreForgotten(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsureSpace("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	inProc := mint(t, s, MintRequest{Name: "console", NoExpiry: true, InProcessOnly: true})
+	agent := mint(t, s, MintRequest{Name: "bob", NoExpiry: true})
+	if gone, err := s.Forget("alpha", time.Now()); err != nil || len(gone) != 0 {
+		t.Fatalf("Forget in the run that minted it = %v, %v; want nothing", gone, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a running mesh forgets it", func(t *testing.T) {
+		s, err := Open(dir, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		gone, err := s.Forget("alpha", time.Now())
+		if err != nil || len(gone) != 1 || gone[0].ID != inProc.ID {
+			t.Fatalf("Forget in a later run = %+v, %v; want only the in-process credential", gone, err)
+		}
+		mint(t, s, MintRequest{Name: "console", NoExpiry: true, InProcessOnly: true})
+	})
+	t.Run("start forgets it too", func(t *testing.T) {
+		s, err := Open(dir, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.EnsureSpace("alpha"); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := s.List("alpha")
+		if err != nil || len(recs) != 1 || recs[0].ID != agent.ID {
+			t.Fatalf("registry after a restart = %+v, %v; want only bob", recs, err)
+		}
+	})
+}

@@ -81,7 +81,7 @@ func pruneRevocations(b *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) (
 		if err != nil {
 			return dropped, err
 		}
-		if found && forgettable(rec, acct, now) {
+		if found && forgettable(rec, acct, now, time.Time{}) {
 			if err := reg.Delete([]byte(id)); err != nil {
 				return dropped, err
 			}
@@ -91,7 +91,8 @@ func pruneRevocations(b *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) (
 }
 
 // pruneSpace drops the space's expired revocations and dead registry rows, re-signing the
-// account JWT when its revocations changed.
+// account JWT when its revocations changed. It runs at start (EnsureSpace), before the mesh
+// mints in process, so every in-process-only row it finds is from an earlier run.
 func pruneSpace(tx *bbolt.Tx, b *bbolt.Bucket, now time.Time) error {
 	acct, err := accountClaims(b)
 	if err != nil {
@@ -101,7 +102,7 @@ func pruneSpace(tx *bbolt.Tx, b *bbolt.Bucket, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("prune revocations: %w", err)
 	}
-	if _, err := forgetRows(b, acct, now); err != nil {
+	if _, err := forgetRows(b, acct, now, now); err != nil {
 		return fmt.Errorf("prune registry: %w", err)
 	}
 	if dropped == 0 {
