@@ -10,17 +10,20 @@ import (
 )
 
 // forgettable is the one rule for deleting a registry row: no revocation in acct still needs
-// it, and its credential can no longer connect: it is revoked or expired at now, or it is an
-// in-process-only credential last written before since, the time its store was opened. The
-// mesh mints those for its own Endpoints and keeps their seeds in memory only, so one from an
-// earlier run is held by nobody. EnsureSpace applies the rule at start (since is then, before
-// the mesh mints anything), pruneRevocations when it drops a revocation (without the
-// in-process part), and Forget while a mesh runs.
+// it, and its credential can no longer connect: it is revoked, or it expired more than
+// revocationGrace before now (the broker accepts a JWT through the last second of its exp, and
+// a revoke right after expiry still finds the row), or it is an in-process-only credential
+// last written before since, the time its store was opened: the mesh mints those for its own
+// Endpoints and keeps their seeds in memory only, so one from an earlier run is held by
+// nobody. EnsureSpace applies the rule at start (since is then, before the mesh mints
+// anything), pruneRevocations when it drops a revocation (without the in-process part), and
+// Forget while a mesh runs.
 func forgettable(rec Record, acct *jwt.AccountClaims, now, since time.Time) bool {
 	if _, held := acct.Revocations[rec.ID]; held {
 		return false
 	}
-	return !rec.Active(now) || rec.InProcessOnly && rec.UpdatedAt.Before(since)
+	expired := !rec.ExpiresAt.IsZero() && now.After(rec.ExpiresAt.Add(revocationGrace))
+	return rec.Revoked || expired || rec.InProcessOnly && rec.UpdatedAt.Before(since)
 }
 
 // Forget deletes from space's registry the row of every credential forgettable at now and

@@ -25,6 +25,11 @@ func TestForgetDeletesTheRowsOfCredentialsThatCanNoLongerConnect(t *testing.T) {
 			t.Fatalf("Forget = %v, %v; want nothing", gone, err)
 		}
 	})
+	t.Run("just past its expiry a row stays, for the broker's last second and a late revoke", func(t *testing.T) {
+		if gone, err := s.Forget("alpha", expiring.ExpiresAt.Add(time.Second)); err != nil || len(gone) != 0 {
+			t.Fatalf("Forget = %v, %v; want nothing within the grace", gone, err)
+		}
+	})
 	t.Run("an expired credential's row goes, and only its", func(t *testing.T) {
 		gone, err := s.Forget("alpha", now.Add(2*time.Hour))
 		if err != nil || len(gone) != 1 || gone[0].ID != expiring.ID {
