@@ -16,6 +16,11 @@ import (
 // roster with; the cli- prefix keeps it out of auth list, like the commands' own.
 const presenceLogName = ownPrefix + "up-presence"
 
+// openPresenceID is the instance id of the roster reader of an open mesh. An open mesh has no
+// registry to forget a reader by, and it gives every in-process Endpoint bind-only consumers,
+// so a fixed id keeps each start from leaving another reader's consumers behind.
+const openPresenceID = "UCO6JCOZYDUQ5ALZLKRL4QU2ATZUTT6C7CIMFXB3RJWQB3UAPDOD4G23"
+
 // presenceLog logs, at info, each agent of every space that comes online or goes offline
 // (SPEC §6), until stop.
 type presenceLog struct {
@@ -25,11 +30,15 @@ type presenceLog struct {
 
 // startPresenceLog reads every space's roster through a passive, in-process admin Endpoint:
 // it has no presence of its own and binds no consumer.
-func startPresenceLog(ctx context.Context, m *space.Mesh, log *slog.Logger) (*presenceLog, error) {
+func startPresenceLog(ctx context.Context, m *space.Mesh, log *slog.Logger, open bool) (*presenceLog, error) {
 	p := &presenceLog{}
+	opts := endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}
+	if open {
+		opts.ID = openPresenceID
+	}
 	for _, s := range m.Spaces() {
 		e, err := m.Endpoint(ctx, space.AgentSpec{Space: s, Name: presenceLogName, Profile: provisioner.ProfileAdmin,
-			Endpoint: endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}})
+			Endpoint: opts})
 		if err != nil {
 			p.stop()
 			return nil, fmt.Errorf("read the roster of space %s: %w", s, err)

@@ -135,7 +135,7 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	var presence *presenceLog
 	consoleURL, err := startConsole(cmd.Context(), con, m)
 	if err == nil {
-		presence, err = startPresenceLog(cmd.Context(), m, opts.Logger)
+		presence, err = startPresenceLog(cmd.Context(), m, opts.Logger, cfg.Open)
 	}
 	shutdown := func() error {
 		ctx, cancel := newTimeoutContext(30 * time.Second)
