@@ -19,9 +19,12 @@ import (
 // anything), pruneRevocations when it drops a revocation (without the in-process part), and
 // Forget while a mesh runs.
 func forgettable(rec Record, acct *jwt.AccountClaims, now, since time.Time) bool {
-	if _, held := acct.Revocations[rec.ID]; held {
-		return false
-	}
+	_, held := acct.Revocations[rec.ID]
+	return !held && dead(rec, now, since)
+}
+
+// dead is forgettable without the revocations: the part that needs no account claims.
+func dead(rec Record, now, since time.Time) bool {
 	expired := !rec.ExpiresAt.IsZero() && now.After(rec.ExpiresAt.Add(revocationGrace))
 	return rec.Revoked || expired || rec.InProcessOnly && rec.UpdatedAt.Before(since)
 }
@@ -34,11 +37,11 @@ func forgettable(rec Record, acct *jwt.AccountClaims, now, since time.Time) bool
 func (s *Store) Forget(space string, now time.Time) ([]Record, error) {
 	var found bool
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		b, acct, err := registryOf(tx, space)
+		b, err := spaceBucket(tx, space)
 		if err != nil {
 			return err
 		}
-		found, err = anyForgettable(b.Bucket(bucketCredentials), acct, now, s.opened)
+		found, err = anyForgettable(b, now, s.opened)
 		return err
 	})
 	if err != nil || !found {
@@ -46,7 +49,11 @@ func (s *Store) Forget(space string, now time.Time) ([]Record, error) {
 	}
 	var gone []Record
 	err = s.db.Update(func(tx *bbolt.Tx) error {
-		b, acct, err := registryOf(tx, space)
+		b, err := spaceBucket(tx, space)
+		if err != nil {
+			return err
+		}
+		acct, err := accountClaims(b)
 		if err != nil {
 			return err
 		}
@@ -63,16 +70,6 @@ func wrapForget(space string, err error) error {
 	return fmt.Errorf("forget expired credentials of space %q: %w", space, err)
 }
 
-// registryOf is space's bucket and its account claims, whose revocations decide what stays.
-func registryOf(tx *bbolt.Tx, space string) (*bbolt.Bucket, *jwt.AccountClaims, error) {
-	b, err := spaceBucket(tx, space)
-	if err != nil {
-		return nil, nil, err
-	}
-	acct, err := accountClaims(b)
-	return b, acct, err
-}
-
 // Keys of the registry row fields forgettable reads. In JSON a quote inside a string value is
 // escaped, so these bytes unescaped can only be the keys themselves.
 var (
@@ -82,19 +79,34 @@ var (
 	inProcessKey = []byte(`"inProcessOnly":true`)
 )
 
-// anyForgettable reports whether reg holds a row forgettable at now, stopping at the first.
-// It reads only the fields forgettable needs, without decoding the row: a mesh runs it on
-// every reconcile pass, over the whole registry.
-func anyForgettable(reg *bbolt.Bucket, acct *jwt.AccountClaims, now, since time.Time) (bool, error) {
-	c := reg.Cursor()
+// anyForgettable reports whether b's registry holds a row forgettable at now, stopping at the
+// first. It reads only the fields dead needs, without decoding the row, and decodes the
+// account claims only for a row that is dead: a mesh runs it on every reconcile pass, over
+// the whole registry, and the claims grow with the credentials. Revoked rows are passed over:
+// one goes with its revocation (pruneRevocations), which holds it until then, so looking at
+// it here would decode the claims on every pass for nothing; start catches any other.
+func anyForgettable(b *bbolt.Bucket, now, since time.Time) (bool, error) {
+	var acct *jwt.AccountClaims
+	c := b.Bucket(bucketCredentials).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		rec := Record{ID: string(k), Revoked: bytes.Contains(v, revokedKey), InProcessOnly: bytes.Contains(v, inProcessKey)}
+		if bytes.Contains(v, revokedKey) {
+			continue
+		}
+		rec := Record{ID: string(k), InProcessOnly: bytes.Contains(v, inProcessKey)}
 		var err error
 		if rec.ExpiresAt, err = timeField(v, expiresKey); err == nil && rec.InProcessOnly {
 			rec.UpdatedAt, err = timeField(v, updatedKey)
 		}
 		if err != nil {
 			return false, fmt.Errorf("decode registry record %s: %w", k, err)
+		}
+		if !dead(rec, now, since) {
+			continue
+		}
+		if acct == nil {
+			if acct, err = accountClaims(b); err != nil {
+				return false, err
+			}
 		}
 		if forgettable(rec, acct, now, since) {
 			return true, nil
