@@ -367,6 +367,9 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		cliCase{args: append([]string{"send", aliceID, "a direct word"}, asBob...), stdout: []string{"stored in DM_main"}}.run(t, bin)
 		tail.waitLine(t, `"kind":"dm"`, "a direct word")
 		tail.interrupt(t)
+		if strings.Contains(tail.stderr.String(), "lost the mesh") {
+			t.Fatalf("Ctrl-C made tail say it lost the mesh:\n%s", tail.stderr)
+		}
 	})
 
 	t.Run("tail as an agent is present, joins durably and receives its DMs", func(t *testing.T) {
@@ -394,6 +397,9 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			code: exitError, stderr: []string{"no such channel", aliceID}}.run(t, bin)
 		tail.waitLine(t, "dm bob: psst")
 		tail.interrupt(t)
+		if strings.Contains(tail.stderr.String(), "lost the mesh") {
+			t.Fatalf("Ctrl-C made tail say it lost the mesh:\n%s", tail.stderr)
+		}
 		who.interrupt(t)
 	})
 
