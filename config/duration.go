@@ -54,6 +54,32 @@ func ParseDuration(s string) (time.Duration, error) {
 	return total, nil
 }
 
+// durationUnitsDesc are the units of the syntax, largest first, as FormatDuration writes them.
+var durationUnitsDesc = []struct {
+	name string
+	unit time.Duration
+}{{"w", 7 * 24 * time.Hour}, {"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}}
+
+// FormatDuration writes d in the syntax ParseDuration reads, largest units first ("1w2d",
+// "90s" as "1m30s", 0 as "0"), so what `cotal config` prints can be pasted back. A negative or
+// sub-second d, which no configuration layer can produce, is written as time.Duration does.
+func FormatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	if d < 0 || d%time.Second != 0 {
+		return d.String()
+	}
+	var b strings.Builder
+	for _, u := range durationUnitsDesc {
+		if n := d / u.unit; n > 0 {
+			b.WriteString(strconv.FormatInt(int64(n), 10) + u.name)
+			d -= n * u.unit
+		}
+	}
+	return b.String()
+}
+
 // durationHook decodes every time.Duration key with ParseDuration. A bare number other than
 // 0 is refused rather than read as nanoseconds, which is what `expiry: 3600` would otherwise
 // mean.

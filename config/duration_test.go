@@ -43,7 +43,8 @@ func TestParseDuration(t *testing.T) {
 }
 
 // FuzzParseDuration checks that any input either fails or yields a non-negative duration that
-// agrees with time.ParseDuration wherever both syntaxes accept it.
+// FormatDuration writes back readably and that agrees with time.ParseDuration wherever both
+// syntaxes accept it.
 func FuzzParseDuration(f *testing.F) {
 	for _, s := range []string{"0", "1w2d", "90s", "1h30m", "-1h", "500ms", "1.5h", "99999999999999w", "168h0m0s"} {
 		f.Add(s)
@@ -59,12 +60,30 @@ func FuzzParseDuration(f *testing.F) {
 		if d < 0 {
 			t.Fatalf("ParseDuration(%q) = %v, negative", s, d)
 		}
+		if back, err := ParseDuration(FormatDuration(d)); err != nil || back != d {
+			t.Fatalf("ParseDuration(FormatDuration(%v)) = %v, %v; want it back", d, back, err)
+		}
 		if !strings.ContainsAny(s, "dw") {
 			if want, err := time.ParseDuration(s); err == nil && want != d {
 				t.Fatalf("ParseDuration(%q) = %v, time.ParseDuration says %v", s, d, want)
 			}
 		}
 	})
+}
+
+func TestFormatDurationWritesTheOneSyntax(t *testing.T) {
+	for _, c := range []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0"}, {10 * time.Second, "10s"}, {90 * time.Second, "1m30s"}, {2 * time.Minute, "2m"},
+		{24 * time.Hour, "1d"}, {36 * time.Hour, "1d12h"}, {9 * 24 * time.Hour, "1w2d"},
+		{1500 * time.Millisecond, "1.5s"},
+	} {
+		if got := FormatDuration(c.in); got != c.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
 }
 
 func TestEveryDurationKeyTakesTheOneSyntax(t *testing.T) {
