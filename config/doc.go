@@ -16,8 +16,10 @@
 // limits.task_bytes, limits.per_subject, limits.watch_consumers and
 // limits.violation_log_interval (see Limits for each default and why), and the cluster
 // section, all empty by default: cluster.name, cluster.listen, cluster.peers,
-// cluster.server_name and cluster.trust (see Cluster). Durations are Go
-// durations ("90s", "2m", "24h"); byte sizes are integers.
+// cluster.server_name and cluster.trust (see Cluster). Durations, in every layer, take the
+// one syntax of ParseDuration, which the commands' duration flags share: counts with s, m, h,
+// d (24h) or w (7d), combined as in "1h30m" or "1w2d", or a bare 0; a number without a unit
+// is refused. Byte sizes are integers.
 //
 // # Open mode
 //

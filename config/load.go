@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
@@ -78,7 +79,7 @@ func Load(opts LoadOptions) (Config, error) {
 		}
 	}
 	var c Config
-	if err := merged.Unmarshal("", &c); err != nil {
+	if err := decode(merged, &c); err != nil {
 		return Config{}, fmt.Errorf("decoding configuration: %w", err)
 	}
 	if err := c.Validate(); err != nil {
@@ -167,10 +168,16 @@ func (l layer) load(known keySet) (*koanf.Koanf, error) {
 		}
 	}
 	var scratch Config
-	if err := k.Unmarshal("", &scratch); err != nil {
+	if err := decode(k, &scratch); err != nil {
 		return nil, fmt.Errorf("%s: %w", l.name, err)
 	}
 	return k, nil
+}
+
+// decode unmarshals k into c, reading every duration key with ParseDuration.
+func decode(k *koanf.Koanf, c *Config) error {
+	return k.UnmarshalWithConf("", c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
+		DecodeHook: durationHook, WeaklyTypedInput: true}})
 }
 
 // lookup is os.Getenv over environ; the last assignment of a name wins, as in os/exec.

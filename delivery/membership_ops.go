@@ -48,6 +48,7 @@ func (s *Service) durableJoin(ctx context.Context, sender string, raw json.RawMe
 		s.log.Error("durable join failed", "member", sender, "channel", channel, "err", err)
 		return refuse("the membership registry write failed; try again")
 	}
+	s.log.Info("joined a durable channel", "member", sender, "channel", channel, "generation", rec.Generation)
 	return wire.DurableJoinReply{Durable: true, Generation: rec.Generation}, nil
 }
 
@@ -64,6 +65,9 @@ func (s *Service) durableLeave(ctx context.Context, sender string, raw json.RawM
 	if err != nil {
 		s.log.Error("durable leave failed", "member", sender, "channel", a.Channel, "err", err)
 		return wire.DurableLeaveReply{}, fmt.Errorf("the membership registry write failed; try again")
+	}
+	if left {
+		s.log.Info("left a durable channel", "member", sender, "channel", a.Channel)
 	}
 	return wire.DurableLeaveReply{Channel: a.Channel, AlreadyLeft: !left}, nil
 }

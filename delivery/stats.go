@@ -6,60 +6,60 @@ import "sync/atomic"
 // dropped silently: every drop has a counter here and a log line.
 type Stats struct {
 	// FannedOutDurable counts INBOX entries written for durable channels' members.
-	FannedOutDurable int64
+	FannedOutDurable int64 `json:"fannedOutDurable"`
 	// FannedOutMention counts INBOX entries written for @mentions on live channels.
-	FannedOutMention int64
+	FannedOutMention int64 `json:"fannedOutMention"`
 	// FanoutSkipped counts CHAT messages that are not valid chat deliveries, acked unprocessed.
-	FanoutSkipped int64
+	FanoutSkipped int64 `json:"fanoutSkipped"`
 	// GapsDetected counts jumps in the CHAT sequence the fan-out consumed: messages retention
 	// evicted before the fan-out read them (LAYOUT.md trap "Eviction before fan-out").
-	GapsDetected int64
+	GapsDetected int64 `json:"gapsDetected"`
 	// GapMessages counts the CHAT sequences inside those gaps.
-	GapMessages int64
+	GapMessages int64 `json:"gapMessages"`
 
 	// ReaderDelivered counts copies handed to members' DLV subjects.
-	ReaderDelivered int64
+	ReaderDelivered int64 `json:"readerDelivered"`
 	// ReaderDroppedUnauthorized counts entries whose channel the member's current read ACL no
 	// longer covers (SPEC §9 item 5).
-	ReaderDroppedUnauthorized int64
+	ReaderDroppedUnauthorized int64 `json:"readerDroppedUnauthorized"`
 	// ReaderDroppedNotEligible counts durable-channel entries outside the member's membership
 	// interval, such as after a leave (SPEC §7).
-	ReaderDroppedNotEligible int64
+	ReaderDroppedNotEligible int64 `json:"readerDroppedNotEligible"`
 	// ReaderDroppedFull counts copies refused because the member's DLV subject already held
 	// its max_msgs_per_subject unacknowledged copies (issue 12 item 9): handing one more over
 	// would have evicted the oldest copy unread. Each is a gap of the member's membership.
-	ReaderDroppedFull int64
+	ReaderDroppedFull int64 `json:"readerDroppedFull"`
 	// ReaderGaveUpUnknown counts entries terminated after Config.UnknownMemberRetries deliveries
 	// because the ACL source did not know the member.
-	ReaderGaveUpUnknown int64
+	ReaderGaveUpUnknown int64 `json:"readerGaveUpUnknown"`
 	// ReaderGaps counts jumps in the INBOX sequence the reader consumed: entries removed
 	// before it read them. The fan-out's backpressure is meant to keep this at zero.
-	ReaderGaps int64
+	ReaderGaps int64 `json:"readerGaps"`
 	// ReaderGapEntries counts the INBOX sequences inside those jumps.
-	ReaderGapEntries int64
+	ReaderGapEntries int64 `json:"readerGapEntries"`
 	// ReaderMalformed counts INBOX values that are not valid entries, terminated.
-	ReaderMalformed int64
+	ReaderMalformed int64 `json:"readerMalformed"`
 
 	// ControlRefusedReplySubject counts control requests dropped unanswered because their reply
 	// subject was outside the request subject's .reply. subtree (LAYOUT.md).
-	ControlRefusedReplySubject int64
+	ControlRefusedReplySubject int64 `json:"controlRefusedReplySubject"`
 	// ControlRefusedBusy counts control requests answered at once with ReasonControlBusy or
 	// ReasonControlSenderBusy instead of being served.
-	ControlRefusedBusy int64
+	ControlRefusedBusy int64 `json:"controlRefusedBusy"`
 	// ControlDuplicates counts control requests dropped as a second copy of one already
 	// admitted (same sender and wire.RequestIDHeader).
-	ControlDuplicates int64
+	ControlDuplicates int64 `json:"controlDuplicates"`
 	// RegistryInvalid counts registry values (members, channels, presence) that did not decode.
-	RegistryInvalid int64
+	RegistryInvalid int64 `json:"registryInvalid"`
 	// RegistryRepairs counts membership records rewritten after someone else wrote their key.
-	RegistryRepairs int64
+	RegistryRepairs int64 `json:"registryRepairs"`
 
 	// Restarts counts loop restarts by the supervisor.
-	Restarts int64
+	Restarts int64 `json:"restarts"`
 	// FanoutLag is how many CHAT messages were still pending behind the last one fanned out.
-	FanoutLag uint64
+	FanoutLag uint64 `json:"fanoutLag"`
 	// ReaderLag is how many INBOX entries were still pending behind the last one read.
-	ReaderLag uint64
+	ReaderLag uint64 `json:"readerLag"`
 }
 
 // counters are the live values behind Stats.

@@ -88,7 +88,9 @@
 // added, and EnsureSpace at start, drops the revocations past that time (plus a few seconds'
 // grace) and the registry rows of credentials that can no longer connect and that no
 // revocation needs, so the account JWT grows with the live credentials, not with every
-// credential ever revoked.
+// credential ever revoked. Forget applies the same rule (forgettable, forget.go) while a mesh
+// runs, so expired credentials, such as the one-shot ones the commands mint, leave the
+// registry without a restart.
 //
 // The package does not talk to the broker: callers apply account JWTs and write ACL records.
 package provisioner

@@ -12,7 +12,7 @@ const testID = "UDTK2MEYYY33WROIB3F52XDRY3UOQ2FVWDPANSEP4ZM3VXTTO4XW6LZO"
 
 // openStore opens a store in a fresh data directory with one space, "alpha", and closes it
 // when the test ends.
-func openStore(t *testing.T) *Store {
+func openStore(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(filepath.Join(t.TempDir(), "data"), DefaultOptions())
 	if err != nil {

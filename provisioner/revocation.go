@@ -81,7 +81,7 @@ func pruneRevocations(b *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) (
 		if err != nil {
 			return dropped, err
 		}
-		if found && !rec.Active(now) {
+		if found && forgettable(rec, acct, now, time.Time{}) {
 			if err := reg.Delete([]byte(id)); err != nil {
 				return dropped, err
 			}
@@ -90,34 +90,9 @@ func pruneRevocations(b *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) (
 	return dropped, nil
 }
 
-// pruneRows deletes the registry row of every credential that can no longer connect (revoked
-// or expired) and that no revocation still needs, reading every row: it runs at start.
-func pruneRows(b *bbolt.Bucket, acct *jwt.AccountClaims, now time.Time) error {
-	reg := b.Bucket(bucketCredentials)
-	var dead [][]byte
-	err := reg.ForEach(func(k, v []byte) error {
-		rec, err := decodeRecord(string(k), v)
-		if err != nil {
-			return err
-		}
-		if _, held := acct.Revocations[rec.ID]; !held && !rec.Active(now) {
-			dead = append(dead, append([]byte(nil), k...))
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range dead {
-		if err := reg.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // pruneSpace drops the space's expired revocations and dead registry rows, re-signing the
-// account JWT when its revocations changed.
+// account JWT when its revocations changed. It runs at start (EnsureSpace), before the mesh
+// mints in process, so every in-process-only row it finds is from an earlier run.
 func pruneSpace(tx *bbolt.Tx, b *bbolt.Bucket, now time.Time) error {
 	acct, err := accountClaims(b)
 	if err != nil {
@@ -127,7 +102,7 @@ func pruneSpace(tx *bbolt.Tx, b *bbolt.Bucket, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("prune revocations: %w", err)
 	}
-	if err := pruneRows(b, acct, now); err != nil {
+	if _, err := forgetRows(b, acct, now, now); err != nil {
 		return fmt.Errorf("prune registry: %w", err)
 	}
 	if dropped == 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -34,6 +35,9 @@ type Store struct {
 	db   *bbolt.DB
 	dir  string
 	opts Options
+	// opened is when Open returned: an in-process-only credential written before it belongs
+	// to an earlier run (forgettable).
+	opened time.Time
 }
 
 // Open opens or creates the key store in dir. The directory is created with mode 0700 and
@@ -59,7 +63,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("restrict key store %s to mode 0600: %w", path, err)
 	}
-	s := &Store{db: db, dir: dir, opts: opts}
+	s := &Store{db: db, dir: dir, opts: opts, opened: time.Now()}
 	if err := db.Update(ensureRoot); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialize key store %s: %w", path, err)

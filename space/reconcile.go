@@ -39,7 +39,8 @@ type reconcileStats struct {
 }
 
 // Reconcile checks every consumer of every stream of space against the registry now and
-// deletes or restores each one the rule (reconcile_rule.go) does not keep. The mesh runs it at
+// deletes or restores each one the rule (reconcile_rule.go) does not keep; each pass first
+// deletes the registry rows of expired credentials (provisioner.Store.Forget). The mesh runs it at
 // start, after every mint and revoke, and every Options.ReconcileInterval, and judges each
 // consumer create as it happens; calling it is only needed to act at once. An open mesh has
 // no registry and nothing to reconcile.
@@ -59,6 +60,7 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime) (ReconcileReport
 	if m.store == nil {
 		return rep, nil
 	}
+	m.forgetExpired(rt)
 	recs, err := m.store.List(rt.name)
 	if err != nil {
 		return rep, err
@@ -74,6 +76,20 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime) (ReconcileReport
 		return rep, fmt.Errorf("reconcile consumers of space %s: %w", rt.name, err)
 	}
 	return rep, nil
+}
+
+// forgetExpired deletes the registry rows of credentials that can no longer connect
+// (provisioner.Store.Forget), so the one-shot credentials the commands mint beside `cotal up`
+// leave the registry once expired, not only at the next start. A failure is logged: the rows
+// are harmless, and the next pass or start tries again.
+func (m *Mesh) forgetExpired(rt *spaceRuntime) {
+	gone, err := m.store.Forget(rt.name, time.Now())
+	if err != nil {
+		m.log.Error("forgetting expired credentials failed", "space", rt.name, "err", err)
+	}
+	if len(gone) > 0 {
+		m.log.Debug("forgot expired credentials", "space", rt.name, "count", len(gone))
+	}
 }
 
 // reconcileStreams judges the consumers of every stream of the space, all streams at once:

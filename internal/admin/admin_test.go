@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -189,6 +191,35 @@ func TestPlainHTTPAnswersWithJSON(t *testing.T) {
 				t.Fatalf("%s %s = %d %+v, want %d with reason %q and a sentence", tc.method, tc.path, resp.StatusCode, b, tc.status, tc.reason)
 			}
 		})
+	}
+}
+
+// pascalKey is an object key that starts with a capital, as Go writes an untagged field.
+var pascalKey = regexp.MustCompile(`"[A-Z]\w*":`)
+
+func TestStatusKeysAreCamelCaseLikeTheRestOfTheJSON(t *testing.T) {
+	_, _, dir := serve(t)
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", filepath.Join(dir, SocketName))
+		}}}
+	resp, err := hc.Get("http://cotal/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/status = %d, %v", resp.StatusCode, err)
+	}
+	if k := pascalKey.FindString(string(body)); k != "" {
+		t.Fatalf("/v1/status has the key %s; every key is camelCase:\n%s", k, body)
+	}
+	for _, k := range []string{`"backstop":{"fannedOutDurable":`, `"readerDroppedFull":`, `"readerLag":`} {
+		if !strings.Contains(string(body), k) {
+			t.Errorf("/v1/status lacks %s:\n%s", k, body)
+		}
 	}
 }
 

@@ -195,7 +195,10 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 	// Each command's identity has a name of its own: the mesh refuses a second active
 	// credential under one name, and two commands may run at once.
 	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName() + "-" + strings.ToLower(rand.Text()[:6]),
-		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime}
+		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime,
+		// The mesh gives every active agent its consumers; asking for them at mint keeps the
+		// reconciler from logging them as missing, once per command.
+		Provision: want.profile == "agent"}
 	cred, err := s.mesh.Mint(cmd.Context(), spec)
 	if errors.Is(err, space.ErrOpenMode) {
 		return nil // an open mesh takes clients without a credential, with every permission

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -244,8 +245,11 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(badDir, "cotal.yaml"), []byte("sync: sometimes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	undecodable := t.TempDir()
-	if err := os.WriteFile(filepath.Join(undecodable, "cotal.yaml"), []byte("expiry: 1w\n"), 0o600); err != nil {
+	undecodable, weekly := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(weekly, "cotal.yaml"), []byte("sync: interval\nsync_interval: 1d12h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(undecodable, "cotal.yaml"), []byte("expiry: 1y\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cases = append(cases,
@@ -253,11 +257,13 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 			code: exitOK, stdout: []string{"KEY", "FROM", "file " + filepath.Join(cfgDir, "cotal.yaml"), "flag", "default"}},
 		cliCase{name: "config --json is a list of key, value and source", args: []string{"config", "--dir", cfgDir, "--json", "--http", "127.0.0.1:8222"},
 			code: exitOK, stdout: []string{`{"key":"listen","value":"127.0.0.1:5000","source":"file ` + filepath.Join(cfgDir, "cotal.yaml") + `"}`,
-				`{"key":"http","value":"127.0.0.1:8222","source":"flag"}`, `{"key":"expiry","value":"24h0m0s","source":"default"}`}},
+				`{"key":"http","value":"127.0.0.1:8222","source":"flag"}`, `{"key":"expiry","value":"1d","source":"default"}`}},
 		cliCase{name: "up --check validates and exits", args: []string{"up", "--check", "--dir", cfgDir},
 			code: exitOK, stdout: []string{"configuration is valid", "listen 127.0.0.1:5000", "sync interval"}},
-		cliCase{name: "a config value that does not decode is one line naming the key and the syntax", args: []string{"up", "--check", "--dir", undecodable},
-			code: exitError, stderr: []string{"cotal.yaml: key expiry: not a duration; use a Go duration"}},
+		cliCase{name: "a config value that does not decode is one line naming the key and the allowed units", args: []string{"up", "--check", "--dir", undecodable},
+			code: exitError, stderr: []string{`cotal.yaml: key expiry: not a duration: "1y"; use counts and units, s, m, h, d (24h) or w (7d)`}},
+		cliCase{name: "sync_interval takes days and weeks like every duration", args: []string{"config", "--json", "--dir", weekly},
+			code: exitOK, stdout: []string{`{"key":"sync_interval","value":"1d12h","source":"file `}},
 		cliCase{name: "up --check of an invalid file fails naming the key", args: []string{"up", "--check", "--dir", badDir},
 			code: exitError, stderr: []string{`sync: "sometimes" is not a sync mode`}},
 	)
@@ -361,6 +367,9 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		cliCase{args: append([]string{"send", aliceID, "a direct word"}, asBob...), stdout: []string{"stored in DM_main"}}.run(t, bin)
 		tail.waitLine(t, `"kind":"dm"`, "a direct word")
 		tail.interrupt(t)
+		if strings.Contains(tail.stderr.String(), "lost the mesh") {
+			t.Fatalf("Ctrl-C made tail say it lost the mesh:\n%s", tail.stderr)
+		}
 	})
 
 	t.Run("tail as an agent is present, joins durably and receives its DMs", func(t *testing.T) {
@@ -377,12 +386,20 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		if out := (cliCase{args: append([]string{"who", "--json"}, local...)}).run(t, bin); !regexp.MustCompile(`"name":"alice"[^}]*"status":"idle"`).MatchString(out) {
 			t.Fatalf("a one-shot send with alice's credential touched her presence:\n%s", out)
 		}
+		for _, line := range who.seen() {
+			if regexp.MustCompile(`"name":"alice"[^}]*"status":"offline"`).MatchString(line) {
+				t.Fatalf("who --watch saw alice offline around a one-shot send with her credential:\n%s", line)
+			}
+		}
 		cliCase{name: "a name without its @ is refused with the @name suggested", args: append([]string{"send", "alice", "hi"}, asBob...),
 			code: exitError, stderr: []string{`no such channel "alice"`, "@alice"}}.run(t, bin)
 		cliCase{name: "a shortened instance id is refused with the full id suggested", args: append([]string{"send", aliceID[:8], "hi"}, asBob...),
 			code: exitError, stderr: []string{"no such channel", aliceID}}.run(t, bin)
 		tail.waitLine(t, "dm bob: psst")
 		tail.interrupt(t)
+		if strings.Contains(tail.stderr.String(), "lost the mesh") {
+			t.Fatalf("Ctrl-C made tail say it lost the mesh:\n%s", tail.stderr)
+		}
 		who.interrupt(t)
 	})
 
@@ -429,6 +446,14 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			t.Fatalf("auth list shows the CLI's own credentials:\n%s", out)
 		}
 		cliCase{args: append([]string{"auth", "list", "--all"}, local...), stdout: []string{"cli-send-"}}.run(t, bin)
+		// An expiring credential's row leaves the registry once it expired, at the mesh's next
+		// pass (each command beside up mints, and every mint runs one), not at the next start.
+		_, shortID := mintCreds(t, bin, dir, "cli-probe-short", "--expires-in", "1s", "--profile", "observer")
+		await.True(t, 30*time.Second, "the expired credential forgotten", func() bool {
+			cliCase{args: append([]string{"who"}, local...)}.run(t, bin)
+			out, _, _ := runCotal(t, bin, append([]string{"auth", "list", "--all"}, local...)...)
+			return !strings.Contains(out, shortID)
+		})
 		if out := (cliCase{args: append([]string{"status"}, local...)}).run(t, bin); strings.Contains(out, "cli-") {
 			t.Fatalf("status shows the CLI's own identities:\n%s", out)
 		}

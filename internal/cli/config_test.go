@@ -45,6 +45,8 @@ func TestOfflineMintTakesExpiryFromConfig(t *testing.T) {
 		{name: "--expires-in overrides the configured expiry", file: "expiry: 2h\n",
 			args: []string{"--expires-in", "90m"}, want: 90 * time.Minute},
 		{name: "without an expiry key the credential lives 24 h", file: "# defaults only\n", want: 24 * time.Hour},
+		{name: "expiry takes the flags' syntax: 1w is a week", file: "expiry: 1w\n", want: 7 * 24 * time.Hour},
+		{name: "COTAL_EXPIRY takes it too: 1d12h", file: "# defaults only\n", env: "1d12h", want: 36 * time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -190,6 +191,8 @@ func configValues(c config.Config) map[string]string {
 
 func valueText(v any) string {
 	switch t := v.(type) {
+	case time.Duration:
+		return config.FormatDuration(t)
 	case []string:
 		return strings.Join(t, ",")
 	case string:

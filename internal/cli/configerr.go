@@ -8,12 +8,10 @@ import (
 // decodeProblem is one problem in koanf's multi-line decode error: 'key' problem.
 var decodeProblem = regexp.MustCompile(`^'([^']+)' (.+)$`)
 
-// durationHint names the syntax config's duration keys (expiry, sync_interval) accept.
-const durationHint = "use a Go duration: a count and ns, us, ms, s, m or h, combined as in 1h30m; 7 days is 168h"
-
 // cleanConfigError turns koanf's multi-line decode error ("LAYER: decoding failed due to the
-// following error(s):\n\n'expiry' time: unknown unit") into one line per key naming the layer,
-// the key and, for a duration, the accepted syntax. Any other error is returned as is.
+// following error(s):\n\n'listen' expected type 'string'") into one line per key naming the
+// layer and the key; config's own problems (a duration names its allowed units) read as they
+// are. Any other error is returned as is.
 func cleanConfigError(err error) error {
 	if err == nil {
 		return nil
@@ -28,11 +26,7 @@ func cleanConfigError(err error) error {
 		if m == nil {
 			continue
 		}
-		problem := m[2]
-		if strings.HasPrefix(problem, "time: ") {
-			problem = "not a duration; " + durationHint
-		}
-		lines = append(lines, layer+": key "+m[1]+": "+problem)
+		lines = append(lines, layer+": key "+m[1]+": "+m[2])
 	}
 	if len(lines) == 0 {
 		return err

@@ -71,6 +71,9 @@ type printer struct {
 	// recipient, by nameOf when it knows the id.
 	self   string
 	nameOf func(id string) string
+	// stopped is closed once the command is stopping (Ctrl-C): the disconnect its own close
+	// causes then is not a lost mesh. Nil for a command that never stops on its own.
+	stopped <-chan struct{}
 }
 
 func newPrinter(w, errw io.Writer, asJSON, markOld bool) *printer {
@@ -105,6 +108,9 @@ func (p *printer) reportDropped(ev endpoint.Event) {
 func (p *printer) reportConnection(ev endpoint.Event) {
 	switch ev.Kind {
 	case endpoint.EventDisconnected:
+		if p.stopping() {
+			return
+		}
 		cause := ""
 		if ev.Err != nil {
 			cause = fmt.Sprintf(" (%v)", ev.Err)
@@ -114,6 +120,16 @@ func (p *printer) reportConnection(ev endpoint.Event) {
 		fmt.Fprintf(p.dropped, "cotal: %s reconnected to the mesh\n", clock(ev.Time))
 	default:
 		p.reportDropped(ev)
+	}
+}
+
+// stopping reports whether the command is stopping.
+func (p *printer) stopping() bool {
+	select {
+	case <-p.stopped:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+
 			}
 			hideOwnMembers(st, all)
 			if asJSON {
-				err = encodeCamel(cmd.OutOrStdout(), st)
+				err = json.NewEncoder(cmd.OutOrStdout()).Encode(st)
 			} else {
 				err = printStatus(cmd.OutOrStdout(), st, spaceName)
 			}

@@ -67,6 +67,7 @@ func runTail(cmd *cobra.Command, f *clientFlags, channels []string, history int)
 	}
 	defer s.close(want)
 	p := newPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.asJSON, true)
+	p.stopped = cmd.Context().Done()
 	if s.cred.Profile == endpoint.ProfileAgent {
 		return tailAsAgent(cmd, s, p, channels, history)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -102,7 +103,8 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 // runUp starts in the order that makes "up" mean ready: the admin socket is bound first, so a
 // command started meanwhile waits on it instead of reaching for the key store the mesh is
 // about to lock; space.Start opens the client listener only once every space is provisioned
-// and delivering; the socket answers from then on; the banner comes last.
+// and delivering; the socket answers from then on; the banner comes last. The log speaks of
+// agents by name (meshLog) and says who comes and goes (presenceLog).
 func runUp(cmd *cobra.Command, _ []string) error {
 	cfg, err := loadConfig(cmd, upConfigFlags)
 	if err != nil {
@@ -121,32 +123,51 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	}
 	opts := space.OptionsFromConfig(cfg, cmd.ErrOrStderr())
 	opts.Console = con
+	logs := newMeshLog(opts.Logger.Handler())
+	opts.Logger = slog.New(logs)
 	m, err := space.Start(cmd.Context(), opts)
 	if err != nil {
 		return errors.Join(err, closeAdmin(srv))
 	}
+	logs.names.use(m)
+	logs.rec.recovered(opts.Logger)
 	srv.Serve(m)
-	consoleURL := ""
-	if u := m.HTTPURL(); u != "" {
-		if err := con.Start(cmd.Context(), m); err != nil {
-			ctx, cancel := newTimeoutContext(30 * time.Second)
-			defer cancel()
-			return errors.Join(err, closeAdmin(srv), m.Close(ctx))
-		}
-		consoleURL = con.URL(u)
+	var presence *presenceLog
+	consoleURL, err := startConsole(cmd.Context(), con, m)
+	if err == nil {
+		presence, err = startPresenceLog(cmd.Context(), m, opts.Logger, cfg.Open)
+	}
+	shutdown := func() error {
+		ctx, cancel := newTimeoutContext(30 * time.Second)
+		defer cancel()
+		presence.stop()
+		return errors.Join(srv.Close(ctx), m.Close(ctx))
+	}
+	if err != nil {
+		return errors.Join(err, shutdown())
 	}
 	printBanner(cmd.OutOrStdout(), m, cfg, consoleURL)
 	runErr := runMesh(cmd.Context(), m)
 	if runErr == nil {
 		fmt.Fprintln(cmd.OutOrStdout(), "shutting down")
 	}
-	ctx, cancel := newTimeoutContext(30 * time.Second)
-	defer cancel()
-	closeErr := errors.Join(srv.Close(ctx), m.Close(ctx))
-	if runErr != nil {
-		return runErr
+	if closeErr := shutdown(); runErr == nil {
+		return closeErr
 	}
-	return closeErr
+	return runErr
+}
+
+// startConsole serves the web console when the mesh has an HTTP listener, and returns the URL
+// that opens it ("" without a listener).
+func startConsole(ctx context.Context, con *console.Console, m *space.Mesh) (string, error) {
+	u := m.HTTPURL()
+	if u == "" {
+		return "", nil
+	}
+	if err := con.Start(ctx, m); err != nil {
+		return "", err
+	}
+	return con.URL(u), nil
 }
 
 // secureDir makes the data directory the user's alone before the admin socket and the key

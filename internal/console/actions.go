@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
@@ -38,7 +38,10 @@ func (c *Console) mint(w http.ResponseWriter, r *http.Request, st *state) {
 		Subscribe: list(f.Get("subscribe")), AllowSubscribe: list(f.Get("allowSubscribe")),
 		AllowPublish: list(f.Get("allowPublish")), Provision: f.Get("provision") != ""}
 	if in := strings.TrimSpace(f.Get("expiresIn")); in != "" {
-		d, err := parseDays(in)
+		d, err := config.ParseDuration(in)
+		if err == nil && d <= 0 {
+			err = fmt.Errorf("%w: it must be positive", config.ErrBadDuration)
+		}
 		if err != nil {
 			fail(w, fmt.Errorf("%w: expires in %q: %w (use e.g. 90m, 12h or 7d)", ErrBadForm, in, err))
 			return
@@ -57,19 +60,6 @@ func (c *Console) mint(w http.ResponseWriter, r *http.Request, st *state) {
 	w.Header().Set("X-Cotal-Credential", cred.ID)
 	w.WriteHeader(http.StatusCreated)
 	_, _ = w.Write(cred.Creds)
-}
-
-// parseDays reads a Go duration or a whole number of days ("7d"), as `cotal auth mint
-// --expires-in` does.
-func parseDays(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 1 {
-			return 0, fmt.Errorf("%q is not a number of days", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	return time.ParseDuration(s)
 }
 
 // revoke cuts a credential off at once (space.Mesh.Revoke).
