@@ -28,12 +28,12 @@ const maxForm = 64 << 10
 
 // mint issues a credential as `cotal auth mint` does and answers with the .creds file as a
 // download: the console keeps no copy, so it can be fetched this once only.
-func (c *Console) mint(w http.ResponseWriter, r *http.Request, st *state) {
+func (c *Console) mint(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	if !parseForm(w, r) {
 		return
 	}
 	f := r.PostForm
-	spec := space.MintSpec{Space: st.space, Name: strings.TrimSpace(f.Get("name")),
+	spec := space.MintSpec{Space: ss.name, Name: strings.TrimSpace(f.Get("name")),
 		Profile: f.Get("profile"), Role: strings.TrimSpace(f.Get("role")),
 		Subscribe: list(f.Get("subscribe")), AllowSubscribe: list(f.Get("allowSubscribe")),
 		AllowPublish: list(f.Get("allowPublish")), Provision: f.Get("provision") != ""}
@@ -50,7 +50,7 @@ func (c *Console) mint(w http.ResponseWriter, r *http.Request, st *state) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	cred, err := st.m.MintSpec(ctx, spec)
+	cred, err := ss.m.MintSpec(ctx, spec)
 	if err != nil {
 		fail(w, err)
 		return
@@ -63,18 +63,18 @@ func (c *Console) mint(w http.ResponseWriter, r *http.Request, st *state) {
 }
 
 // revoke cuts a credential off at once (space.Mesh.Revoke).
-func (c *Console) revoke(w http.ResponseWriter, r *http.Request, st *state) {
+func (c *Console) revoke(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	if !parseForm(w, r) {
 		return
 	}
 	id := r.PostForm.Get("id")
-	if id == st.e.ID() {
+	if id == ss.e.ID() {
 		fail(w, fmt.Errorf("%w: that is the console's own credential", ErrBadForm))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	if err := st.m.Revoke(ctx, st.space, id); err != nil {
+	if err := ss.m.Revoke(ctx, ss.name, id); err != nil {
 		fail(w, err)
 		return
 	}
@@ -83,7 +83,7 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request, st *state) {
 
 // setChannel changes a channel's class, replay and description as `cotal channels set` does:
 // an empty field keeps the current value.
-func (c *Console) setChannel(w http.ResponseWriter, r *http.Request, st *state) {
+func (c *Console) setChannel(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	if !parseForm(w, r) {
 		return
 	}
@@ -94,7 +94,7 @@ func (c *Console) setChannel(w http.ResponseWriter, r *http.Request, st *state) 
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	cfg, err := st.m.SetChannel(ctx, st.space, u)
+	cfg, err := ss.m.SetChannel(ctx, ss.name, u)
 	if err != nil {
 		fail(w, err)
 		return

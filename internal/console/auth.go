@@ -11,8 +11,8 @@ const cookieName = "cotal_console"
 // authorize admits a request that carries the token, in the cookie or (once, from the URL
 // `cotal up` prints) in the query, and answers the rest itself: 401 with no token, 403 with a
 // wrong one or with a state change from another origin. A page visit with the token in the
-// query sets the cookie and is redirected to the same path without it, so the token is not
-// left in the history or sent on in a Referer.
+// query sets the cookie and is redirected to the same page without it (other parameters, such
+// as the space, are kept), so the token is not left in the history or sent on in a Referer.
 func (c *Console) authorize(w http.ResponseWriter, r *http.Request) bool {
 	fromQuery := r.URL.Query().Get("token")
 	got := fromQuery
@@ -33,7 +33,13 @@ func (c *Console) authorize(w http.ResponseWriter, r *http.Request) bool {
 	if fromQuery != "" && r.Method == http.MethodGet && r.URL.Path == "/" {
 		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.token, Path: "/",
 			HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		q := r.URL.Query()
+		q.Del("token")
+		to := "/"
+		if len(q) > 0 {
+			to += "?" + q.Encode()
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return false
 	}
 	return true

@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,11 +45,17 @@ type Console struct {
 	st *state
 }
 
-// state is what a started console reads from: the mesh, its first space, the console's
-// passive admin Endpoint, the feed it follows and the sampler behind the plots.
+// state is what a started console reads from: one spaceState per space of the mesh, in the
+// mesh's order; the first is shown when a request names none.
 type state struct {
+	spaces []*spaceState
+}
+
+// spaceState is the console's view of one space of the mesh m: its passive admin Endpoint,
+// the feed it follows and the sampler behind the plots.
+type spaceState struct {
 	m      *space.Mesh
-	space  string
+	name   string
 	e      *endpoint.Endpoint
 	feed   *feed
 	sample *sampler
@@ -76,10 +83,10 @@ func (c *Console) URL(base string) string { return base + "/?token=" + c.token }
 // Token is the secret every request must carry, in the query once or in the cookie.
 func (c *Console) Token() string { return c.token }
 
-// Start connects the console to m: it mints an in-process admin credential for the first
-// space, follows every channel, DM and anycast of it, reads the recent history into the feed
-// and starts sampling the plots. The credential is revoked when ctx ends; the mesh closes the
-// Endpoint when it closes.
+// Start connects the console to m: for every space it mints an in-process admin credential,
+// follows every channel, DM and anycast of the space, reads its recent history into the feed
+// and starts sampling the plots. The credentials are revoked when ctx ends; the mesh closes
+// the Endpoints when it closes.
 func (c *Console) Start(ctx context.Context, m *space.Mesh) error {
 	c.mu.Lock()
 	started := c.st != nil
@@ -87,50 +94,72 @@ func (c *Console) Start(ctx context.Context, m *space.Mesh) error {
 	if started {
 		return ErrStarted
 	}
-	sp := m.Spaces()[0]
-	e, err := m.Endpoint(ctx, space.AgentSpec{Space: sp, Name: credentialName,
-		Profile:  provisioner.ProfileAdmin,
-		Endpoint: endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}})
-	if err != nil {
-		return fmt.Errorf("console credential: %w", err)
+	st := &state{}
+	for _, sp := range m.Spaces() {
+		e, err := m.Endpoint(ctx, space.AgentSpec{Space: sp, Name: credentialName,
+			Profile:  provisioner.ProfileAdmin,
+			Endpoint: endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}})
+		if err != nil {
+			return fmt.Errorf("console credential for space %s: %w", sp, err)
+		}
+		ss := &spaceState{m: m, name: sp, e: e, feed: newFeed(), sample: newSampler()}
+		if err := ss.feed.follow(ctx, e); err != nil {
+			return fmt.Errorf("space %s: %w", sp, err)
+		}
+		st.spaces = append(st.spaces, ss)
 	}
-	st := &state{m: m, space: sp, e: e, feed: newFeed(), sample: newSampler()}
-	if err := st.feed.follow(ctx, e); err != nil {
-		return err
+	for _, ss := range st.spaces {
+		go ss.run(ctx)
 	}
-	go st.run(ctx)
 	c.mu.Lock()
 	c.st = st
 	c.mu.Unlock()
 	return nil
 }
 
-// run samples the plots until the console's context or Endpoint ends, then revokes the
-// console's credential so that no registry row outlives the console as active.
-func (st *state) run(ctx context.Context) {
+// run samples the space's plots until the console's context or Endpoint ends, then revokes
+// the console's credential so that no registry row outlives the console as active.
+func (ss *spaceState) run(ctx context.Context) {
 	tick := time.NewTicker(sampleEvery)
 	defer tick.Stop()
-	st.sample.take(st)
+	ss.sample.take(ss)
 	for {
 		select {
 		case <-tick.C:
-			st.sample.take(st)
+			ss.sample.take(ss)
 		case <-ctx.Done():
-			st.revokeOwn()
+			ss.revokeOwn()
 			return
-		case <-st.e.Done():
-			st.revokeOwn()
+		case <-ss.e.Done():
+			ss.revokeOwn()
 			return
 		}
 	}
 }
 
-func (st *state) revokeOwn() {
+func (ss *spaceState) revokeOwn() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// In open mode there is no credential to revoke, and a closed mesh has revoked nothing
 	// it needs to: both errors are expected here.
-	_ = st.m.Revoke(ctx, st.space, st.e.ID())
+	_ = ss.m.Revoke(ctx, ss.name, ss.e.ID())
+}
+
+// space is the space a request names in its query (?space=NAME), or the mesh's first.
+func (st *state) space(r *http.Request) (*spaceState, error) {
+	name := r.URL.Query().Get("space")
+	if name == "" {
+		return st.spaces[0], nil
+	}
+	names := make([]string, len(st.spaces))
+	for i, ss := range st.spaces {
+		if ss.name == name {
+			return ss, nil
+		}
+		names[i] = ss.name
+	}
+	return nil, fmt.Errorf("%w %q: this mesh serves %s; choose one in the page header",
+		space.ErrNoSuchSpace, name, strings.Join(names, ", "))
 }
 
 func (c *Console) state() *state {
@@ -163,14 +192,24 @@ func (c *Console) routes() *http.ServeMux {
 	return mux
 }
 
-// started answers 503 until Start has run, else calls h with the console's state.
-func (c *Console) started(h func(http.ResponseWriter, *http.Request, *state)) http.HandlerFunc {
+// started answers 503 until Start has run and 404 for a space the mesh does not serve, else
+// calls h with the space the request names (?space=NAME, default the first).
+func (c *Console) started(h func(http.ResponseWriter, *http.Request, *spaceState)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := c.state()
 		if st == nil {
 			http.Error(w, ErrNotStarted.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		h(w, r, st)
+		ss, err := st.space(r)
+		if err != nil {
+			if r.Method == http.MethodPost {
+				fail(w, err) // actions answer JSON, which the page shows beside the form
+			} else {
+				http.Error(w, err.Error(), statusOf(err))
+			}
+			return
+		}
+		h(w, r, ss)
 	}
 }

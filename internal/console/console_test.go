@@ -132,7 +132,7 @@ func TestEachViewShowsItsPartOfTheMesh(t *testing.T) {
 		{"credentials list the agents and the console", "/view/credentials", []string{">alice", ">bob", ">console", "revoke"}},
 		{"history lists the channels to choose from", "/view/history", []string{"<option>general</option>"}},
 		{"history of a channel shows its messages", "/view/history?channel=general", []string{"hello from alice"}},
-		{"the page holds every view", "/", []string{"Roster", "Live feed", "Channels", "Channel history", "Durable delivery", "Health", "Credentials", ">alice"}},
+		{"the page holds every view", "/", []string{"Roster", "Live feed", "Channels", "Channel history", "Durable delivery", "Health", "Credentials", ">alice", `<span class="space">space main</span>`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			await.Check(t, 10*time.Second, 50*time.Millisecond, func() error {

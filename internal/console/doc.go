@@ -3,9 +3,11 @@
 // health and small plots, and lets the operator mint and revoke credentials and configure
 // channels.
 //
-// It reads through the same client API as the CLI (ARCHITECTURE.md "Read"): one passive
-// Endpoint with an admin credential the mesh mints in process (space.Mesh.Endpoint), so the
-// feed shows every channel, DM and anycast (SPEC Appendix B). Operator actions call
+// It reads through the same client API as the CLI (ARCHITECTURE.md "Read"): per space one
+// passive Endpoint with an admin credential the mesh mints in process (space.Mesh.Endpoint),
+// so the feed shows every channel, DM and anycast (SPEC Appendix B). Every page, view, event
+// stream and action is of one space, named in the query (?space=NAME; default the mesh's
+// first), and the page header offers the others. Operator actions call
 // space.Mesh methods, as internal/admin does, with the CLI's validation and errors.
 //
 // Every request needs the console token: the URL `cotal up` prints carries it once in the

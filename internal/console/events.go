@@ -14,16 +14,16 @@ const tickEvery = 2 * time.Second
 // events streams server-sent events to one page: first the held messages ("message"), then
 // every new message as it arrives, "roster" when a peer comes, goes or changes, and "tick"
 // every tickEvery. The stream ends with the request or the console's Endpoint.
-func (c *Console) events(w http.ResponseWriter, r *http.Request, st *state) {
+func (c *Console) events(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	recent, msgs, stop := st.feed.subscribe()
+	recent, msgs, stop := ss.feed.subscribe()
 	defer stop()
-	roster, cancel := st.e.Roster().Subscribe()
+	roster, cancel := ss.e.Roster().Subscribe()
 	defer cancel()
 	for _, it := range recent {
 		writeEvent(w, "message", it)
@@ -44,7 +44,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, st *state) {
 			writeEvent(w, "tick", nil)
 		case <-r.Context().Done():
 			return
-		case <-st.e.Done():
+		case <-ss.e.Done():
 			return
 		}
 		flusher.Flush()

@@ -17,7 +17,8 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// fixture is a real mesh with the console on its HTTP listener and two agents on #general.
+// fixture is a real mesh with the console on its HTTP listener and two agents on #general of
+// its first space.
 type fixture struct {
 	m          *space.Mesh
 	con        *console.Console
@@ -27,13 +28,14 @@ type fixture struct {
 
 var general = []string{"general"}
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts a mesh of the given spaces, default one space "main".
+func newFixture(t *testing.T, spaces ...string) *fixture {
 	t.Helper()
 	con, err := console.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := spacetest.New(t, func(o *space.Options) { o.HTTP, o.Console = "127.0.0.1:0", con })
+	m := spacetest.New(t, func(o *space.Options) { o.HTTP, o.Console, o.Spaces = "127.0.0.1:0", con, spaces })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := con.Start(ctx, m); err != nil {
@@ -45,11 +47,18 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// agent connects an agent on #general of the mesh's first space.
 func (f *fixture) agent(t *testing.T, name, role string) *endpoint.Endpoint {
+	t.Helper()
+	return f.agentIn(t, "", name, role)
+}
+
+// agentIn connects an agent on #general of space sp ("" is the first).
+func (f *fixture) agentIn(t *testing.T, sp, name, role string) *endpoint.Endpoint {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, err := f.m.Endpoint(ctx, space.AgentSpec{Name: name,
+	e, err := f.m.Endpoint(ctx, space.AgentSpec{Space: sp, Name: name,
 		Grants:   provisioner.Grants{Subscribe: general, AllowPublish: general, Role: role},
 		Endpoint: endpoint.Options{Channels: general, Role: role}})
 	if err != nil {

@@ -31,10 +31,10 @@ type sampler struct {
 
 func newSampler() *sampler { return &sampler{} }
 
-// take records the current counts and lag of st.
-func (s *sampler) take(st *state) {
-	smp := sample{at: time.Now(), counts: st.feed.channelCounts()}
-	if d, err := st.m.Delivery(st.space); err == nil {
+// take records the current counts and lag of ss.
+func (s *sampler) take(ss *spaceState) {
+	smp := sample{at: time.Now(), counts: ss.feed.channelCounts()}
+	if d, err := ss.m.Delivery(ss.name); err == nil {
 		stats := d.Stats()
 		smp.lag = stats.FanoutLag + stats.ReaderLag
 	}

@@ -23,7 +23,7 @@ const readTimeout = 5 * time.Second
 const historyPage, historyPages = 25, 40
 
 // views are the fragments the page is built from and that its script reloads by name.
-var views = map[string]func(ctx context.Context, st *state, r *http.Request) (any, error){
+var views = map[string]func(ctx context.Context, ss *spaceState, r *http.Request) (any, error){
 	"roster":      rosterView,
 	"channels":    channelsView,
 	"delivery":    deliveryView,
@@ -40,13 +40,13 @@ var funcs = template.FuncMap{
 }
 
 // page renders the whole console with every view filled in, so it reads without script.
-func (c *Console) page(w http.ResponseWriter, r *http.Request, st *state) {
+func (c *Console) page(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	errs := map[string]string{}
-	data := map[string]any{"Space": st.space, "Errors": errs}
+	data := map[string]any{"Space": ss.name, "Spaces": ss.m.Spaces(), "Errors": errs}
 	for name, v := range views {
-		d, err := v(ctx, st, r)
+		d, err := v(ctx, ss, r)
 		if err != nil {
 			errs[name] = err.Error()
 		}
@@ -56,7 +56,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, st *state) {
 }
 
 // view renders one fragment by name.
-func (c *Console) view(w http.ResponseWriter, r *http.Request, st *state) {
+func (c *Console) view(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	name := r.PathValue("name")
 	v, ok := views[name]
 	if !ok {
@@ -65,7 +65,7 @@ func (c *Console) view(w http.ResponseWriter, r *http.Request, st *state) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	d, err := v(ctx, st, r)
+	d, err := v(ctx, ss, r)
 	if err != nil {
 		http.Error(w, err.Error(), statusOf(err))
 		return
@@ -86,10 +86,10 @@ type peerRow struct {
 	Online                                           bool
 }
 
-func rosterView(_ context.Context, st *state, _ *http.Request) (any, error) {
+func rosterView(_ context.Context, ss *spaceState, _ *http.Request) (any, error) {
 	var rows []peerRow
 	now := time.Now()
-	for _, p := range st.e.Roster().Snapshot() {
+	for _, p := range ss.e.Roster().Snapshot() {
 		if p.Removed {
 			continue
 		}
@@ -141,12 +141,12 @@ type channelsData struct {
 	Defaults string
 }
 
-func channelsView(ctx context.Context, st *state, _ *http.Request) (any, error) {
-	list, err := st.e.Channels(ctx)
+func channelsView(ctx context.Context, ss *spaceState, _ *http.Request) (any, error) {
+	list, err := ss.e.Channels(ctx)
 	if err != nil {
 		return nil, err
 	}
-	recs, _ := st.m.Credentials(st.space) // open mode has none: no members to show
+	recs, _ := ss.m.Credentials(ss.name) // open mode has none: no members to show
 	out := channelsData{Defaults: "durable, replay on (SPEC §7)"}
 	if d := list.Defaults; d != nil {
 		out.Defaults = fmt.Sprintf("class %s, replay %s", wire.EffectiveClass(nil, d), onOff(wire.EffectiveReplay(nil, d)))
@@ -154,7 +154,7 @@ func channelsView(ctx context.Context, st *state, _ *http.Request) (any, error) 
 	for _, ch := range list.Channels {
 		row := channelRow{Name: ch.Name, Class: string(ch.Class), Replay: onOff(ch.Replay),
 			Messages: ch.Messages, Members: members(recs, ch.Name),
-			Rate: fmt.Sprintf("%.1f/min", st.sample.rate(ch.Name))}
+			Rate: fmt.Sprintf("%.1f/min", ss.sample.rate(ch.Name))}
 		if ch.ReplayWindow > 0 {
 			row.Window = ch.ReplayWindow.String()
 		}
@@ -198,17 +198,17 @@ type deliveryData struct {
 	Backstop any
 }
 
-func deliveryView(ctx context.Context, st *state, _ *http.Request) (any, error) {
-	status, err := st.m.Status(ctx)
+func deliveryView(ctx context.Context, ss *spaceState, _ *http.Request) (any, error) {
+	status, err := ss.m.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range status.Spaces {
-		if s.Name == st.space {
+		if s.Name == ss.name {
 			return deliveryData{Members: s.Members, Backstop: s.Backstop}, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %s", space.ErrNoSuchSpace, st.space)
+	return nil, fmt.Errorf("%w: %s", space.ErrNoSuchSpace, ss.name)
 }
 
 // healthRow is one component: "ok" or what is wrong, in words.
@@ -217,9 +217,9 @@ type healthRow struct {
 	OK          bool
 }
 
-func healthView(_ context.Context, st *state, _ *http.Request) (any, error) {
+func healthView(_ context.Context, ss *spaceState, _ *http.Request) (any, error) {
 	var rows []healthRow
-	for _, h := range st.m.Health() {
+	for _, h := range ss.m.Health() {
 		row := healthRow{Name: h.Name, State: "ok", OK: h.Err == nil}
 		if h.Err != nil {
 			row.State = h.Err.Error()
@@ -234,8 +234,8 @@ type plotsData struct {
 	RateKey    []legendEntry
 }
 
-func plotsView(_ context.Context, st *state, _ *http.Request) (any, error) {
-	rates, lag := st.sample.rates(), []series{st.sample.lag()}
+func plotsView(_ context.Context, ss *spaceState, _ *http.Request) (any, error) {
+	rates, lag := ss.sample.rates(), []series{ss.sample.lag()}
 	return plotsData{Rates: rates, Lag: lag, RateKey: legend(rates)}, nil
 }
 
@@ -247,8 +247,8 @@ type credentialRow struct {
 	Own bool
 }
 
-func credentialsView(_ context.Context, st *state, _ *http.Request) (any, error) {
-	recs, err := st.m.Credentials(st.space)
+func credentialsView(_ context.Context, ss *spaceState, _ *http.Request) (any, error) {
+	recs, err := ss.m.Credentials(ss.name)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,7 @@ func credentialsView(_ context.Context, st *state, _ *http.Request) (any, error)
 			row.Expires = r.ExpiresAt.Format("2006-01-02 15:04")
 		}
 		switch {
-		case r.ID == st.e.ID():
+		case r.ID == ss.e.ID():
 			row.State, row.Own = "active (this console)", true
 		case r.Revoked:
 			row.State = "revoked"
@@ -289,8 +289,8 @@ type historyData struct {
 	HasOlder     bool
 }
 
-func historyView(ctx context.Context, st *state, r *http.Request) (any, error) {
-	list, err := st.e.Channels(ctx)
+func historyView(ctx context.Context, ss *spaceState, r *http.Request) (any, error) {
+	list, err := ss.e.Channels(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +311,7 @@ func historyView(ctx context.Context, st *state, r *http.Request) (any, error) {
 	// History reads the last n messages; page p is the oldest historyPage of the last
 	// (p+1)*historyPage, one more read to know whether an older page exists.
 	want := (page+1)*historyPage + 1
-	got, err := st.e.History(ctx, out.Channel, want)
+	got, err := ss.e.History(ctx, out.Channel, want)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +323,7 @@ func historyView(ctx context.Context, st *state, r *http.Request) (any, error) {
 		start = max(start, 1)
 	}
 	for _, d := range got[start:end] {
-		out.Items = append(out.Items, itemOf(d, st.feed.names))
+		out.Items = append(out.Items, itemOf(d, ss.feed.names))
 	}
 	return out, nil
 }

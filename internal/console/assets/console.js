@@ -5,11 +5,19 @@
 const feedMax = 500;
 const feed = []; // oldest first; the list shows newest first
 
+// inSpace is path with the page's space and params in its query: every view, the event
+// stream and every action is of the space the page shows.
+function inSpace(path, params) {
+  const q = new URLSearchParams(params);
+  q.set("space", document.body.dataset.space);
+  return `${path}?${q}`;
+}
+
 // reload replaces one view with its fragment, rendered (and escaped) by the server.
-async function reload(name, query) {
+async function reload(name, params) {
   const el = document.querySelector(`[data-view="${name}"]`);
   if (!el) return;
-  const res = await fetch(`/view/${name}${query || ""}`, { credentials: "same-origin" });
+  const res = await fetch(inSpace(`/view/${name}`, params), { credentials: "same-origin" });
   if (res.ok) el.innerHTML = await res.text();
 }
 
@@ -64,7 +72,7 @@ function addMessage(it) {
 
 function follow() {
   const live = document.getElementById("live");
-  const es = new EventSource("/events");
+  const es = new EventSource(inSpace("/events"));
   es.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; });
   es.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "live off"; });
   es.addEventListener("message", (ev) => addMessage(JSON.parse(ev.data)));
@@ -77,7 +85,7 @@ function follow() {
 async function act(form) {
   const out = form.querySelector(".result");
   out.textContent = "…";
-  const res = await fetch(form.dataset.action, {
+  const res = await fetch(inSpace(form.dataset.action), {
     method: "POST", credentials: "same-origin", body: new URLSearchParams(new FormData(form)),
   });
   if (!res.ok) {
@@ -101,9 +109,9 @@ async function act(form) {
   reload(form.dataset.refresh);
 }
 
-function historyQuery(form, page) {
-  const ch = new FormData(form).get("channel");
-  return ch ? `?channel=${encodeURIComponent(ch)}&page=${page}` : "";
+function historyParams(form, page) {
+  const channel = new FormData(form).get("channel");
+  return channel ? { channel, page } : {};
 }
 
 document.addEventListener("submit", (ev) => {
@@ -114,12 +122,13 @@ document.addEventListener("submit", (ev) => {
 
 document.addEventListener("change", (ev) => {
   const hist = ev.target.closest(".history-form");
-  if (hist) reload("history", historyQuery(hist, 0));
+  if (hist) reload("history", historyParams(hist, 0));
+  if (ev.target.closest("#space-form")) ev.target.form.submit();
 });
 
 document.addEventListener("click", (ev) => {
   const btn = ev.target.closest(".history-form button[data-page]");
-  if (btn) reload("history", historyQuery(btn.form, btn.dataset.page));
+  if (btn) reload("history", historyParams(btn.form, btn.dataset.page));
 });
 
 document.addEventListener("DOMContentLoaded", () => {
