@@ -180,7 +180,9 @@ func (rt *spaceRuntime) requireMessages(ctx context.Context, channel string) err
 		return err
 	}
 	if len(info.State.Subjects) == 0 {
-		return fmt.Errorf("%w %q: space %s has no message on it and no config for it; check the name, or set Create to configure it before its first message", ErrUnknownChannel, channel, rt.name)
+		// The caller knows how its user asks for ChannelUpdate.Create (a flag, a checkbox):
+		// the mesh's sentence speaks of the channel only.
+		return fmt.Errorf("%w %q: space %s has no message on it and no config for it", ErrUnknownChannel, channel, rt.name)
 	}
 	return nil
 }

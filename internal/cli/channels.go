@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -283,6 +284,10 @@ func runChannelUpdate(cmd *cobra.Command, op, spaceName string, u space.ChannelU
 		return err
 	}
 	cfg, err := c.SetChannel(cmd.Context(), spaceName, u)
+	if errors.Is(err, space.ErrUnknownChannel) {
+		// Of the commands that meet an unknown channel only set can configure a new one.
+		return fmt.Errorf("%w; check the name (`cotal channels list` shows the channels), or pass --create to configure it before its first message", err)
+	}
 	if err != nil {
 		return withHint(err)
 	}

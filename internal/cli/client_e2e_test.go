@@ -318,7 +318,7 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		{name: "an observer reads history too", args: []string{"history", "general", "--link", up.link, "--creds", watcher},
 			code: exitOK, stdout: []string{"hello from bob"}},
 		{name: "channels set refuses an unknown channel and offers --create", args: append([]string{"channels", "set", "genral", "--class", "live"}, local...),
-			code: exitError, stderr: []string{`unknown channel "genral"`, "--create"}},
+			code: exitError, stderr: []string{`unknown channel "genral"`, "or pass --create to configure it"}},
 		{name: "channels set changes a channel", args: append([]string{"channels", "set", "general", "--description", "team chat", "--replay-window", "24h"}, local...),
 			code: exitOK, stdout: []string{"channel general in space main", "window 24h", "description team chat"}},
 		{name: "a combined replay window is stored as SPEC §7 spells it", args: append([]string{"channels", "set", "alerts", "--replay-window", "1h30m", "--create"}, local...),

@@ -142,7 +142,7 @@ func withHint(err error) error {
 	case errors.Is(err, provisioner.ErrNameInUse):
 		return fmt.Errorf("%w; in `cotal auth mint` that is --identity FILE (the old .creds) to re-mint it, or --replace", err)
 	case errors.Is(err, space.ErrUnknownChannel):
-		return fmt.Errorf("%w; `cotal channels list` shows the channels, and --create configures one before its first message", err)
+		return fmt.Errorf("%w; `cotal channels list` shows the channels", err)
 	case errors.Is(err, space.ErrNoSuchSpace):
 		return fmt.Errorf("%w; `cotal link` lists them", err)
 	case errors.Is(err, space.ErrOpenMode):

@@ -95,6 +95,9 @@ func (c *Console) setChannel(w http.ResponseWriter, r *http.Request, ss *spaceSt
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
 	cfg, err := ss.m.SetChannel(ctx, ss.name, u)
+	if errors.Is(err, space.ErrUnknownChannel) {
+		err = fmt.Errorf(`%w; check the name, or tick "create" to configure it before its first message`, err)
+	}
 	if err != nil {
 		fail(w, err)
 		return

@@ -30,7 +30,7 @@ func TestActionsValidateLikeTheCLI(t *testing.T) {
 		{"a channel class that is no class is refused", "/act/channel", url.Values{"channel": {"general"}, "class": {"sometimes"}}, 400, "sometimes"},
 		{"a replay that is not on or off is refused", "/act/channel", url.Values{"channel": {"general"}, "replay": {"maybe"}}, 400, "use on or off"},
 		{"a change that changes nothing is refused", "/act/channel", url.Values{"channel": {"general"}}, 400, "nothing to change"},
-		{"a channel with no message and no config is unknown", "/act/channel", url.Values{"channel": {"genral"}, "class": {"live"}}, 404, "genral"},
+		{"a channel with no message and no config is unknown", "/act/channel", url.Values{"channel": {"genral"}, "class": {"live"}}, 404, `\"genral\": space main has no message on it and no config for it; check the name, or tick \"create\"`},
 		{"a channel that is no channel is refused", "/act/channel", url.Values{"channel": {"a..b"}, "class": {"live"}}, 400, "a..b"},
 		{"a channel with no message may be created", "/act/channel", url.Values{"channel": {"ops"}, "class": {"live"}, "create": {"1"}}, 200, `"deliveryClass":"live"`},
 		{"a channel's class, replay and description are set", "/act/channel", url.Values{"channel": {"general"}, "class": {"live"}, "replay": {"off"}, "description": {"team chat"}}, 200, `"description":"team chat"`},
