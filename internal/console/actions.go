@@ -16,9 +16,14 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// ErrBadForm means an action's form has a value no action can take (a duration that is no
-// duration, a replay that is not on or off).
-var ErrBadForm = errors.New("invalid form value")
+// Errors of the operator actions.
+var (
+	// ErrBadForm means an action's form has a value no action can take (a duration that is no
+	// duration, a replay that is not on or off).
+	ErrBadForm = errors.New("invalid form value")
+	// ErrOwnCredential means a revoke named a credential the running mesh uses itself.
+	ErrOwnCredential = errors.New("the mesh uses this credential itself")
+)
 
 // actionTimeout bounds one operator action.
 const actionTimeout = 10 * time.Second
@@ -62,15 +67,27 @@ func (c *Console) mint(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	_, _ = w.Write(cred.Creds)
 }
 
-// revoke cuts a credential off at once (space.Mesh.Revoke).
+// revoke cuts a credential off at once (space.Mesh.Revoke), unless the mesh uses it itself
+// (own): that is refused with ErrOwnCredential.
 func (c *Console) revoke(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	if !parseForm(w, r) {
 		return
 	}
 	id := r.PostForm.Get("id")
 	if id == ss.e.ID() {
-		fail(w, fmt.Errorf("%w: that is the console's own credential", ErrBadForm))
+		fail(w, fmt.Errorf("%w: it is the console's own credential", ErrOwnCredential))
 		return
+	}
+	recs, err := ss.m.Credentials(ss.name)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	for _, rec := range recs {
+		if rec.ID == id && own(rec) {
+			fail(w, fmt.Errorf("%w: %s is valid inside the mesh's process only and goes when the mesh stops", ErrOwnCredential, rec.Name))
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
@@ -80,6 +97,12 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request, ss *spaceState)
 	}
 	reply(w, map[string]string{"revoked": id})
 }
+
+// own reports whether rec is a credential of the running mesh's own process: one the mesh
+// minted valid for in-process connections only (space.Mesh.Endpoint), such as the console's
+// and `cotal up`'s roster reader (cli-up-presence). Revoking one would cut off a part of the
+// mesh that cannot mint itself another; the registry forgets them at the next start.
+func own(rec space.CredentialInfo) bool { return rec.InProcessOnly }
 
 // setChannel changes a channel's class, replay and description as `cotal channels set` does:
 // an empty field keeps the current value.
@@ -163,6 +186,7 @@ var statuses = []struct {
 	status int
 }{
 	{ErrBadForm, http.StatusBadRequest},
+	{ErrOwnCredential, http.StatusForbidden},
 	{provisioner.ErrInvalidRequest, http.StatusBadRequest},
 	{provisioner.ErrInvalidGrant, http.StatusBadRequest},
 	{provisioner.ErrGrantsNotAllowed, http.StatusBadRequest},

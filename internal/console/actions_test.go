@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -8,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func TestActionsValidateLikeTheCLI(t *testing.T) {
@@ -75,20 +80,43 @@ func TestAMintedCredentialCanBeRevoked(t *testing.T) {
 	})
 }
 
-func TestTheConsoleCannotRevokeItself(t *testing.T) {
+func TestTheConsoleCannotRevokeTheMeshsOwnCredentials(t *testing.T) {
 	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// As `cotal up` reads each space's roster: a passive admin Endpoint in process.
+	if _, err := f.m.Endpoint(ctx, space.AgentSpec{Name: "cli-up-presence", Profile: provisioner.ProfileAdmin,
+		Endpoint: endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}}); err != nil {
+		t.Fatal(err)
+	}
 	_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials", auth: "cookie"})
-	i := strings.Index(body, `data-name="console"><td title="`)
-	if i < 0 {
-		t.Fatalf("no console credential in %s", body)
+	for _, tc := range []struct{ name, state, refusal string }{
+		{"console", "active (this console)", "the console's own credential"},
+		{"cli-up-presence", "active (in use by this mesh)", "cli-up-presence is valid inside the mesh's process only"},
+	} {
+		t.Run(tc.name+" is shown as the mesh's own and its revoke is refused", func(t *testing.T) {
+			prefix := `data-name="` + tc.name + `"><td title="`
+			i := strings.Index(body, prefix)
+			if i < 0 {
+				t.Fatalf("no %s credential in %s", tc.name, body)
+			}
+			id := body[i+len(prefix):]
+			id = id[:strings.Index(id, `"`)]
+			row := body[i:]
+			row = row[:strings.Index(row, "</tr>")]
+			if strings.Contains(row, "/act/revoke") || !strings.Contains(row, ">"+tc.state+"<") {
+				t.Errorf("row %s offers revoke or does not say %q", row, tc.state)
+			}
+			code, resp, _ := f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "cookie", form: url.Values{"id": {id}}})
+			if code != http.StatusForbidden || !strings.Contains(resp, tc.refusal) {
+				t.Fatalf("status %d: %s, want 403 saying %q", code, resp, tc.refusal)
+			}
+		})
 	}
-	id := body[i+len(`data-name="console"><td title="`):]
-	id = id[:strings.Index(id, `"`)]
-	if row := body[i:]; strings.Contains(row[:strings.Index(row, "</tr>")], "/act/revoke") {
-		t.Errorf("the console's own row offers revoke: %s", row[:strings.Index(row, "</tr>")])
-	}
-	code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "cookie", form: url.Values{"id": {id}}})
-	if code != http.StatusBadRequest || !strings.Contains(body, "console's own credential") {
-		t.Fatalf("status %d: %s, want 400 naming the console's own credential", code, body)
-	}
+	t.Run("an agent's credential is offered for revoking", func(t *testing.T) {
+		row := body[strings.Index(body, `data-name="alice"`):]
+		if row = row[:strings.Index(row, "</tr>")]; !strings.Contains(row, "/act/revoke") {
+			t.Fatalf("alice's row offers no revoke: %s", row)
+		}
+	})
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/console"
-	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
@@ -53,17 +52,31 @@ func (f *fixture) agent(t *testing.T, name, role string) *endpoint.Endpoint {
 	return f.agentIn(t, "", name, role)
 }
 
-// agentIn connects an agent on #general of space sp ("" is the first).
+// agentIn connects an agent on #general of space sp ("" is the first) with a minted
+// credential, as an agent of `cotal up` connects with its .creds file: the console may revoke
+// it, unlike the mesh's own in-process credentials.
 func (f *fixture) agentIn(t *testing.T, sp, name, role string) *endpoint.Endpoint {
 	t.Helper()
+	if sp == "" {
+		sp = f.m.Spaces()[0]
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, err := f.m.Endpoint(ctx, space.AgentSpec{Space: sp, Name: name,
-		Grants:   provisioner.Grants{Subscribe: general, AllowPublish: general, Role: role},
-		Endpoint: endpoint.Options{Channels: general, Role: role}})
+	cred, err := f.m.MintSpec(ctx, space.MintSpec{Space: sp, Name: name, Profile: "agent", Role: role,
+		Subscribe: general, AllowPublish: general, Provision: true})
+	if err != nil {
+		t.Fatalf("mint %s: %v", name, err)
+	}
+	e, err := endpoint.Connect(ctx, endpoint.Options{InProcess: f.m.InProcess(), Space: sp, Name: name,
+		Creds: cred.Creds, Channels: general, Role: role})
 	if err != nil {
 		t.Fatalf("agent %s: %v", name, err)
 	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = e.Close(ctx) // an agent the test revoked has no connection left to close cleanly
+	})
 	return e
 }
 

@@ -243,7 +243,8 @@ func plotsView(_ context.Context, ss *spaceState, _ *http.Request) (any, error) 
 type credentialRow struct {
 	ID, Name, Profile, Role, Expires, State string
 	Active                                  bool
-	// Own marks the console's own credential, which it does not offer to revoke.
+	// Own marks a credential of the mesh's own process (see own), which the console does not
+	// offer to revoke.
 	Own bool
 }
 
@@ -261,12 +262,14 @@ func credentialsView(_ context.Context, ss *spaceState, _ *http.Request) (any, e
 			row.Expires = r.ExpiresAt.Format("2006-01-02 15:04")
 		}
 		switch {
-		case r.ID == ss.e.ID():
-			row.State, row.Own = "active (this console)", true
 		case r.Revoked:
 			row.State = "revoked"
 		case !row.Active:
 			row.State = "expired"
+		case r.ID == ss.e.ID():
+			row.State, row.Own = "active (this console)", true
+		case own(r):
+			row.State, row.Own = "active (in use by this mesh)", true
 		}
 		rows = append(rows, row)
 	}
