@@ -105,7 +105,7 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request, ss *spaceState)
 func own(rec space.CredentialInfo) bool { return rec.InProcessOnly }
 
 // setChannel changes a channel's class, replay and description as `cotal channels set` does:
-// an empty field keeps the current value.
+// an empty field keeps the current value, and "clear description" empties the description.
 func (c *Console) setChannel(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	if !parseForm(w, r) {
 		return
@@ -143,11 +143,18 @@ func channelUpdate(r *http.Request) (space.ChannelUpdate, error) {
 	default:
 		return u, fmt.Errorf("%w: replay %q: use on or off", ErrBadForm, v)
 	}
-	if v := strings.TrimSpace(f.Get("description")); v != "" {
+	// An empty description field keeps the description; clearing it (the CLI's
+	// --description "") takes its own box, so that an untouched field never erases one.
+	switch v := strings.TrimSpace(f.Get("description")); {
+	case f.Get("clearDescription") != "" && v != "":
+		return u, fmt.Errorf("%w: a description and \"clear description\" together: choose one", ErrBadForm)
+	case f.Get("clearDescription") != "":
+		u.Description = new(string)
+	case v != "":
 		u.Description = &v
 	}
 	if u.Replay == nil && u.DeliveryClass == nil && u.Description == nil {
-		return u, fmt.Errorf("%w: nothing to change: set a class, replay or description", ErrBadForm)
+		return u, fmt.Errorf("%w: nothing to change: set a class, replay or description, or clear the description", ErrBadForm)
 	}
 	return u, nil
 }

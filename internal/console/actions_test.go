@@ -57,6 +57,34 @@ func TestActionsValidateLikeTheCLI(t *testing.T) {
 	})
 }
 
+func TestADescriptionIsClearedOnlyWhenAsked(t *testing.T) {
+	f := newFixture(t)
+	f.send(t, f.alice, "so that general has a message")
+	for _, tc := range []struct {
+		name          string
+		form          url.Values
+		status        int
+		want, without string
+	}{
+		{"a description is set", url.Values{"channel": {"general"}, "description": {"team chat"}}, 200, "team chat", ""},
+		{"an empty description field keeps it", url.Values{"channel": {"general"}, "class": {"live"}}, 200, "team chat", ""},
+		{"a description and clear together are refused", url.Values{"channel": {"general"}, "description": {"new"}, "clearDescription": {"1"}}, 400, "choose one", ""},
+		{"clear description empties it", url.Values{"channel": {"general"}, "clearDescription": {"1"}}, 200, `"deliveryClass":"live"`, "team chat"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/channel", auth: "cookie", form: tc.form})
+			if code != tc.status || !strings.Contains(body, tc.want) || tc.without != "" && strings.Contains(body, tc.without) {
+				t.Fatalf("status %d body %s, want %d with %q and without %q", code, body, tc.status, tc.want, tc.without)
+			}
+		})
+	}
+	t.Run("the channels view shows no description", func(t *testing.T) {
+		if _, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels", auth: "cookie"}); strings.Contains(body, "team chat") {
+			t.Fatalf("the cleared description is still shown: %s", body)
+		}
+	})
+}
+
 func TestAMintedCredentialCanBeRevoked(t *testing.T) {
 	f := newFixture(t)
 	code, body, h := f.do(t, request{method: http.MethodPost, path: "/act/mint", auth: "cookie",
