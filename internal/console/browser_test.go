@@ -128,3 +128,27 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	})
 	t.Logf("browser test took %s", time.Since(start).Round(time.Millisecond))
 }
+
+func TestTheConsoleShowsTheSpaceChosenInItsHeader(t *testing.T) {
+	f := newFixture(t, "a", "b")
+	carol := f.agentIn(t, "b", "carol", "reviewer")
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.con.URL(f.base))); err != nil {
+		t.Fatalf("open the console: %v", err)
+	}
+	until(t, ctx, 10*time.Second, "alice in the first space", cell(`tr[data-name="alice"] .badge`, "idle"))
+	eval(t, ctx, `(() => { const s = document.querySelector('#space-form select');
+		s.value = "b"; s.dispatchEvent(new Event("change", {bubbles: true})); })()`)
+	// The change loads the page of b; a query waits across the navigation, a poll would not.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Do(wctx, chromedp.WaitReady(`body[data-space="b"]`)); err != nil {
+		t.Fatalf("the page of space b: %v", err)
+	}
+	until(t, ctx, 10*time.Second, "carol in space b", cell(`tr[data-name="carol"] .badge`, "idle"))
+	until(t, ctx, 10*time.Second, "b's feed is live", cell("#live", "live"))
+	f.send(t, carol, "said in space b")
+	until(t, ctx, 5*time.Second, "b's message in the feed",
+		`[...document.querySelectorAll("#feed-list .text")].some(e => e.textContent === "said in space b")`)
+	until(t, ctx, 5*time.Second, "no agent of a", `document.querySelector('tr[data-name="alice"]') === null`)
+}
