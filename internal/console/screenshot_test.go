@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -31,6 +32,10 @@ func TestScreenshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := carol.SetStatus(ctx, wire.StatusWaiting, "waiting for review requests"); err != nil {
+		t.Fatal(err)
+	}
+	purpose := "release work and reviews"
+	if _, err := f.m.SetChannel(ctx, "main", space.ChannelUpdate{Channel: "general", Description: &purpose, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	talk := []struct{ who, text string }{
