@@ -42,19 +42,27 @@ func TestScreenshot(t *testing.T) {
 		{"alice", "release 0.4 is cut; notes next"}, {"bob", "CI is green on main"},
 		{"carol", "I can review the notes when they are up"}, {"alice", "notes are up for review"},
 		{"bob", "benchmarks rerun, numbers in BENCHMARKS.md"}, {"carol", "two nits, otherwise fine"},
+		{"alice", "fixed both, pushing now"}, {"bob", "the cluster test is flaky again, looking"},
+		{"carol", "approved"}, {"alice", "merging the notes"}, {"bob", "found it: a port clash, fixed"},
+		{"carol", "next review?"}, {"alice", "the console screenshot, after lunch"},
+		{"bob", "tagging 0.4.1 once CI passes"},
 	}
 	b := browser(t)
 	if err := chromedp.Do(b, chromedp.EmulateViewport(1280, 1000), chromedp.Navigate(f.con.URL(f.base))); err != nil {
 		t.Fatal(err)
 	}
-	// The talk is paced by a ticker so that the rate plot has a shape; nothing waits on it.
+	// The talk is paced by a ticker; nothing waits on it.
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(40 * time.Second)
+	// A varying number of lines per tick gives the rate plot its shape; each line is said once
+	// per round of the talk, so the feed reads as a conversation, not as repeats.
+	next := 0
 	for i := 0; time.Now().Before(deadline); i++ {
 		<-tick.C
-		line := talk[i%len(talk)]
 		for range 1 + i%3 {
+			line := talk[next%len(talk)]
+			next++
 			f.send(t, agents[line.who], line.text)
 		}
 	}
