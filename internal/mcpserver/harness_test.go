@@ -31,11 +31,19 @@ type agent struct {
 // as Handler, and connects an MCP client to the server in memory.
 func newAgent(t testing.TB, m *space.Mesh, name string, grants provisioner.Grants) *agent {
 	t.Helper()
+	return newAgentWith(t, m, space.AgentSpec{Name: name, Grants: grants}, 0)
+}
+
+// newAgentWith is newAgent for any credential spec (a profile other than agent, say) and an
+// inbox holding inboxSize messages (mcpserver.DefaultInboxSize if 0).
+func newAgentWith(t testing.TB, m *space.Mesh, spec space.AgentSpec, inboxSize int) *agent {
+	t.Helper()
+	name, grants := spec.Name, spec.Grants
 	ctx, cancel := context.WithTimeout(context.Background(), callWait)
 	defer cancel()
-	inbox := mcpserver.NewInbox(0)
-	e, err := m.Endpoint(ctx, space.AgentSpec{Name: name, Grants: grants,
-		Endpoint: endpoint.Options{Channels: grants.Subscribe, Handler: inbox.Handle}})
+	inbox := mcpserver.NewInbox(inboxSize)
+	spec.Endpoint = endpoint.Options{Channels: grants.Subscribe, Handler: inbox.Handle}
+	e, err := m.Endpoint(ctx, spec)
 	if err != nil {
 		t.Fatalf("connect %s: %v", name, err)
 	}

@@ -192,7 +192,8 @@ func (s *Server) readInboxTool(ctx context.Context, _ *mcp.CallToolRequest, in i
 	v := inboxView{Messages: b.Messages, Dropped: b.Dropped, Deferred: b.Deferred}
 	var notes []string
 	if v.Dropped > 0 {
-		notes = append(notes, fmt.Sprintf("%d channel messages were dropped because the inbox was full; cotal_history shows them", v.Dropped))
+		notes = append(notes, fmt.Sprintf("%d channel messages were dropped because the inbox was full; cotal_history shows them, "+
+			"and those that mention you or are on a durable channel come again", v.Dropped))
 	}
 	if v.Deferred > 0 {
 		notes = append(notes, fmt.Sprintf("%d DMs or tasks were left with the mesh because the inbox was full; they come again", v.Deferred))
