@@ -59,25 +59,57 @@ func TestMCPToolErrorsAreResultsThatSayWhatToDo(t *testing.T) {
 	})
 }
 
-func TestMCPAnUnreachableMeshIsAnErrorResultThatSaysToRetry(t *testing.T) {
-	m, err := space.Start(context.Background(), space.Options{Memory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	alice := newAgent(t, m, "alice", provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}})
-	if err := m.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for tool, args := range map[string]map[string]any{
-		"cotal_send":     {"text": "anyone?"},
-		"cotal_channels": {},
-		"cotal_history":  {"channel": "general"},
+// unreachableCalls are a call of every tool that needs the mesh.
+var unreachableCalls = []struct {
+	tool string
+	args map[string]any
+}{
+	{"cotal_send", map[string]any{"text": "anyone?"}},
+	{"cotal_dm", map[string]any{"to": "bob", "text": "anyone?"}},
+	{"cotal_anycast", map[string]any{"role": "reviewer", "text": "anyone?"}},
+	{"cotal_roster", map[string]any{}},
+	{"cotal_status", map[string]any{"status": "working"}},
+	{"cotal_channels", map[string]any{}},
+	{"cotal_channel_info", map[string]any{"channel": "general"}},
+	{"cotal_join", map[string]any{"channel": "team"}},
+	{"cotal_leave", map[string]any{"channel": "general"}},
+	{"cotal_history", map[string]any{"channel": "general"}},
+}
+
+func TestMCPAnUnreachableMeshIsAnErrorResultThatSaysWhatToDo(t *testing.T) {
+	grants := provisioner.Grants{Subscribe: []string{"general"}, AllowSubscribe: []string{"general", "team"},
+		AllowPublish: []string{"general"}}
+	for _, tc := range []struct {
+		name string
+		// connect returns an agent on m, which the test then closes.
+		connect func(t *testing.T, m *space.Mesh) *agent
+		want    string
+	}{
+		{"while the connection is being re-established, every call says to try again",
+			func(t *testing.T, m *space.Mesh) *agent { return newRemoteAgent(t, m, "alice", grants) },
+			"the mesh is unreachable: the connection is down and being re-established; the mesh may be restarting: try again in a few seconds"},
+		{"once the agent's connection has ended, every call says to restart the server",
+			func(t *testing.T, m *space.Mesh) *agent { return newAgent(t, m, "alice", grants) },
+			"the agent's connection to the mesh has ended (endpoint is closed); restart the MCP server once the mesh runs"},
 	} {
-		t.Run(tool+" says the mesh did not answer", func(t *testing.T) {
-			res := alice.call(t, tool, args)
-			if !res.IsError || !strings.Contains(text(res), "try again") {
-				t.Errorf("isError %v, text %q; want an error result that says to try again", res.IsError, text(res))
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := space.Start(context.Background(), space.Options{Memory: true, Listen: "127.0.0.1:0"})
+			if err != nil {
+				t.Fatal(err)
 			}
+			alice := tc.connect(t, m)
+			if err := m.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range unreachableCalls {
+				res := alice.call(t, c.tool, c.args)
+				if !res.IsError || !strings.Contains(text(res), tc.want) {
+					t.Errorf("%s: isError %v, text %q; want an error result containing %q", c.tool, res.IsError, text(res), tc.want)
+				}
+			}
+			// The server keeps serving what needs no mesh.
+			alice.ok(t, "cotal_inbox", map[string]any{}, nil)
+			alice.ok(t, "cotal_status", map[string]any{}, nil)
 		})
 	}
 }
