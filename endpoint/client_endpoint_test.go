@@ -295,3 +295,23 @@ func TestEndpointCloseLeavesNoGoroutineBehind(t *testing.T) {
 	})
 	goleak.VerifyNone(t, ignore)
 }
+
+func TestEndpointReconnectsForeverOnlyWhenAsked(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		name string
+		opts func(*endpoint.Options)
+		want int // the connection's reconnect limit; -1 is none
+	}{
+		{"by default reconnects are bounded by DefaultMaxReconnects", func(*endpoint.Options) {}, endpoint.DefaultMaxReconnects},
+		{"MaxReconnects sets the bound", func(o *endpoint.Options) { o.MaxReconnects = 3 }, 3},
+		{"ReconnectForever lifts the bound", func(o *endpoint.Options) { o.MaxReconnects, o.ReconnectForever = 3, true }, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := h.connect("alice", tc.opts)
+			if got := e.Conn().Opts.MaxReconnect; got != tc.want {
+				t.Errorf("the connection's MaxReconnects is %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

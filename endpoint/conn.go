@@ -72,14 +72,18 @@ func (c *connWatch) err() error {
 }
 
 // dial connects with the instance inbox prefix set before anything else (SPEC §9 item 1,
-// §10), bounded reconnects, and handlers that keep subscriptions, bindings and watches
+// §10), bounded reconnects (unless Options.ReconnectForever), and handlers that keep subscriptions, bindings and watches
 // honest across reconnects. It refuses brokers older than MinServerVersion.
 func (e *Endpoint) dial(url string, extra []nats.Option) error {
 	o := e.opts
+	maxReconnects := o.MaxReconnects
+	if o.ReconnectForever {
+		maxReconnects = -1 // nats.go: no limit
+	}
 	opts := append([]nats.Option{
 		nats.CustomInboxPrefix(wire.InboxPrefix(e.id)),
 		nats.Name("cotal:" + e.card.Name),
-		nats.MaxReconnects(o.MaxReconnects),
+		nats.MaxReconnects(maxReconnects),
 		nats.ReconnectWait(o.ReconnectWait),
 		nats.ErrorHandler(e.onAsyncError),
 		nats.DisconnectErrHandler(e.onDisconnect),

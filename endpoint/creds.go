@@ -45,6 +45,10 @@ type Credential struct {
 	// ReadACL are the channel patterns the credential may read, from its subscribe grants
 	// (SPEC §9 item 2); ">" for the observer's and admin's whole-space grants.
 	ReadACL []string
+	// Subscribe are the agent's boot channels (--subscribe), in order, from its cotal-subscribe
+	// tags; a subset of ReadACL. Empty without such tags, as in credentials minted before the
+	// mint wrote them.
+	Subscribe []string
 	// Expires is when the JWT expires; zero when it does not.
 	Expires time.Time
 }
@@ -101,6 +105,8 @@ func parseCreds(contents []byte) (*credential, error) {
 			c.Profile = p
 		} else if r, ok := strings.CutPrefix(tag, wire.RoleTagPrefix); ok {
 			c.Role = r
+		} else if ch, ok := strings.CutPrefix(tag, wire.SubscribeTagPrefix); ok {
+			c.Subscribe = append(c.Subscribe, ch)
 		}
 	}
 	if c.Space != "" {

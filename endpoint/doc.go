@@ -8,8 +8,9 @@
 //
 //   - Identity (SPEC §2, §10): the id is the credential's nkey; an explicit ID that differs
 //     fails before anything is published. The inbox prefix _INBOX_<id> is set before any
-//     request, pull or watch. Reconnects are bounded; a CONNECT line over the broker's
-//     max_control_line is reported as ErrControlLine instead of retried forever.
+//     request, pull or watch. Reconnects are bounded unless Options.ReconnectForever; a CONNECT
+//     line over the broker's max_control_line is reported as ErrControlLine instead of retried
+//     forever.
 //   - Presence (SPEC §6): a heartbeat on its own timer, never behind a busy Handler, writes
 //     only the own key; Close writes one final offline. The Roster watches the bucket, drops
 //     rows that are not their key's presence, marks stale and deleted peers offline, and

@@ -108,9 +108,16 @@ type Options struct {
 	// Logger receives the Endpoint's logs; default discards. Secrets are never logged.
 	Logger *slog.Logger
 	// MaxReconnects bounds reconnect attempts (default DefaultMaxReconnects); reconnects are
-	// never unbounded. ReconnectWait is the pause between attempts (DefaultReconnectWait).
+	// never unbounded unless ReconnectForever. ReconnectWait is the pause between attempts
+	// (DefaultReconnectWait).
 	MaxReconnects int
 	ReconnectWait time.Duration
+	// ReconnectForever ignores MaxReconnects and keeps reconnecting until Close, for a
+	// long-lived front end that must outlive any mesh outage and answer its own callers in the
+	// meantime (cotal mcp). Calls made while the connection is down fail or wait as usual. A
+	// broker that drops the CONNECT line before authentication still stops the Endpoint
+	// (ErrControlLine): that is retried a few times, never forever.
+	ReconnectForever bool
 }
 
 // Validate checks Options without touching the network. Errors wrap ErrInvalidOptions and name

@@ -74,8 +74,9 @@ func (c *Credential) Creds() ([]byte, error) { return jwt.FormatUserConfig(c.JWT
 
 // Mint issues a user credential for req and records it in the registry. The user JWT is
 // signed by the space's signing key with IssuerAccount set, carries the Permissions of
-// req.Profile and the tags `cotal-profile:<profile>` and, with a role, `cotal-role:<role>`
-// (case kept; jwt.TagList.Add would lowercase them). Re-minting an id whose previous
+// req.Profile and the tags `cotal-profile:<profile>`, with a role `cotal-role:<role>`, and one
+// `cotal-subscribe:<channel>` per Subscribe channel in order (case kept; jwt.TagList.Add would
+// lowercase them). Re-minting an id whose previous
 // credential is still active revokes that credential (SPEC §9 item 6: one current read ACL
 // per id), and the new JWT is issued strictly after the revocation time, waiting into the
 // next second when needed, so the revocation never covers it. Mint refuses a Name another
@@ -163,7 +164,7 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	if err := waitPastRevocation(acct, c.ID); err != nil {
 		return err
 	}
-	uc := newUserClaims(acct.Subject, c.ID, c.Name, req.Profile, c.Grants.Role, perms)
+	uc := newUserClaims(acct.Subject, c.ID, c.Name, req.Profile, c.Grants, perms)
 	if exp := req.expiry(s.opts.CredentialTTL, time.Now()); !exp.IsZero() {
 		uc.Expires = exp.Unix()
 	}
@@ -266,7 +267,7 @@ func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
 		if err := waitPastRevocation(acct, pub); err != nil {
 			return err
 		}
-		uc := newUserClaims(acct.Subject, pub, c.Name, p, "", perms)
+		uc := newUserClaims(acct.Subject, pub, c.Name, p, Grants{}, perms)
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
 		return signUser(b, storageKeys, acct, uc, c)
 	})
@@ -276,15 +277,21 @@ func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
 	return c, nil
 }
 
-func newUserClaims(account, id, name string, p Profile, role string, perms jwt.Permissions) *jwt.UserClaims {
+func newUserClaims(account, id, name string, p Profile, g Grants, perms jwt.Permissions) *jwt.UserClaims {
 	uc := jwt.NewUserClaims(id)
 	uc.Name = name
 	uc.IssuerAccount = account
 	uc.Permissions = perms
-	// Assigned, not Add()ed: TagList.Add lowercases, and the role names svc_<role> exactly.
+	// Assigned, not Add()ed: TagList.Add lowercases, the role names svc_<role> exactly and
+	// channel names are case-sensitive.
 	uc.Tags = jwt.TagList{wire.ProfileTagPrefix + string(p)}
-	if role != "" {
-		uc.Tags = append(uc.Tags, wire.RoleTagPrefix+role)
+	if g.Role != "" {
+		uc.Tags = append(uc.Tags, wire.RoleTagPrefix+g.Role)
+	}
+	// The JWT's subscribe grants are the read ACL; these name the active read set within it
+	// (wire.SubscribeTagPrefix).
+	for _, ch := range g.Subscribe {
+		uc.Tags = append(uc.Tags, wire.SubscribeTagPrefix+ch)
 	}
 	return uc
 }

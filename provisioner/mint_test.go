@@ -38,8 +38,8 @@ func TestMintSignsWithTheSpaceSigningKey(t *testing.T) {
 			t.Errorf("subject %s, seed key %s, id %s", uc.Subject, pub, c.ID)
 		}
 	})
-	t.Run("name and tags carry the display name, profile and role with case kept", func(t *testing.T) {
-		want := jwt.TagList{"cotal-profile:agent", "cotal-role:Reviewer"}
+	t.Run("name and tags carry the display name, profile, role and subscribe channels with case kept", func(t *testing.T) {
+		want := jwt.TagList{"cotal-profile:agent", "cotal-role:Reviewer", "cotal-subscribe:general"}
 		if uc.Name != "Ada" || !reflect.DeepEqual(uc.Tags, want) {
 			t.Errorf("name %q tags %v, want Ada %v", uc.Name, uc.Tags, want)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -29,8 +30,10 @@ func newMCPCmd() *cobra.Command {
 standard input and output, so an agent runtime (Claude Code, Cursor, OpenCode, ...) takes part
 as a peer through the cotal_* tools: cotal_send, cotal_dm, cotal_anycast, cotal_inbox,
 cotal_roster, cotal_status, cotal_channels, cotal_channel_info, cotal_join, cotal_leave and
-cotal_history. The agent joins the concrete channels its credential may read; messages for it
-collect in an inbox (also the resource cotal://inbox, with update notifications).
+cotal_history. The agent joins its credential's --subscribe channels (for a credential minted
+without them, the concrete channels it may read), and cotal_send posts on the first of them
+by default; messages for it collect in an inbox (also the resource cotal://inbox, with update notifications). While the
+mesh is unreachable it keeps reconnecting, and its tools say so and to try again.
 
 Standard output carries MCP messages only; logs go to standard error.
 
@@ -82,12 +85,11 @@ func runMCP(cmd *cobra.Command, link, credsPath string, inboxSize int) error {
 	format, _ := cmd.Flags().GetString("log-format")
 	level, _ := cmd.Flags().GetString("log-level")
 	log := newLogger(format, level, cmd.ErrOrStderr())
-	channels := joinableChannels(cred.ReadACL)
+	channels := bootChannels(cred)
 	inbox := mcpserver.NewInbox(inboxSize)
 	s := &session{link: l, raw: link, creds: data, cred: cred}
 	ctx := cmd.Context()
-	e, err := endpoint.Connect(ctx, endpoint.Options{Link: link, Creds: data, Channels: channels,
-		Handler: inbox.Handle, Logger: log})
+	e, err := endpoint.Connect(ctx, mcpEndpointOptions(link, data, channels, inbox, log))
 	if err != nil {
 		return s.connectError(err)
 	}
@@ -106,9 +108,19 @@ func runMCP(cmd *cobra.Command, link, credsPath string, inboxSize int) error {
 	return serveMCP(ctx, e, srv)
 }
 
-// serveMCP serves srv on stdio until the client closes its end, ctx ends, or the Endpoint's
-// connection is gone for good; in the last case it fails, so that the runtime sees the server
-// end rather than tools failing forever.
+// mcpEndpointOptions are the options cotal mcp connects with: the agent's channels joined at
+// connect, the inbox as Handler, and reconnects without a bound. An MCP server lives as long
+// as the runtime's session, which cannot start it again, so it outlives a mesh outage of any
+// length; its tools answer meanwhile that the mesh is unreachable and to try again.
+func mcpEndpointOptions(link string, creds []byte, channels []string, inbox *mcpserver.Inbox, log *slog.Logger) endpoint.Options {
+	return endpoint.Options{Link: link, Creds: creds, Channels: channels, Handler: inbox.Handle, Logger: log,
+		ReconnectForever: true}
+}
+
+// serveMCP serves srv on stdio until the client closes its end, ctx ends, or the Endpoint
+// stops for good (reconnects have no bound, but a broker that drops the CONNECT line before
+// authentication is not retried forever); in the last case it fails, so that the runtime sees
+// the server end rather than tools failing forever.
 func serveMCP(ctx context.Context, e *endpoint.Endpoint, srv *mcpserver.Server) error {
 	serveCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -132,6 +144,18 @@ func serveMCP(ctx context.Context, e *endpoint.Endpoint, srv *mcpserver.Server) 
 		return fmt.Errorf("serve MCP: %w", err)
 	}
 	return nil
+}
+
+// bootChannels are the channels cotal mcp joins at connect, the first being cotal_send's
+// default: the credential's --subscribe channels, in order (its cotal-subscribe tags). A
+// credential without such tags (minted before the mint wrote them, or with no --subscribe)
+// gives no way to tell its active read set from its read ACL, so then the concrete channels of
+// the read ACL are joined.
+func bootChannels(cred endpoint.Credential) []string {
+	if len(cred.Subscribe) > 0 {
+		return cred.Subscribe
+	}
+	return joinableChannels(cred.ReadACL)
 }
 
 // joinableChannels are the read ACL entries an agent can join: channels, not patterns.

@@ -12,13 +12,16 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cotal-go/cotal/internal/mcpserver"
 )
 
 // mcpAgent is an MCP client driving a `cotal mcp` process over its stdin and stdout.
 type mcpAgent struct {
-	name   string
-	cs     *mcp.ClientSession
-	stderr *lockedBuffer
+	name    string
+	cs      *mcp.ClientSession
+	stderr  *lockedBuffer
+	updates chan string // URIs of resource-updated notifications
 }
 
 // mintAgent mints an agent credential on the mesh of dir and returns the file.
@@ -36,12 +39,18 @@ func mintAgent(t *testing.T, bin, dir, name string, extra ...string) string {
 // startMCP runs `cotal mcp` as an agent runtime does and connects an MCP client to it.
 func startMCP(t *testing.T, bin, link, creds, name string) *mcpAgent {
 	t.Helper()
-	a := &mcpAgent{name: name, stderr: &lockedBuffer{}}
+	a := &mcpAgent{name: name, stderr: &lockedBuffer{}, updates: make(chan string, 64)}
 	cmd := exec.Command(bin, "mcp", "--link", link, "--creds", creds)
 	cmd.Stderr = a.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-" + name, Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-" + name, Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case a.updates <- r.Params.URI:
+			default:
+			}
+		}})
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect to cotal mcp as %s: %v; stderr:\n%s", name, err, a.stderr)
@@ -133,6 +142,33 @@ func TestMCPProcessesExchangeMessagesOverStdio(t *testing.T) {
 		if m := bob.waitText(t, "review please"); m.Kind != "anycast" {
 			t.Errorf("bob got %+v, want an anycast", m)
 		}
+	})
+	t.Run("a client subscribed to the inbox resource is told over stdio when a message arrives", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := bob.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: mcpserver.InboxURI}); err != nil {
+			t.Fatalf("subscribe to the inbox: %v", err)
+		}
+		// As in the in-process test: the server registers the subscription asynchronously, so
+		// send until an arrival is announced.
+		for notified := false; !notified; {
+			alice.ok(t, "cotal_dm", map[string]any{"to": "bob", "text": "wake up"}, nil)
+			select {
+			case uri := <-bob.updates:
+				if uri != mcpserver.InboxURI {
+					t.Errorf("notified of %q, want %q", uri, mcpserver.InboxURI)
+				}
+				notified = true
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				t.Fatalf("no resource update notification within the deadline; stderr:\n%s", bob.stderr)
+			}
+		}
+		res, err := bob.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.InboxURI})
+		if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "wake up") {
+			t.Fatalf("read the inbox resource: %v, %+v", err, res)
+		}
+		bob.ok(t, "cotal_inbox", map[string]any{}, nil)
 	})
 	t.Run("the logs go to standard error, never to the MCP stream", func(t *testing.T) {
 		if !strings.Contains(alice.stderr.String(), "serving MCP on stdio") {

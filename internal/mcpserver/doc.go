@@ -12,7 +12,8 @@
 //   - Deliveries collect in a bounded Inbox (SPEC §4): each message once, since the Endpoint
 //     deduplicates a live copy and its durable or @mention twin by id; a JetStream copy is
 //     acknowledged only once it is in the buffer, and a full buffer refuses it for redelivery;
-//     a live copy that does not fit is dropped and counted, and cotal_inbox says so.
+//     a live copy that does not fit is dropped and counted, and cotal_inbox says so; it is not
+//     reported as handled, so its durable or @mention twin still comes in.
 //   - The inbox is also the resource InboxURI; subscribed clients are notified when messages
 //     arrive, so a runtime that supports it need not poll.
 //

@@ -24,8 +24,12 @@ var (
 	ErrUnknownChannel = errors.New("unknown channel")
 	// ErrInvalidArgument: an argument has a value no call can take.
 	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrUnreachable: the mesh did not answer; it may be restarting.
-	ErrUnreachable = errors.New("the mesh did not answer")
+	// ErrUnreachable: the mesh did not answer, or the connection to it is down and being
+	// re-established; it may be restarting. The same call may succeed a few seconds later.
+	ErrUnreachable = errors.New("the mesh is unreachable")
+	// ErrStopped: the agent's Endpoint has stopped (closed, or its connection ended for good);
+	// no call succeeds until the server is started again.
+	ErrStopped = errors.New("the agent's connection to the mesh has ended")
 )
 
 // unreachable reports whether err means the mesh could not be reached, as opposed to refused
@@ -45,8 +49,24 @@ func unreachable(err error) bool {
 // endpoint's own error, prefixed with what was being done.
 func meshError(action string, err error) error {
 	if unreachable(err) {
-		return fmt.Errorf("%s: %w (%w); it may be restarting or unreachable: try again in a few seconds",
+		return fmt.Errorf("%s: %w (%w); it may be restarting: try again in a few seconds",
 			action, ErrUnreachable, err)
 	}
 	return fmt.Errorf("%s: %w", action, err)
+}
+
+// online fails unless the Endpoint is connected now. A call made during an outage is answered
+// at once instead of after CallTimeout, and cotal_roster does not pass off the last roster it
+// saw as the current one.
+func (s *Server) online(action string) error {
+	select {
+	case <-s.e.Done():
+		return fmt.Errorf("%s: %w (%v); restart the MCP server once the mesh runs", action, ErrStopped, s.e.Err())
+	default:
+	}
+	if !s.e.Conn().IsConnected() {
+		return fmt.Errorf("%s: %w: the connection is down and being re-established; "+
+			"the mesh may be restarting: try again in a few seconds", action, ErrUnreachable)
+	}
+	return nil
 }

@@ -31,14 +31,65 @@ type agent struct {
 // as Handler, and connects an MCP client to the server in memory.
 func newAgent(t testing.TB, m *space.Mesh, name string, grants provisioner.Grants) *agent {
 	t.Helper()
+	return newAgentWith(t, m, space.AgentSpec{Name: name, Grants: grants}, 0)
+}
+
+// newAgentWith is newAgent for any credential spec (a profile other than agent, say) and an
+// inbox holding inboxSize messages (mcpserver.DefaultInboxSize if 0).
+func newAgentWith(t testing.TB, m *space.Mesh, spec space.AgentSpec, inboxSize int) *agent {
+	t.Helper()
+	name, grants := spec.Name, spec.Grants
 	ctx, cancel := context.WithTimeout(context.Background(), callWait)
 	defer cancel()
-	inbox := mcpserver.NewInbox(0)
-	e, err := m.Endpoint(ctx, space.AgentSpec{Name: name, Grants: grants,
-		Endpoint: endpoint.Options{Channels: grants.Subscribe, Handler: inbox.Handle}})
+	inbox := mcpserver.NewInbox(inboxSize)
+	spec.Endpoint = endpoint.Options{Channels: grants.Subscribe, Handler: inbox.Handle}
+	e, err := m.Endpoint(ctx, spec)
 	if err != nil {
 		t.Fatalf("connect %s: %v", name, err)
 	}
+	return serve(t, name, e, inbox, grants)
+}
+
+// newRemoteAgent is newAgent over m's TCP listener, connected as cotal mcp connects: a join
+// link, a minted credential, and reconnects without a bound, so that the agent outlives an
+// outage of the mesh.
+func newRemoteAgent(t testing.TB, m *space.Mesh, name string, grants provisioner.Grants) *agent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callWait)
+	defer cancel()
+	link, err := m.Link("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: name, Profile: provisioner.ProfileAgent,
+		Grants: grants}, true)
+	if err != nil {
+		t.Fatalf("mint %s: %v", name, err)
+	}
+	creds, err := cred.Creds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := mcpserver.NewInbox(0)
+	e, err := endpoint.Connect(ctx, endpoint.Options{Link: link, Creds: creds, Channels: grants.Subscribe,
+		Handler: inbox.Handle, ReconnectForever: true, ReconnectWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("connect %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		// The mesh may be gone: the final offline write is given a moment, not waited for.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = e.Close(ctx)
+	})
+	return serve(t, name, e, inbox, grants)
+}
+
+// serve starts a Server on e and inbox and connects an MCP client to it in memory.
+func serve(t testing.TB, name string, e *endpoint.Endpoint, inbox *mcpserver.Inbox, grants provisioner.Grants) *agent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callWait)
+	defer cancel()
 	opts := mcpserver.Options{}
 	if len(grants.Subscribe) > 0 {
 		opts.DefaultChannel = grants.Subscribe[0]

@@ -14,9 +14,11 @@ import (
 // DefaultInboxSize is how many messages an Inbox holds when Options.InboxSize is zero.
 const DefaultInboxSize = 1000
 
-// ErrInboxFull: a JetStream copy (DM, anycast or durable) arrived while the inbox was full. It
-// is returned to the Endpoint, which naks the copy so that the mesh redelivers it later: the
-// copy is never acknowledged before it is in the buffer.
+// ErrInboxFull: a copy arrived while the inbox was full. It is returned to the Endpoint, for
+// which the copy was not handled: a JetStream copy (DM, anycast or durable) is nak'd so that
+// the mesh redelivers it later, never acknowledged before it is in the buffer; a live or
+// history copy is dropped, and its id is not recorded as handled, so its durable or @mention
+// twin is still taken in when it arrives (SPEC §4).
 var ErrInboxFull = errors.New("inbox is full")
 
 // InboxMessage is one message as cotal_inbox and the inbox resource show it.
@@ -43,9 +45,10 @@ type InboxMessage struct {
 // Inbox is the bounded buffer between the Endpoint's receive pipeline and cotal_inbox. A
 // JetStream copy is acknowledged only once it is in the buffer; when the buffer is full a
 // JetStream copy is refused (and redelivered later by the mesh) and a live channel copy, which
-// nothing redelivers, is dropped and counted. Each message appears once: the Endpoint
-// deduplicates a live copy and its durable or @mention twin by id (SPEC §4). Safe for
-// concurrent use.
+// nothing redelivers, is dropped and counted. Both are refused with ErrInboxFull, so the
+// Endpoint does not count a dropped live copy as handled and its durable or @mention twin can
+// still come in. Each message appears once: the Endpoint deduplicates a live copy and its
+// durable or @mention twin by id (SPEC §4). Safe for concurrent use.
 type Inbox struct {
 	size int
 
@@ -76,7 +79,7 @@ func (in *Inbox) Handle(_ context.Context, d endpoint.Delivery) error {
 			return ErrInboxFull
 		}
 		in.dropped++
-		return nil
+		return ErrInboxFull
 	}
 	in.msgs = append(in.msgs, inboxMessage(d))
 	close(in.arrived)
@@ -99,8 +102,9 @@ func redeliverable(m endpoint.Meta) bool {
 type InboxBatch struct {
 	// Messages are oldest first.
 	Messages []InboxMessage `json:"messages"`
-	// Dropped counts live channel messages lost because the inbox was full; they can still be
-	// read with cotal_history.
+	// Dropped counts live channel copies the full inbox dropped; they can still be read with
+	// cotal_history, and one that mentioned this agent or came on a durable channel is taken
+	// in again when its durable copy arrives.
 	Dropped int `json:"dropped,omitempty"`
 	// Deferred counts DMs, anycasts and durable copies the full inbox refused; the mesh
 	// delivers them again later.

@@ -7,7 +7,11 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/mcpserver"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -26,7 +30,7 @@ func TestMCPInboxIsBoundedAndSaysWhatItDidNotKeep(t *testing.T) {
 		wantDropped  int
 		wantDeferred int
 	}{
-		{"a live channel copy that does not fit is dropped and counted", live, nil, 1, 0},
+		{"a live channel copy that does not fit is dropped, counted and not handled", live, mcpserver.ErrInboxFull, 1, 0},
 		{"a DM that does not fit is refused so the mesh redelivers it", endpoint.Meta{Kind: endpoint.MetaDM}, mcpserver.ErrInboxFull, 0, 1},
 		{"an anycast that does not fit is refused so the mesh redelivers it", endpoint.Meta{Kind: endpoint.MetaAnycast}, mcpserver.ErrInboxFull, 0, 1},
 		{"a durable channel copy that does not fit is refused so the mesh redelivers it",
@@ -76,5 +80,34 @@ func TestMCPInboxWaitReturnsWhenAMessageArrives(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("Wait returned only at the deadline")
+	}
+}
+
+// A live copy the full inbox drops is not handled: the endpoint must not remember its id, or
+// the @mention twin that arrives later is acknowledged as a duplicate and lost (SPEC §4).
+func TestMCPAMentionWhoseLiveCopyAFullInboxDroppedStillArrives(t *testing.T) {
+	m := spacetest.New(t)
+	general := []string{"general"}
+	alice := newAgent(t, m, "alice", provisioner.Grants{Subscribe: general, AllowPublish: general})
+	bob := newAgentWith(t, m, space.AgentSpec{Name: "bob", Grants: provisioner.Grants{Subscribe: general}}, 1)
+
+	alice.ok(t, "cotal_dm", map[string]any{"to": "bob", "text": "fills the inbox"}, nil)
+	await.True(t, callWait, "the DM fills bob's inbox of one", func() bool {
+		var in inbox
+		bob.ok(t, "cotal_inbox", map[string]any{"peek": true}, &in)
+		return len(in.Messages) == 1
+	})
+	before := bob.e.Stats()
+	alice.ok(t, "cotal_send", map[string]any{"text": "for bob", "mentions": []string{"bob"}}, nil)
+	await.True(t, callWait, "the live copy is dropped and the @mention copy is refused or acknowledged", func() bool {
+		var in inbox
+		bob.ok(t, "cotal_inbox", map[string]any{"peek": true}, &in)
+		st := bob.e.Stats()
+		return in.Dropped == 1 && (in.Deferred > 0 || st.Duplicates > before.Duplicates)
+	})
+	bob.ok(t, "cotal_inbox", map[string]any{}, nil) // makes room
+	got, _ := bob.waitMessage(t, func(m mcpserver.InboxMessage) bool { return m.Text == "for bob" })
+	if got.Kind != "channel" || got.Channel != "general" {
+		t.Errorf("bob got %+v, want the post on general", got)
 	}
 }

@@ -30,6 +30,9 @@ type rosterView struct {
 }
 
 func (s *Server) roster(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, rosterView, error) {
+	if err := s.online("read the roster"); err != nil {
+		return nil, rosterView{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	select {
@@ -81,6 +84,9 @@ func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, in statusIn
 	default:
 		return nil, statusView{}, fmt.Errorf("%w: status %q; use idle, waiting or working", ErrInvalidArgument, status)
 	}
+	if err := s.online("announce the status"); err != nil {
+		return nil, statusView{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	if err := s.e.SetStatus(ctx, wire.PresenceStatus(status), activity); err != nil {
@@ -123,6 +129,9 @@ func (s *Server) channelView(c endpoint.ChannelInfo) channelView {
 }
 
 func (s *Server) channels(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, channelsView, error) {
+	if err := s.online("list the channels"); err != nil {
+		return nil, channelsView{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	list, err := s.e.Channels(ctx)
@@ -143,6 +152,9 @@ type channelInput struct {
 func (s *Server) channelInfo(ctx context.Context, _ *mcp.CallToolRequest, in channelInput) (*mcp.CallToolResult, channelView, error) {
 	if err := wire.ValidateChannel(in.Channel); err != nil {
 		return nil, channelView{}, fmt.Errorf("%w: %w; name a channel such as general", ErrInvalidArgument, err)
+	}
+	if err := s.online("read the channel " + in.Channel); err != nil {
+		return nil, channelView{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
@@ -175,6 +187,9 @@ func (s *Server) join(ctx context.Context, _ *mcp.CallToolRequest, in channelInp
 	if err := wire.ValidatePublishChannel(in.Channel); err != nil {
 		return nil, joinView{}, fmt.Errorf("%w: %w; join one concrete channel such as general", ErrInvalidArgument, err)
 	}
+	if err := s.online("join " + in.Channel); err != nil {
+		return nil, joinView{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	r, err := s.e.Join(ctx, in.Channel)
@@ -193,6 +208,9 @@ func (s *Server) join(ctx context.Context, _ *mcp.CallToolRequest, in channelInp
 }
 
 func (s *Server) leave(ctx context.Context, _ *mcp.CallToolRequest, in channelInput) (*mcp.CallToolResult, channelsView, error) {
+	if err := s.online("leave " + in.Channel); err != nil {
+		return nil, channelsView{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	err := s.e.Leave(ctx, in.Channel)
@@ -224,6 +242,9 @@ func (s *Server) history(ctx context.Context, _ *mcp.CallToolRequest, in history
 		return nil, historyView{}, fmt.Errorf("%w: limit %d; pass a positive number or leave it out for %d", ErrInvalidArgument, limit, DefaultHistoryLimit)
 	}
 	limit = min(limit, MaxHistoryLimit)
+	if err := s.online("read the history of " + in.Channel); err != nil {
+		return nil, historyView{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	ds, err := s.e.History(ctx, in.Channel, limit)

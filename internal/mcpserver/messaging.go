@@ -55,6 +55,9 @@ func (s *Server) send(ctx context.Context, _ *mcp.CallToolRequest, in sendInput)
 	if err := wire.ValidatePublishChannel(channel); err != nil {
 		return nil, sent{}, fmt.Errorf("%w: %w; name one concrete channel such as general", ErrInvalidArgument, err)
 	}
+	if err := s.online("post on " + channel); err != nil {
+		return nil, sent{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	r, err := s.e.Send(ctx, channel, []wire.Part{wire.TextPart(in.Text)}, endpoint.WithMentions(in.Mentions...))
@@ -84,9 +87,16 @@ func (s *Server) dm(ctx context.Context, _ *mcp.CallToolRequest, in dmInput) (*m
 	if strings.TrimSpace(in.Text) == "" {
 		return nil, sent{}, fmt.Errorf("%w: text is empty; put the message in text", ErrInvalidArgument)
 	}
+	to := strings.TrimPrefix(strings.TrimSpace(in.To), "@")
+	if to == "" {
+		return nil, sent{}, fmt.Errorf("%w: to is empty; name the agent (cotal_roster lists them) or give its id", ErrInvalidArgument)
+	}
+	if err := s.online("send the DM to " + to); err != nil {
+		return nil, sent{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
-	id, err := s.resolve(ctx, in.To)
+	id, err := s.resolve(ctx, to)
 	if err != nil {
 		return nil, sent{}, err
 	}
@@ -101,14 +111,10 @@ func (s *Server) dm(ctx context.Context, _ *mcp.CallToolRequest, in dmInput) (*m
 	return nil, sent{ID: r.ID, Kind: string(endpoint.MetaDM), To: id, Stream: r.Stream, Seq: r.Seq, Note: sentNote}, nil
 }
 
-// resolve turns a DM target into an instance id: an id the roster knows or any instance id
-// (SPEC §2), else the one peer with that display name, case-insensitively as mentions resolve
-// (SPEC §4). An online peer wins over offline ones with the same name.
+// resolve turns a DM target, without its '@', into an instance id: an id the roster knows or
+// any instance id (SPEC §2), else the one peer with that display name, case-insensitively as
+// mentions resolve (SPEC §4). An online peer wins over offline ones with the same name.
 func (s *Server) resolve(ctx context.Context, to string) (string, error) {
-	to = strings.TrimPrefix(strings.TrimSpace(to), "@")
-	if to == "" {
-		return "", fmt.Errorf("%w: to is empty; name the agent (cotal_roster lists them) or give its id", ErrInvalidArgument)
-	}
 	select {
 	case <-s.e.Roster().Loaded():
 	case <-ctx.Done():
@@ -149,6 +155,9 @@ func (s *Server) anycast(ctx context.Context, _ *mcp.CallToolRequest, in anycast
 	}
 	if !wire.IsToken(in.Role) {
 		return nil, sent{}, fmt.Errorf("%w: role %q must be letters, digits, '_' and '-' only, e.g. reviewer", ErrInvalidArgument, in.Role)
+	}
+	if err := s.online("send the task to role " + in.Role); err != nil {
+		return nil, sent{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
@@ -192,7 +201,8 @@ func (s *Server) readInboxTool(ctx context.Context, _ *mcp.CallToolRequest, in i
 	v := inboxView{Messages: b.Messages, Dropped: b.Dropped, Deferred: b.Deferred}
 	var notes []string
 	if v.Dropped > 0 {
-		notes = append(notes, fmt.Sprintf("%d channel messages were dropped because the inbox was full; cotal_history shows them", v.Dropped))
+		notes = append(notes, fmt.Sprintf("%d channel messages were dropped because the inbox was full; cotal_history shows them, "+
+			"and those that mention you or are on a durable channel come again", v.Dropped))
 	}
 	if v.Deferred > 0 {
 		notes = append(notes, fmt.Sprintf("%d DMs or tasks were left with the mesh because the inbox was full; they come again", v.Deferred))
