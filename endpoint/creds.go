@@ -21,13 +21,6 @@ var (
 	ErrIDMismatch = errors.New("explicit id does not match the credential's id")
 )
 
-// Profiles read from the cotal-profile tag (SPEC Appendix B).
-const (
-	ProfileAgent    = "agent"
-	ProfileObserver = "observer"
-	ProfileAdmin    = "admin"
-)
-
 // Credential is what a .creds file says about its holder, read without the network (SPEC §2,
 // §9). The JWT is decoded, not trusted: the broker verifies it on CONNECT, so these values
 // say which identity a connection will be, never that the broker accepts it.
@@ -38,7 +31,8 @@ type Credential struct {
 	Name string
 	// Space is the space the grants name (cotal.<space>.…), empty when they name none.
 	Space string
-	// Profile is the cotal-profile tag: agent, observer or admin; empty without one.
+	// Profile is the cotal-profile tag: wire.ProfileAgent, wire.ProfileObserver or
+	// wire.ProfileAdmin; empty without one.
 	Profile string
 	// Role is the cotal-role tag, empty without one (SPEC §8).
 	Role string

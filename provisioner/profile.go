@@ -11,15 +11,16 @@ import (
 // Profile names a permission shape (SPEC §9, Appendix B).
 type Profile string
 
-// The user-facing profiles of SPEC Appendix B. Appendix B's allow-all manager profile is not
-// offered: its duties are split between the two narrow infrastructure profiles below.
+// The user-facing profiles of SPEC Appendix B, named in package wire (wire.ProfileAgent, ...).
+// Appendix B's allow-all manager profile is not offered: its duties are split between the two
+// narrow infrastructure profiles below.
 const (
 	// ProfileAgent posts to its allowPublish channels and reads within allowSubscribe.
-	ProfileAgent Profile = "agent"
+	ProfileAgent Profile = wire.ProfileAgent
 	// ProfileObserver reads all chat, CHAT history, presence and the channel registry.
-	ProfileObserver Profile = "observer"
+	ProfileObserver Profile = wire.ProfileObserver
 	// ProfileAdmin is observer plus the whole space's live tap and DM history.
-	ProfileAdmin Profile = "admin"
+	ProfileAdmin Profile = wire.ProfileAdmin
 )
 
 // The infrastructure profiles, minted only by InfraCredential for cotal's own in-process

@@ -16,6 +16,7 @@ import (
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func newAuthCmd() *cobra.Command {
@@ -58,7 +59,7 @@ func newMintCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	addConfigFlags(f)
-	f.StringVar(&spec.Profile, "profile", "agent", "agent, observer or admin")
+	f.StringVar(&spec.Profile, "profile", wire.ProfileAgent, "agent, observer or admin")
 	f.StringVar(&spec.Name, "name", "", "display name of the instance (required)")
 	f.StringVar(&spec.Space, "space", "main", "space of the credential")
 	f.StringVar(&spec.Role, "role", "", "anycast role the agent serves (agent only)")
