@@ -58,7 +58,7 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 		return jwt.Permissions{}, fmt.Errorf("%w: id %q is not a user public key", ErrInvalidGrant, id)
 	}
 	if profile != ProfileAgent && !g.IsZero() {
-		return jwt.Permissions{}, fmt.Errorf("%w: the %s profile takes no subscribe, allowSubscribe, allowPublish or role (--subscribe, --allow-subscribe, --allow-publish and --role apply only to the agent profile)", ErrGrantsNotAllowed, profile)
+		return jwt.Permissions{}, fmt.Errorf("%w: the %s profile takes no subscribe, allowSubscribe, allowPublish or role", ErrGrantsNotAllowed, profile)
 	}
 	var w wire.Permissions
 	switch profile {
