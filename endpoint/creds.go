@@ -39,6 +39,9 @@ type Credential struct {
 	// ReadACL are the channel patterns the credential may read, from its subscribe grants
 	// (SPEC §9 item 2); ">" for the observer's and admin's whole-space grants.
 	ReadACL []string
+	// PublishACL are the channel patterns the credential may send to, from its chat publish
+	// grants (SPEC §9: allowPublish); empty for the observer and admin, which have none.
+	PublishACL []string
 	// Expires is when the JWT expires; zero when it does not.
 	Expires time.Time
 }
@@ -54,6 +57,21 @@ func ParseCredential(contents []byte) (Credential, error) {
 	return c.Credential, nil
 }
 
+// CredentialSeed returns the user seed of .creds content after ParseCredential's checks, so
+// the identity it binds can be minted again (space.MintSpec.IdentitySeed). Errors wrap
+// ErrBadCredential and never carry key material.
+func CredentialSeed(contents []byte) (string, error) {
+	c, err := parseCreds(contents)
+	if err != nil {
+		return "", err
+	}
+	seed, err := c.kp.Seed()
+	if err != nil {
+		return "", fmt.Errorf("%w: the user key holds no seed", ErrBadCredential)
+	}
+	return string(seed), nil
+}
+
 // credential is a parsed .creds file with what a connection signs with. The key pair never
 // leaves it.
 type credential struct {
@@ -62,6 +80,8 @@ type credential struct {
 	kp  nkeys.KeyPair
 	// subAllow is the subscribe allow-list, the broker-enforced read ACL.
 	subAllow []string
+	// pubAllow is the publish allow-list; its chat subjects are the send ACL.
+	pubAllow []string
 }
 
 // parseCreds reads and checks .creds content; see ParseCredential.
@@ -84,7 +104,7 @@ func parseCreds(contents []byte) (*credential, error) {
 	if pub, err := kp.PublicKey(); err != nil || pub != claims.Subject {
 		return nil, fmt.Errorf("%w: the seed does not belong to the JWT subject %s", ErrBadCredential, claims.Subject)
 	}
-	c := &credential{jwt: token, kp: kp, subAllow: claims.Sub.Allow}
+	c := &credential{jwt: token, kp: kp, subAllow: claims.Sub.Allow, pubAllow: claims.Pub.Allow}
 	c.ID, c.Name = claims.Subject, claims.Name
 	c.Space = grantedSpace(claims.Sub.Allow, claims.Pub.Allow)
 	if claims.Expires > 0 {
@@ -98,7 +118,8 @@ func parseCreds(contents []byte) (*credential, error) {
 		}
 	}
 	if c.Space != "" {
-		c.ReadACL = c.readACL(wire.NewNames(c.Space))
+		n := wire.NewNames(c.Space)
+		c.ReadACL, c.PublishACL = c.readACL(n), c.publishACL(n)
 	}
 	return c, nil
 }
@@ -134,6 +155,20 @@ func (c *credential) readACL(n wire.Names) []string {
 			acl = append(acl, ">")
 		case strings.HasPrefix(s, chat):
 			acl = append(acl, strings.TrimPrefix(s, chat))
+		}
+	}
+	return acl
+}
+
+// publishACL returns the channel patterns the credential may send to in the space n
+// describes, taken from its publish grants (SPEC §9: allowPublish is minted as pub.allow on
+// P.chat.<id>.<channel>, the credential's own sender token only).
+func (c *credential) publishACL(n wire.Names) []string {
+	acl := []string{}
+	chat := n.Prefix() + ".chat." + wire.Sanitize(c.ID) + "."
+	for _, s := range c.pubAllow {
+		if ch, ok := strings.CutPrefix(s, chat); ok {
+			acl = append(acl, ch)
 		}
 	}
 	return acl

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
@@ -132,11 +133,11 @@ func readIdentitySeed(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--identity: %w", err)
 	}
-	kp, err := provisioner.SeedFromCreds(data)
+	seed, err := endpoint.CredentialSeed(data)
 	if err != nil {
 		return "", fmt.Errorf("--identity %s: %w", path, err)
 	}
-	return kp, nil
+	return seed, nil
 }
 
 // runMint checks the output path first, so a credential is minted only when its file can be
