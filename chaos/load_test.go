@@ -256,7 +256,7 @@ func (a *loadAgent) leave(ctx context.Context, t *testing.T, channel string) {
 
 // memberships lists the agent's active durable memberships (LAYOUT.md listMemberships).
 func (a *loadAgent) memberships(ctx context.Context) ([]string, error) {
-	r, err := a.inc.ep.Request(ctx, wire.DeliveryService, "listMemberships", nil)
+	r, err := a.inc.ep.Request(ctx, wire.DeliveryService, wire.OpListMemberships, nil)
 	if err != nil {
 		return nil, err
 	}

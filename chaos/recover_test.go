@@ -105,24 +105,28 @@ func (r *recovery) add(t *testing.T, killed time.Time, alice, bob *endpoint.Endp
 func probe(t *testing.T, what string, send func(context.Context, int) (string, error), arrived func(id string) bool) {
 	t.Helper()
 	var ids []string
-	deadline := time.Now().Add(recoverWithin)
-	for n := 1; time.Now().Before(deadline); n++ {
+	n := 0
+	anyArrived := func() bool {
+		for _, id := range ids {
+			if arrived(id) {
+				return true
+			}
+		}
+		return false
+	}
+	// Each look sends one probe and gives every probe sent so far 100 ms to arrive, so the
+	// looks follow each other without a pause of their own.
+	await.Check(t, recoverWithin, 0, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		n++
 		id, err := send(ctx, n)
 		cancel()
 		if err == nil {
 			ids = append(ids, id)
 		}
-		if await.Until(100*time.Millisecond, func() bool {
-			for _, id := range ids {
-				if arrived(id) {
-					return true
-				}
-			}
-			return false
-		}) {
-			return
+		if await.Until(100*time.Millisecond, anyArrived) {
+			return nil
 		}
-	}
-	t.Fatalf("no probe of %s arrived within %v of the restart (%d sent)", what, recoverWithin, len(ids))
+		return fmt.Errorf("no probe of %s arrived after the restart (%d sent)", what, len(ids))
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
+
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -16,16 +18,18 @@ func TestParseCredentialReadsWhatTheMintWrote(t *testing.T) {
 	m := spacetest.New(t)
 	expires := time.Now().Add(time.Hour).Truncate(time.Second)
 	tests := []struct {
-		name string
-		spec space.MintSpec
-		acl  []string
+		name          string
+		spec          space.MintSpec
+		read, publish []string
 	}{
-		{"an agent's read ACL and role come from its grants and tags",
+		{"an agent's ACLs and role come from its grants and tags",
 			space.MintSpec{Name: "alice", Profile: "agent", Role: "Reviewer", Subscribe: []string{"general"},
-				AllowSubscribe: []string{"general", "team.>"}, ExpiresAt: expires},
-			[]string{"general", "team.>"}},
-		{"an observer reads every channel", space.MintSpec{Name: "obs", Profile: "observer", ExpiresAt: expires}, []string{">"}},
-		{"an admin reads every channel", space.MintSpec{Name: "adm", Profile: "admin", ExpiresAt: expires}, []string{">"}},
+				AllowSubscribe: []string{"general", "team.>"}, AllowPublish: []string{"general", "team.*"}, ExpiresAt: expires},
+			[]string{"general", "team.>"}, []string{"general", "team.*"}},
+		{"an observer reads every channel and sends to none",
+			space.MintSpec{Name: "obs", Profile: "observer", ExpiresAt: expires}, []string{">"}, []string{}},
+		{"an admin reads every channel and sends to none",
+			space.MintSpec{Name: "adm", Profile: "admin", ExpiresAt: expires}, []string{">"}, []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,9 +43,10 @@ func TestParseCredentialReadsWhatTheMintWrote(t *testing.T) {
 				t.Fatalf("parse: %v", err)
 			}
 			want := endpoint.Credential{ID: cred.ID, Name: tt.spec.Name, Space: "main", Profile: tt.spec.Profile,
-				Role: tt.spec.Role, ReadACL: tt.acl, Expires: expires}
+				Role: tt.spec.Role, ReadACL: tt.read, PublishACL: tt.publish, Expires: expires}
 			if c.ID != want.ID || c.Name != want.Name || c.Space != want.Space || c.Profile != want.Profile ||
-				c.Role != want.Role || !slices.Equal(c.ReadACL, want.ReadACL) || !c.Expires.Equal(want.Expires) {
+				c.Role != want.Role || !slices.Equal(c.ReadACL, want.ReadACL) || !slices.Equal(c.PublishACL, want.PublishACL) ||
+				!c.Expires.Equal(want.Expires) {
 				t.Fatalf("parsed %+v, want %+v", c, want)
 			}
 		})
@@ -67,6 +72,24 @@ func TestParseCredentialRefusesWhatIsNoUserCredential(t *testing.T) {
 			if _, err := endpoint.ParseCredential(tt.creds); !errors.Is(err, endpoint.ErrBadCredential) {
 				t.Fatalf("parse: %v, want ErrBadCredential", err)
 			}
+			if _, err := endpoint.CredentialSeed(tt.creds); !errors.Is(err, endpoint.ErrBadCredential) {
+				t.Fatalf("seed: %v, want ErrBadCredential", err)
+			}
 		})
+	}
+}
+
+func TestCredentialSeedIsTheSeedOfTheCredentialsKey(t *testing.T) {
+	id, creds := userCreds(t, "alice")
+	seed, err := endpoint.CredentialSeed(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := nkeys.FromSeed([]byte(seed))
+	if err != nil {
+		t.Fatalf("the seed is no nkey seed: %v", err)
+	}
+	if pub, _ := kp.PublicKey(); pub != id {
+		t.Fatalf("the seed belongs to %s, want the credential's id %s", pub, id)
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
-	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
@@ -43,7 +42,7 @@ func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
 	}
 	await.True(t, settle, "both copies handed over to bob's dlv_", func() bool { return svc.Stats().ReaderDelivered >= 2 })
 
-	seed, err := provisioner.SeedFromCreds(bobCred.Creds)
+	seed, err := endpoint.CredentialSeed(bobCred.Creds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,13 +21,6 @@ var (
 	ErrIDMismatch = errors.New("explicit id does not match the credential's id")
 )
 
-// Profiles read from the cotal-profile tag (SPEC Appendix B).
-const (
-	ProfileAgent    = "agent"
-	ProfileObserver = "observer"
-	ProfileAdmin    = "admin"
-)
-
 // Credential is what a .creds file says about its holder, read without the network (SPEC §2,
 // §9). The JWT is decoded, not trusted: the broker verifies it on CONNECT, so these values
 // say which identity a connection will be, never that the broker accepts it.
@@ -38,7 +31,8 @@ type Credential struct {
 	Name string
 	// Space is the space the grants name (cotal.<space>.…), empty when they name none.
 	Space string
-	// Profile is the cotal-profile tag: agent, observer or admin; empty without one.
+	// Profile is the cotal-profile tag: wire.ProfileAgent, wire.ProfileObserver or
+	// wire.ProfileAdmin; empty without one.
 	Profile string
 	// Role is the cotal-role tag, empty without one (SPEC §8).
 	Role string
@@ -49,6 +43,9 @@ type Credential struct {
 	// tags; a subset of ReadACL. Empty without such tags, as in credentials minted before the
 	// mint wrote them.
 	Subscribe []string
+	// PublishACL are the channel patterns the credential may send to, from its chat publish
+	// grants (SPEC §9: allowPublish); empty for the observer and admin, which have none.
+	PublishACL []string
 	// Expires is when the JWT expires; zero when it does not.
 	Expires time.Time
 }
@@ -64,6 +61,21 @@ func ParseCredential(contents []byte) (Credential, error) {
 	return c.Credential, nil
 }
 
+// CredentialSeed returns the user seed of .creds content after ParseCredential's checks, so
+// the identity it binds can be minted again (space.MintSpec.IdentitySeed). Errors wrap
+// ErrBadCredential and never carry key material.
+func CredentialSeed(contents []byte) (string, error) {
+	c, err := parseCreds(contents)
+	if err != nil {
+		return "", err
+	}
+	seed, err := c.kp.Seed()
+	if err != nil {
+		return "", fmt.Errorf("%w: the user key holds no seed", ErrBadCredential)
+	}
+	return string(seed), nil
+}
+
 // credential is a parsed .creds file with what a connection signs with. The key pair never
 // leaves it.
 type credential struct {
@@ -72,6 +84,8 @@ type credential struct {
 	kp  nkeys.KeyPair
 	// subAllow is the subscribe allow-list, the broker-enforced read ACL.
 	subAllow []string
+	// pubAllow is the publish allow-list; its chat subjects are the send ACL.
+	pubAllow []string
 }
 
 // parseCreds reads and checks .creds content; see ParseCredential.
@@ -94,7 +108,7 @@ func parseCreds(contents []byte) (*credential, error) {
 	if pub, err := kp.PublicKey(); err != nil || pub != claims.Subject {
 		return nil, fmt.Errorf("%w: the seed does not belong to the JWT subject %s", ErrBadCredential, claims.Subject)
 	}
-	c := &credential{jwt: token, kp: kp, subAllow: claims.Sub.Allow}
+	c := &credential{jwt: token, kp: kp, subAllow: claims.Sub.Allow, pubAllow: claims.Pub.Allow}
 	c.ID, c.Name = claims.Subject, claims.Name
 	c.Space = grantedSpace(claims.Sub.Allow, claims.Pub.Allow)
 	if claims.Expires > 0 {
@@ -110,7 +124,8 @@ func parseCreds(contents []byte) (*credential, error) {
 		}
 	}
 	if c.Space != "" {
-		c.ReadACL = c.readACL(wire.NewNames(c.Space))
+		n := wire.NewNames(c.Space)
+		c.ReadACL, c.PublishACL = c.readACL(n), c.publishACL(n)
 	}
 	return c, nil
 }
@@ -146,6 +161,20 @@ func (c *credential) readACL(n wire.Names) []string {
 			acl = append(acl, ">")
 		case strings.HasPrefix(s, chat):
 			acl = append(acl, strings.TrimPrefix(s, chat))
+		}
+	}
+	return acl
+}
+
+// publishACL returns the channel patterns the credential may send to in the space n
+// describes, taken from its publish grants (SPEC §9: allowPublish is minted as pub.allow on
+// P.chat.<id>.<channel>, the credential's own sender token only).
+func (c *credential) publishACL(n wire.Names) []string {
+	acl := []string{}
+	chat := n.Prefix() + ".chat." + wire.Sanitize(c.ID) + "."
+	for _, s := range c.pubAllow {
+		if ch, ok := strings.CutPrefix(s, chat); ok {
+			acl = append(acl, ch)
 		}
 	}
 	return acl

@@ -39,5 +39,7 @@
 //     live traffic within the grants, DMs and anycasts too for an admin) and Roster. They
 //     return plain values, take a context and print nothing, for the command line and any
 //     other front end; a read outside the grants fails with ErrReadRefused when the broker
-//     refuses it, not at a timeout. ParseCredential reads a .creds file without the network.
+//     refuses it, not at a timeout. ParseCredential reads a .creds file without the network
+//     (its id, profile, role, space and read and publish ACLs), and is cotal's only .creds
+//     parser: CredentialSeed, for minting the same identity again, is built on it.
 package endpoint

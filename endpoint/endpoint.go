@@ -286,7 +286,7 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 	e.space, e.names = space, wire.NewNames(space)
 	if cred != nil {
 		e.readACL = cred.readACL(e.names)
-		e.passive = cred.Profile == ProfileObserver || cred.Profile == ProfileAdmin
+		e.passive = cred.Profile == wire.ProfileObserver || cred.Profile == wire.ProfileAdmin
 	}
 	e.passive = e.passive || o.Passive
 	e.card = wire.AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 // names are the example commands, each a directory of this one.
@@ -195,22 +197,28 @@ func start(t *testing.T, name string, args ...string) *process {
 func (p *process) waitLine(t *testing.T, pattern string) []string {
 	t.Helper()
 	re := regexp.MustCompile(`(?m)^` + pattern + `$`)
-	deadline := time.After(runTimeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if m := re.FindStringSubmatch(p.out.String()); m != nil {
-			return m
+	var m []string
+	var exited bool
+	var exitErr error
+	if !await.Until(runTimeout, func() bool {
+		if m = re.FindStringSubmatch(p.out.String()); m != nil {
+			return true
 		}
 		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("%s exited (%v) without a line matching %q; output:\n%s", p.cmd.Path, err, pattern, p.out)
-		case <-deadline:
-			t.Fatalf("no line matching %q within %v; output:\n%s", pattern, runTimeout, p.out)
-		case <-tick.C:
+		case exitErr = <-p.done:
+			p.done <- exitErr // for the cleanup's wait
+			exited = true
+			return true
+		default:
+			return false
 		}
+	}) {
+		t.Fatalf("no line matching %q within %v; output:\n%s", pattern, runTimeout, p.out)
 	}
+	if exited {
+		t.Fatalf("%s exited (%v) without a line matching %q; output:\n%s", p.cmd.Path, exitErr, pattern, p.out)
+	}
+	return m
 }
 
 // interrupt sends SIGINT, as Ctrl-C does, and requires a clean exit.

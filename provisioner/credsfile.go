@@ -2,9 +2,7 @@ package provisioner
 
 import (
 	"errors"
-
 	"fmt"
-	"github.com/nats-io/jwt/v2"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,18 +65,4 @@ func fileKind(m fs.FileMode) string {
 		return "symlink"
 	}
 	return "non-regular file (" + m.Type().String() + ")"
-}
-
-// SeedFromCreds returns the user seed inside .creds file text, for re-minting the same
-// identity (--identity). The error never contains key material.
-func SeedFromCreds(creds []byte) (string, error) {
-	kp, err := jwt.ParseDecoratedNKey(creds)
-	if err != nil {
-		return "", fmt.Errorf("%w: no user seed found in the credentials file", ErrInvalidRequest)
-	}
-	seed, err := kp.Seed()
-	if err != nil {
-		return "", fmt.Errorf("%w: the credentials file holds no seed", ErrInvalidRequest)
-	}
-	return string(seed), nil
 }

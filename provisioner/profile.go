@@ -11,15 +11,16 @@ import (
 // Profile names a permission shape (SPEC §9, Appendix B).
 type Profile string
 
-// The user-facing profiles of SPEC Appendix B. Appendix B's allow-all manager profile is not
-// offered: its duties are split between the two narrow infrastructure profiles below.
+// The user-facing profiles of SPEC Appendix B, named in package wire (wire.ProfileAgent, ...).
+// Appendix B's allow-all manager profile is not offered: its duties are split between the two
+// narrow infrastructure profiles below.
 const (
 	// ProfileAgent posts to its allowPublish channels and reads within allowSubscribe.
-	ProfileAgent Profile = "agent"
+	ProfileAgent Profile = wire.ProfileAgent
 	// ProfileObserver reads all chat, CHAT history, presence and the channel registry.
-	ProfileObserver Profile = "observer"
+	ProfileObserver Profile = wire.ProfileObserver
 	// ProfileAdmin is observer plus the whole space's live tap and DM history.
-	ProfileAdmin Profile = "admin"
+	ProfileAdmin Profile = wire.ProfileAdmin
 )
 
 // The infrastructure profiles, minted only by InfraCredential for cotal's own in-process
@@ -57,7 +58,7 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 		return jwt.Permissions{}, fmt.Errorf("%w: id %q is not a user public key", ErrInvalidGrant, id)
 	}
 	if profile != ProfileAgent && !g.IsZero() {
-		return jwt.Permissions{}, fmt.Errorf("%w: the %s profile takes no subscribe, allowSubscribe, allowPublish or role (--subscribe, --allow-subscribe, --allow-publish and --role apply only to the agent profile)", ErrGrantsNotAllowed, profile)
+		return jwt.Permissions{}, fmt.Errorf("%w: the %s profile takes no subscribe, allowSubscribe, allowPublish or role", ErrGrantsNotAllowed, profile)
 	}
 	var w wire.Permissions
 	switch profile {

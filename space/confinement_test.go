@@ -546,7 +546,7 @@ func registryGet(n wire.Names) attempt {
 func controlCall(n wire.Names) attempt {
 	return func(_ context.Context, t *testing.T, p *peer) error {
 		subject := n.CtlSubject(wire.DeliveryService, p.cred.ID)
-		body, err := json.Marshal(wire.ControlRequest{Op: "listMemberships", Args: json.RawMessage(`{}`),
+		body, err := json.Marshal(wire.ControlRequest{Op: wire.OpListMemberships, Args: json.RawMessage(`{}`),
 			From: wire.EndpointRef{ID: p.cred.ID, Name: p.cred.Name}})
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
@@ -340,20 +341,18 @@ func (w *watched) cutOff(t *testing.T, want error) {
 // the connect check.
 func refusedConnect(t *testing.T, m *space.Mesh, cred *provisioner.Credential) {
 	t.Helper()
-	deadline := time.Now().Add(lifecycleWait)
-	for {
+	var refusal error
+	await.True(t, lifecycleWait, "the broker to refuse "+cred.Name, func() bool {
 		nc, err := dial(m, cred, nats.NoReconnect())
 		if err != nil {
-			if !authRefusal(err) {
-				t.Fatalf("connect failed with %v; want an authentication refusal", err)
-			}
-			return
+			refusal = err
+			return true
 		}
 		nc.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("the broker still accepts %s after %v", cred.Name, lifecycleWait)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval
+		return false
+	})
+	if !authRefusal(refusal) {
+		t.Fatalf("connect failed with %v; want an authentication refusal", refusal)
 	}
 }
 

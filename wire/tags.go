@@ -13,3 +13,15 @@ const (
 	RoleTagPrefix      = "cotal-role:"
 	SubscribeTagPrefix = "cotal-subscribe:"
 )
+
+// The user-facing profiles of SPEC Appendix B, as the cotal-profile tag names them. The
+// provisioner mints them and a client reads them back from the tag, so both take the names
+// from here.
+const (
+	// ProfileAgent posts to its allowPublish channels and reads within allowSubscribe.
+	ProfileAgent = "agent"
+	// ProfileObserver reads all chat, CHAT history, presence and the channel registry.
+	ProfileObserver = "observer"
+	// ProfileAdmin is observer plus the whole space's live tap and DM history.
+	ProfileAdmin = "admin"
+)

@@ -13,9 +13,11 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 func newAuthCmd() *cobra.Command {
@@ -39,8 +41,8 @@ func newMintCmd() *cobra.Command {
 		Use:   "mint --profile agent|observer|admin --name NAME",
 		Short: "Mint a credential and write it as a .creds file (mode 0600)",
 		Args:  cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error {
-			if err := checkProfile(spec.Profile); err != nil {
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkProfile(cmd, spec.Profile); err != nil {
 				return err
 			}
 			return mintTimes(&spec, expiresIn, expiresAt)
@@ -58,7 +60,7 @@ func newMintCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	addConfigFlags(f)
-	f.StringVar(&spec.Profile, "profile", "agent", "agent, observer or admin")
+	f.StringVar(&spec.Profile, "profile", wire.ProfileAgent, "agent, observer or admin")
 	f.StringVar(&spec.Name, "name", "", "display name of the instance (required)")
 	f.StringVar(&spec.Space, "space", "main", "space of the credential")
 	f.StringVar(&spec.Role, "role", "", "anycast role the agent serves (agent only)")
@@ -98,13 +100,32 @@ func mintTimes(spec *space.MintSpec, in, at string) error {
 	return nil
 }
 
-// checkProfile refuses a --profile that is not one a credential can be minted with.
-func checkProfile(p string) error {
+// agentOnlyFlags are mint's flags that carry grants or a role, which only an agent credential
+// takes.
+var agentOnlyFlags = []string{"subscribe", "allow-subscribe", "allow-publish", "role"}
+
+// checkProfile refuses a --profile that is not one a credential can be minted with, and the
+// agent-only flags with another profile. The mint refuses those values too
+// (provisioner.ErrGrantsNotAllowed), but only here are they known by their flags.
+func checkProfile(cmd *cobra.Command, p string) error {
 	switch provisioner.Profile(p) {
-	case provisioner.ProfileAgent, provisioner.ProfileObserver, provisioner.ProfileAdmin:
+	case provisioner.ProfileAgent:
+		return nil
+	case provisioner.ProfileObserver, provisioner.ProfileAdmin:
+	default:
+		return fmt.Errorf("--profile %q: use agent, observer or admin", p)
+	}
+	var set []string
+	for _, name := range agentOnlyFlags {
+		if cmd.Flags().Changed(name) {
+			set = append(set, "--"+name)
+		}
+	}
+	if len(set) == 0 {
 		return nil
 	}
-	return fmt.Errorf("--profile %q: use agent, observer or admin", p)
+	return fmt.Errorf("--profile %s takes no %s: channel grants and a role apply only to the agent profile",
+		p, strings.Join(set, ", "))
 }
 
 func readIdentitySeed(path string) (string, error) {
@@ -112,11 +133,11 @@ func readIdentitySeed(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--identity: %w", err)
 	}
-	kp, err := provisioner.SeedFromCreds(data)
+	seed, err := endpoint.CredentialSeed(data)
 	if err != nil {
 		return "", fmt.Errorf("--identity %s: %w", path, err)
 	}
-	return kp, nil
+	return seed, nil
 }
 
 // runMint checks the output path first, so a credential is minted only when its file can be

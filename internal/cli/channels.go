@@ -58,7 +58,7 @@ space default, else the SPEC §7 default (durable, replay on, no window).` + con
 }
 
 func runChannelsList(cmd *cobra.Command, f *clientFlags) error {
-	want := mintFor{command: "channels", profile: "admin", lifetime: oneShotLifetime}
+	want := mintFor{command: "channels", profile: wire.ProfileAdmin, lifetime: oneShotLifetime}
 	return withReader(cmd, f, want, func(_ *session, e *endpoint.Endpoint) error { return listChannels(cmd, f, e) })
 }
 

@@ -198,7 +198,7 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime,
 		// The mesh gives every active agent its consumers; asking for them at mint keeps the
 		// reconciler from logging them as missing, once per command.
-		Provision: want.profile == "agent"}
+		Provision: want.profile == wire.ProfileAgent}
 	cred, err := s.mesh.Mint(cmd.Context(), spec)
 	if errors.Is(err, space.ErrOpenMode) {
 		return nil // an open mesh takes clients without a credential, with every permission

@@ -60,22 +60,26 @@ func startStream(t *testing.T, bin string, args ...string) *streamProc {
 	return p
 }
 
-// poll checks cond every 20 ms until it holds, the process exits, or 30 s pass.
+// poll waits until cond holds, failing at once if the process exits first, or after 30 s.
 func (p *streamProc) poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
+	held := false
+	if !await.Until(30*time.Second, func() bool {
+		// The exit is looked at first, so what the process wrote before exiting is still
+		// seen by cond; cond may consume what it matched, so it runs once per look.
+		exited := false
 		select {
 		case <-p.done:
-			if cond() {
-				return
-			}
-			t.Fatalf("exited before %s; stdout %q; stderr:\n%s", what, p.seen(), p.stderr)
-		case <-time.After(20 * time.Millisecond):
+			exited = true
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 30s; stdout %q; stderr:\n%s", what, p.seen(), p.stderr)
-		}
+		held = cond()
+		return held || exited
+	}) {
+		t.Fatalf("no %s within 30s; stdout %q; stderr:\n%s", what, p.seen(), p.stderr)
+	}
+	if !held {
+		t.Fatalf("exited before %s; stdout %q; stderr:\n%s", what, p.seen(), p.stderr)
 	}
 }
 
@@ -221,6 +225,9 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 			code: exitUsage, stderr: []string{`--space "x.y"`}},
 		cliCase{name: "a bad --profile is a usage error", args: []string{"auth", "mint", "--name", "x", "--profile", "boss", "--dir", dir},
 			code: exitUsage, stderr: []string{`--profile "boss": use agent, observer or admin`}},
+		cliCase{name: "an agent-only flag with another profile is a usage error naming it",
+			args: []string{"auth", "mint", "--name", "x", "--profile", "observer", "--subscribe", "general", "--role", "r", "--dir", dir},
+			code: exitUsage, stderr: []string{"--profile observer takes no --subscribe, --role", "apply only to the agent profile"}},
 		cliCase{name: "a negative --expires-in is a usage error in words", args: []string{"auth", "mint", "--name", "x", "--expires-in", "-1h", "--dir", dir},
 			code: exitUsage, stderr: []string{`--expires-in "-1h"`, "it must be positive"}},
 		cliCase{name: "a typo'd subcommand gets a suggestion", args: []string{"auth", "mnit"},

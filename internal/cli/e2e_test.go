@@ -19,6 +19,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -386,14 +387,10 @@ func TestAuthWaitsForAMeshThatHoldsTheKeyStore(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(8 * time.Second)
-	for !strings.Contains(stderr.String(), "waiting") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("auth mint on a held store said nothing of waiting: %q", stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !await.Until(8*time.Second, func() bool { return strings.Contains(stderr.String(), "waiting") }) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("auth mint on a held store said nothing of waiting: %q", stderr)
 	}
 	if err := store.Close(); err != nil {
 		t.Fatal(err)

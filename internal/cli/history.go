@@ -43,7 +43,7 @@ up to 1000 messages per sender and channel. The read is bounded by the credentia
 }
 
 func runHistory(cmd *cobra.Command, f *clientFlags, channel string, limit int) error {
-	want := mintFor{command: "history", profile: "admin", lifetime: oneShotLifetime}
+	want := mintFor{command: "history", profile: wire.ProfileAdmin, lifetime: oneShotLifetime}
 	s, err := openSession(cmd, f, want)
 	if err != nil {
 		return err

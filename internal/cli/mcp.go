@@ -78,7 +78,7 @@ func runMCP(cmd *cobra.Command, link, credsPath string, inboxSize int) error {
 	if err != nil {
 		return err
 	}
-	if cred.Profile != "" && cred.Profile != endpoint.ProfileAgent {
+	if cred.Profile != "" && cred.Profile != wire.ProfileAgent {
 		return fmt.Errorf("%w: %s is %s credential, which cannot take part; mint one with `cotal auth mint --profile agent`",
 			errMCPSetup, credsPath, withArticle(cred.Profile))
 	}

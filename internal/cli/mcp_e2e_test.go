@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/mcpserver"
 )
 
@@ -201,22 +202,18 @@ func TestMCPServerRecoversFromAMeshRestart(t *testing.T) {
 
 	// Calls made while the servers reconnect are error results that say to try again; one
 	// succeeds once the mesh is back.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	await.Check(t, 90*time.Second, 200*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		res, err := alice.cs.CallTool(ctx, &mcp.CallToolParams{Name: "cotal_dm",
 			Arguments: map[string]any{"to": "bob", "text": "after the restart"}})
-		cancel()
 		if err != nil {
 			t.Fatalf("cotal mcp of alice stopped serving during the restart: %v; stderr:\n%s", err, alice.stderr)
 		}
-		if !res.IsError {
-			break
+		if res.IsError {
+			return fmt.Errorf("cotal_dm still fails after the restart: %+v", res.Content)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cotal_dm still fails 90s after the restart: %+v", res.Content)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	bob.waitText(t, "after the restart")
 }

@@ -124,7 +124,7 @@ func messageText(stdin io.Reader, args []string) (string, error) {
 }
 
 func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create bool) error {
-	want := mintFor{command: "send", profile: "agent", lifetime: oneShotLifetime}
+	want := mintFor{command: "send", profile: wire.ProfileAgent, lifetime: oneShotLifetime}
 	if t.kind == endpoint.MetaChannel {
 		want.publish = []string{wire.SanitizeChannel(t.channel)}
 	}
@@ -133,7 +133,7 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create b
 		return err
 	}
 	defer s.close(want)
-	if p := s.cred.Profile; s.creds != nil && p != "" && p != "agent" {
+	if p := s.cred.Profile; s.creds != nil && p != "" && p != wire.ProfileAgent {
 		return fmt.Errorf("%w: %q is %s credential, which has no application publish; send with an agent credential (`cotal auth mint --profile agent --allow-publish CHANNEL`)",
 			errCannotSend, s.cred.Name, withArticle(p))
 	}

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nats-io/jwt/v2"
-
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -31,7 +29,8 @@ func checkChannel(ctx context.Context, e *endpoint.Endpoint, s *session, channel
 	if c, ok := list.Channel(ch); ok && (c.Messages > 0 || c.Config != nil) {
 		return nil
 	}
-	if !s.minted && slices.Contains(grantedChannels(s.creds), ch) {
+	// A channel the caller's own credential was minted to post to (--allow-publish) is meant.
+	if !s.minted && slices.Contains(s.cred.PublishACL, ch) {
 		return nil
 	}
 	known := make([]string, 0, len(list.Channels))
@@ -81,29 +80,4 @@ func waitRoster(ctx context.Context, e *endpoint.Endpoint) error {
 	case <-ctx.Done():
 		return fmt.Errorf("the roster did not load within %s: %w", rosterWait, ctx.Err())
 	}
-}
-
-// grantedChannels are the concrete channels the credential's publish grants name
-// (cotal.<space>.chat.<id>.<channel>, SPEC §3): a channel minted into --allow-publish is meant.
-func grantedChannels(creds []byte) []string {
-	token, err := jwt.ParseDecoratedJWT(creds)
-	if err != nil {
-		return nil
-	}
-	claims, err := jwt.DecodeUserClaims(token)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, subject := range claims.Pub.Allow {
-		toks := strings.Split(subject, ".")
-		if len(toks) < 5 || toks[0] != "cotal" || toks[2] != string(wire.KindChat) {
-			continue
-		}
-		ch := strings.Join(toks[4:], ".")
-		if wire.ValidatePublishChannel(ch) == nil {
-			out = append(out, ch)
-		}
-	}
-	return out
 }

@@ -16,6 +16,14 @@ import (
 // errUnhealthy: at least one component of the mesh is down.
 var errUnhealthy = errors.New("the mesh is unhealthy")
 
+// newStatusCmd is `cotal status`, the one reading command that goes through the admin socket
+// instead of endpoint's read API. What it shows is the mesh's own state, which no client
+// credential may see: streams and consumers live in the space's storage account (the agent
+// account has no JetStream, ARCHITECTURE.md "Two accounts per space"), the admin profile's
+// grants stop at its own consumers so it cannot drain or redefine an agent's dm_, dlv_ or
+// svc_ consumer, and health, connection counts and the backstop's counters exist only inside
+// the process running the mesh. So it has no --link/--creds form; what a client may see
+// (channels, who is online) is `cotal channels list` and `cotal who`, on endpoint.
 func newStatusCmd() *cobra.Command {
 	var spaceName string
 	var asJSON, all bool
@@ -27,7 +35,10 @@ the health of every component (broker with JetStream, each space's provisioner c
 and delivery loops), the client connections, each space's streams with messages and bytes,
 the durable backstop's lag (CHAT messages not yet fanned out, backstop entries not yet
 re-authorized), and for every active agent what waits in its consumers: DMs (dm_<id>),
-durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+unacknowledged. It exits 1 when any component is unhealthy, so scripts can check it.`,
+durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+unacknowledged. It exits 1 when any component is unhealthy, so scripts can check it.
+
+status runs beside "cotal up" only: no client credential may read these figures. From
+elsewhere, "cotal channels list" and "cotal who" show the channels and who is online.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := localMesh(cmd)

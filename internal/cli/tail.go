@@ -60,7 +60,7 @@ use an observer or admin credential to watch without taking anything.` + connect
 }
 
 func runTail(cmd *cobra.Command, f *clientFlags, channels []string, history int) error {
-	want := mintFor{command: "tail", profile: "admin", lifetime: streamingLifetime}
+	want := mintFor{command: "tail", profile: wire.ProfileAdmin, lifetime: streamingLifetime}
 	s, err := openSession(cmd, f, want)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func runTail(cmd *cobra.Command, f *clientFlags, channels []string, history int)
 	defer s.close(want)
 	p := newPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.asJSON, true)
 	p.stopped = cmd.Context().Done()
-	if s.cred.Profile == endpoint.ProfileAgent {
+	if s.cred.Profile == wire.ProfileAgent {
 		return tailAsAgent(cmd, s, p, channels, history)
 	}
 	return tailPassive(cmd, s, p, channels, history)
@@ -86,7 +86,7 @@ func tailPassive(cmd *cobra.Command, s *session, p *printer, channels []string, 
 	p.self, p.nameOf = e.ID(), rosterName(e)
 	copies := make(chan endpoint.Delivery, tailBuffer)
 	opts := endpoint.FollowOptions{Channels: channels,
-		Unicast: len(channels) == 0 && (s.cred.Profile == endpoint.ProfileAdmin || s.cred.Profile == "")}
+		Unicast: len(channels) == 0 && (s.cred.Profile == wire.ProfileAdmin || s.cred.Profile == "")}
 	err = e.Follow(ctx, opts, func(d endpoint.Delivery) {
 		select {
 		case copies <- d:

@@ -55,7 +55,7 @@ who only reads: it announces no presence of its own.` + connectHelp,
 }
 
 func runWho(cmd *cobra.Command, f *clientFlags, watch, all bool) error {
-	want := mintFor{command: "who", profile: "admin", lifetime: oneShotLifetime}
+	want := mintFor{command: "who", profile: wire.ProfileAdmin, lifetime: oneShotLifetime}
 	if watch {
 		want.lifetime = streamingLifetime
 	}
