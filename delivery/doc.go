@@ -67,8 +67,8 @@
 //   - Retention bounds at-least-once (SPEC §4). CHAT keeps 1000 messages per sender+channel
 //     subject; a burst that outruns the fan-out is evicted before it is read. The fan-out
 //     detects the jump in the stream sequence, counts it (Stats.GapsDetected), logs its range
-//     and lists it in listMemberships for every membership it overlaps; the evicted subjects
-//     are gone, so a gap cannot be pinned to one channel. Gaps are kept in memory only.
+//     and records it in every membership it overlaps, which listMemberships lists; the
+//     evicted subjects are gone, so a gap cannot be pinned to one channel.
 //   - INBOX keeps 1000 entries per member. The fan-out waits while a member has close to that
 //     many entries the reader has not taken (backpressure), moving the pressure to CHAT; an
 //     INBOX jump is still counted (Stats.ReaderGaps) and logged.
@@ -78,7 +78,12 @@
 //     member keeps the oldest copies it was owed (SPEC §4's "within retention"). Each refused
 //     copy is counted (Stats.ReaderDroppedFull), logged at most once a minute per member,
 //     acked in INBOX and, for a durable channel, listed as a one-sequence gap of the
-//     membership in listMemberships (issue 12 item 9). Like the other gaps, in memory only.
+//     membership in listMemberships (issue 12 item 9).
+//   - Losses are kept in the membership record, under "lost" (lost.go): the count of refused
+//     copies and the latest 256 gap ranges, written by compare-and-set as soon as they are
+//     counted and again at Close, so a restart lists them again. A crash (kill -9) between a
+//     count and its write, a KV round trip, forgets that loss; refused @mention copies of a
+//     channel the member holds no record of are counted in memory only.
 //   - Mention routing uses the latest presence row of each instance, judged at the message's
 //     CHAT store time: an instance that came online after the publish can count as present.
 //     Offline holders of a name are remembered since the mesh started; after a restart, one
@@ -92,6 +97,6 @@
 // # Lock order
 //
 // A member key's lock (registry.keyLock) before memberView.mu; at most one key's lock is held
-// at a time. Every other lock (registry.revMu, controlPool.mu, kvCache.mu, backlog.mu,
+// at a time. memberView.mu also guards the losses of every membership (lost.go). Every other lock (registry.revMu, controlPool.mu, kvCache.mu, backlog.mu,
 // gapLog.mu, loop.mu, gate.mu) is a leaf: no other lock is taken while it is held.
 package delivery

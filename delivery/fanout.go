@@ -183,9 +183,12 @@ func (s *Service) skip(m jetstream.Msg, seq uint64, err error) {
 		"subject", m.Subject(), "seq", seq, "reason", reason, "err", err)
 }
 
-// reportGap makes a gap visible: counted, logged with its range, and listed for every affected
-// membership by listMemberships.
+// reportGap makes a gap visible: counted, logged with its range, and recorded in every
+// affected membership, which listMemberships lists.
 func (s *Service) reportGap(g wire.SeqRange) {
+	if s.members.view.gap(g) {
+		s.members.kickFlush()
+	}
 	s.stats.gaps.Add(1)
 	s.stats.gapMessages.Add(int64(g.Last - g.First + 1))
 	s.log.Error("CHAT messages were removed before the fan-out read them; durable members miss them",

@@ -71,6 +71,23 @@ func TestAMemberOfflinePastTheHandoffBoundSeesEveryDroppedCopyAsAGap(t *testing.
 	if gapCount(gaps) != sent-bound || gaps[0].First != seqs[bound] || gaps[len(gaps)-1].Last != seqs[sent-1] {
 		t.Fatalf("gaps = %+v, want the %d sequences %d..%d", gaps, sent-bound, seqs[bound], seqs[sent-1])
 	}
+	// The losses are written into bob's membership record as they are counted, not only at
+	// Close, and a mesh restarted on the same store lists them again.
+	await.Check(t, waitFor, pollEvery, func() error {
+		lost := h.storedLosses("team", bob.id)
+		if lost == nil || lost.Refused != sent-bound || !slices.Equal(lost.Ranges, gaps) {
+			return fmt.Errorf("bob's record holds losses %+v; want %d refused in %+v", lost, sent-bound, gaps)
+		}
+		return nil
+	})
+	h.restartMesh()
+	if got := h.svc.DroppedCopies(bob.id); !maps.Equal(got, map[string]int64{"team": sent - bound}) {
+		t.Fatalf("after a restart, dropped copies of bob = %v, want %d on team", got, sent-bound)
+	}
+	h.decodeOK(bob.control(wire.OpListMemberships, nil), &list)
+	if len(list.Memberships) != 1 || !slices.Equal(list.Memberships[0].Gaps, gaps) {
+		t.Fatalf("after a restart, memberships = %+v, want one with gaps %+v", list.Memberships, gaps)
+	}
 	// Once bob has acknowledged what he got, his handoff has room again.
 	var next []string
 	for range later {
@@ -80,7 +97,27 @@ func TestAMemberOfflinePastTheHandoffBoundSeesEveryDroppedCopyAsAGap(t *testing.
 	if got := bob.received(); !slices.Equal(got, next) {
 		t.Fatalf("after draining bob got %q, want %q", got, next)
 	}
-	if st := h.svc.Stats(); st.ReaderDroppedFull != sent-bound {
-		t.Fatalf("dropped full = %d after draining, want still %d", st.ReaderDroppedFull, sent-bound)
+	if st := h.svc.Stats(); st.ReaderDroppedFull != 0 {
+		t.Fatalf("dropped full = %d since the restart after draining, want 0", st.ReaderDroppedFull)
 	}
+}
+
+// storedLosses reads the losses kept in the stored membership record of channel and owner.
+func (h *harness) storedLosses(channel, owner string) *lostCopies {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	kv, err := h.js.KeyValue(ctx, testNames.MembersBucket())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, wire.MemberKey(channel, owner))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	_, lost, err := decodeMember(e.Key(), e.Value())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return lost
 }

@@ -30,27 +30,32 @@ type member struct {
 	past []pastInterval
 }
 
-// storedMember is the persisted form: the LAYOUT.md record plus the closed intervals. Readers
-// of the record ignore the extra field (SPEC §11).
+// storedMember is the persisted form: the LAYOUT.md record plus the closed intervals and the
+// losses (lost.go). Readers of the record ignore the extra fields (SPEC §11).
 type storedMember struct {
 	wire.Membership
 	Previous []pastInterval `json:"previous,omitempty"`
+	Lost     *lostCopies    `json:"lost,omitempty"`
 }
 
 // decodeMember decodes a stored record strictly (wire.DecodeMembership) with its past
-// intervals.
-func decodeMember(key string, data []byte) (member, error) {
+// intervals and its losses, nil when it has none.
+func decodeMember(key string, data []byte) (member, *lostCopies, error) {
 	rec, err := wire.DecodeMembership(key, data)
 	if err != nil {
-		return member{}, err
+		return member{}, nil, err
 	}
 	var s struct {
 		Previous []pastInterval `json:"previous"`
+		Lost     *lostCopies    `json:"lost"`
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
-		return member{}, fmt.Errorf("%w: previous: %w", wire.ErrInvalidRecord, err)
+		return member{}, nil, fmt.Errorf("%w: previous or lost: %w", wire.ErrInvalidRecord, err)
 	}
-	return member{rec: *rec, past: s.Previous}, nil
+	if s.Lost != nil {
+		s.Lost = s.Lost.sanitized()
+	}
+	return member{rec: *rec, past: s.Previous}, s.Lost, nil
 }
 
 // memberView is the in-memory membership registry (SPEC §7): every record of
@@ -60,13 +65,18 @@ func decodeMember(key string, data []byte) (member, error) {
 //
 // mu is the join fence: fan-out holds it while it decides which members a message goes to,
 // and a join or leave holds it while it reads the CHAT cursor and updates the record (doc.go).
+// It also guards each member's losses (lost.go), kept beside the records so that a join, a
+// leave or a failed write never replaces them.
 type memberView struct {
 	mu        sync.Mutex
 	byChannel map[string]map[string]member // channel -> owner -> state
+	lost      map[membershipKey]*lostCopies
+	dirty     map[membershipKey]bool // losses changed since the record was last written
 }
 
 func newMemberView() *memberView {
-	return &memberView{byChannel: map[string]map[string]member{}}
+	return &memberView{byChannel: map[string]map[string]member{}, lost: map[membershipKey]*lostCopies{},
+		dirty: map[membershipKey]bool{}}
 }
 
 // recipient is a member a durable entry is written for, with the generation it is tagged with.

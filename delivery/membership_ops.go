@@ -73,14 +73,14 @@ func (s *Service) durableLeave(ctx context.Context, sender string, raw json.RawM
 }
 
 // listMemberships lists the caller's active memberships with the gaps that affect them: CHAT
-// sequences evicted before the fan-out read them, then the copies refused because the
-// caller's handoff was full.
+// sequences evicted before the fan-out read them and the copies refused because the caller's
+// handoff was full, oldest first.
 func (s *Service) listMemberships(sender string) wire.ListMembershipsReply {
 	out := wire.ListMembershipsReply{Memberships: []wire.MembershipInfo{}}
 	for _, rec := range s.members.view.active(sender) {
 		out.Memberships = append(out.Memberships, wire.MembershipInfo{
 			Channel: rec.Channel, Generation: rec.Generation, Activated: rec.Activated,
-			Gaps: append(s.gaps.affecting(rec), s.dropped.of(rec)...),
+			Gaps: s.members.view.gapsOf(rec),
 		})
 	}
 	return out

@@ -160,7 +160,8 @@ func (s *Service) hasRoom(ctx context.Context, member string, flush func() error
 // is reported once instead of retried against a backlog that may never drain.
 func (s *Service) handoffFull(m jetstream.Msg, member string, e *entry, id string) {
 	s.stats.droppedFull.Add(1)
-	s.dropped.record(e.Channel, member, e.Seq, e.Reason == ReasonDurableChannel)
+	s.members.view.refused(e.Channel, member, e.Seq, e.Reason == ReasonDurableChannel)
+	s.members.kickFlush()
 	if s.room.shouldLog(member, time.Now()) {
 		s.log.Error("a member's durable handoff is full of unacknowledged copies; dropping new copies as gaps",
 			"member", member, "channel", e.Channel, "seq", e.Seq, "id", id)

@@ -39,6 +39,7 @@ type registry struct {
 	repairs    *atomic.Int64 // records rewritten after a write we did not make
 	invalid    *atomic.Int64 // values that are not valid records
 	loaded     *gate         // opens once the first watch has loaded every record; never closes
+	kick       chan struct{} // losses were counted (lost.go); buffered 1
 
 	keyLocks [keyLockStripes]sync.Mutex // by hash of the member key; see keyLock
 	fence    fence                      // batches the cursor reads of joins and leaves
@@ -233,7 +234,10 @@ func (r *registry) chatLastSeq(ctx context.Context) (uint64, error) {
 // the key's lock.
 func (r *registry) persistLocked(ctx context.Context, m member) error {
 	key := wire.MemberKey(m.rec.Channel, m.rec.Owner)
-	data, err := json.Marshal(storedMember{Membership: m.rec, Previous: m.past})
+	r.view.mu.Lock()
+	lost := r.view.lostSnapshotLocked(m.rec.Channel, m.rec.Owner)
+	r.view.mu.Unlock()
+	data, err := json.Marshal(storedMember{Membership: m.rec, Previous: m.past, Lost: lost})
 	if err != nil {
 		return fmt.Errorf("encode membership %s: %w", key, err)
 	}
@@ -265,16 +269,23 @@ func (r *registry) overwrite(ctx context.Context, key string, data []byte) (uint
 // run is the membership watch. Its first pass loads every record into the view; after that,
 // a value at a revision this service did not write is a foreign write, logged, counted and
 // repaired from the view, so the persisted registry converges back to the authoritative one.
+// Once loaded it also writes the losses counted into their records (lost.go).
 func (r *registry) run(ctx context.Context, up func()) error {
 	w, err := r.kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("watch bucket %s: %w", r.kv.Bucket(), err)
 	}
 	defer func() { _ = w.Stop() }()
+	retry := time.NewTicker(lostFlushEvery)
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-r.kick:
+			r.flushLoaded(ctx)
+		case <-retry.C:
+			r.flushLoaded(ctx)
 		case e, ok := <-w.Updates():
 			switch {
 			case !ok:
@@ -286,6 +297,14 @@ func (r *registry) run(ctx context.Context, up func()) error {
 				r.observe(ctx, e)
 			}
 		}
+	}
+}
+
+// flushLoaded writes the losses counted, once the view is loaded (before that no record is
+// known, and nothing can have been counted).
+func (r *registry) flushLoaded(ctx context.Context) {
+	if r.loaded.isOpen() {
+		r.flushLost(ctx)
 	}
 }
 
@@ -332,7 +351,7 @@ func (r *registry) load(key string, e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		return
 	}
-	m, err := decodeMember(key, e.Value())
+	m, lost, err := decodeMember(key, e.Value())
 	if err != nil {
 		r.invalid.Add(1)
 		r.log.Error("dropping an invalid membership record; the member must join again",
@@ -341,6 +360,9 @@ func (r *registry) load(key string, e jetstream.KeyValueEntry) {
 	}
 	r.view.mu.Lock()
 	r.view.putLocked(m)
+	if lost != nil {
+		r.view.lost[membershipKey{m.rec.Channel, m.rec.Owner}] = lost
+	}
 	r.view.mu.Unlock()
 }
 

@@ -27,7 +27,6 @@ type Service struct {
 	presence *kvCache[presenceRow]
 	gaps     gapLog
 	inGaps   gapLog // INBOX sequences the reader never saw
-	dropped  droppedLog
 	room     dlvRoom
 	requests requestLog // control request ids seen recently
 	backlog  *backlog
@@ -97,7 +96,7 @@ func (s *Service) openRegistries(ctx context.Context) error {
 	s.members = &registry{
 		view: newMemberView(), kv: membersKV, js: s.js, chatStream: n.ChatStream(), log: s.log,
 		repairs: &s.stats.registryRepairs, invalid: &s.stats.registryInvalid, loaded: newGate(),
-		revs: map[string]uint64{},
+		kick: make(chan struct{}, 1), revs: map[string]uint64{},
 	}
 	s.channels = newKVCache(n.ChannelsBucket(), decodeChannelRow, &s.stats.registryInvalid, s.log)
 	s.presence = newKVCache(n.PresenceBucket(), decodePresenceRow, &s.stats.registryInvalid, s.log)
@@ -133,8 +132,9 @@ func (s *Service) Stats() Stats {
 	return st
 }
 
-// Close stops every loop and waits for them, or for ctx to end. It leaves the connection open:
-// it belongs to the caller. Messages in flight stay unacknowledged and are redelivered to the
+// Close stops every loop and waits for them, or for ctx to end, then writes the losses counted
+// since the last write into their membership records. It leaves the connection open: it
+// belongs to the caller. Messages in flight stay unacknowledged and are redelivered to the
 // next Service, so stopping loses nothing stored.
 func (s *Service) Close(ctx context.Context) error {
 	s.cancel()
@@ -147,6 +147,9 @@ func (s *Service) Close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		return fmt.Errorf("delivery: close: loops still running: %w", ctx.Err())
+	}
+	if s.members.loaded.isOpen() {
+		s.members.flushLost(ctx)
 	}
 	s.js.CleanupPublisher()
 	return nil

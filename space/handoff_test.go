@@ -66,6 +66,61 @@ func TestCopiesPastAFullHandoffAreCountedNotEvicted(t *testing.T) {
 	}
 }
 
+// TestLostCopiesSurviveAMeshRestart: the copies refused past a full handoff are written into
+// the membership record, so a mesh restarted on the same data directory still reports them,
+// in deliver pending and in listMemberships' gaps (issue 12 item 9).
+func TestLostCopiesSurviveAMeshRestart(t *testing.T) {
+	t.Parallel()
+	const bound, sent = 3, 8
+	ctx, cancel := context.WithTimeout(context.Background(), 8*answerWait)
+	defer cancel()
+	opts := space.Options{Dir: t.TempDir(), ReconcileInterval: -1}
+	opts.Limits.HandoffPerSubject = bound
+	start := func() *space.Mesh {
+		m, err := space.Start(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close(context.Background()) })
+		return m
+	}
+	m := start()
+	n := wire.NewNames("main")
+	carol := mint(t, m, "carol", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	bob := newPeer(t, m, mint(t, m, "bob", provisioner.ProfileAgent,
+		provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}))
+	joinDurablyAndLeave(ctx, t, m, carol, "general")
+	for i := range sent {
+		if _, err := bob.request(n.ChatSubject(bob.cred.ID, "general"), "", nil, envelope(t, bob.cred, "general", fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await.True(t, 2*answerWait, "every copy handed over or reported lost", func() bool {
+		b, err := m.Pending(ctx, "main", "carol")
+		return err == nil && b.Durable.Pending == bound && b.Dropped["general"] == sent-bound
+	})
+	before := memberGaps(t, newPeer(t, m, carol), n)
+	if len(before) != 1 || before[0].Last-before[0].First+1 != sent-bound {
+		t.Fatalf("carol's membership gaps = %+v, want one range of %d", before, sent-bound)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	m = start()
+	b, err := m.Pending(ctx, "main", "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Dropped["general"] != sent-bound || b.Durable.Pending != bound {
+		t.Fatalf("after a restart carol's backlog is %d pending, dropped %v; want %d pending and %d lost on general",
+			b.Durable.Pending, b.Dropped, bound, sent-bound)
+	}
+	if after := memberGaps(t, newPeer(t, m, carol), n); !slices.Equal(after, before) {
+		t.Fatalf("after a restart carol's membership gaps = %+v, want %+v", after, before)
+	}
+}
+
 // joinDurablyAndLeave connects cred's endpoint joined to channel durably, then closes it.
 func joinDurablyAndLeave(ctx context.Context, t *testing.T, m *space.Mesh, cred *provisioner.Credential, channel string) {
 	t.Helper()

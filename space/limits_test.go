@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/delivery"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
@@ -190,7 +192,8 @@ func TestPayloadPastTheLimitIsRefused(t *testing.T) {
 // An agent that creates consumers on the presence bucket until the broker refuses stops at
 // Limits.WatchConsumers; each of them dies WatchInactiveLimit after it goes idle, a restart
 // included; a watch a victim already holds keeps working, and the mesh still creates a new
-// agent's own consumers, which live on streams agents cannot create consumers on.
+// agent's own consumers, which live on streams agents cannot create consumers on. While the
+// attacker holds the rest, a new watch, an agent's or the mesh's own, is refused.
 func TestPresenceConsumersAreBounded(t *testing.T) {
 	t.Parallel()
 	const limit = 20
@@ -248,6 +251,49 @@ func TestPresenceConsumersAreBounded(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("the victim's watch went silent after the attacker hit the consumer limit")
 		}
+	})
+	// What does not hold (RELIABILITY.md, "A hostile agent"): max_consumers counts every
+	// consumer of the stream, and nothing tells the mesh which identity made a pull consumer,
+	// so the attacker's share cannot be bounded per identity.
+	t.Run("a new agent's own presence watch is refused while the attacker holds the rest", func(t *testing.T) {
+		late := mint(t, m, "late-watcher", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+		lp := newPeer(t, m, late)
+		lkv, err := lp.jetStream(t).KeyValue(ctx, n.PresenceBucket())
+		if err != nil {
+			t.Fatal(lp.explain(err))
+		}
+		w, err := lkv.WatchAll(ctx)
+		if err == nil {
+			_ = w.Stop()
+		}
+		if err == nil || !strings.Contains(err.Error(), "maximum consumers limit reached") {
+			t.Fatalf("a new agent's presence watch: %v; want the maximum consumers refusal (if it now works, update RELIABILITY.md)", err)
+		}
+	})
+	t.Run("the delivery service's own presence watch, restarted, stays down and health says so", func(t *testing.T) {
+		svc, err := m.Delivery("main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, err := svc.Interrupt(delivery.LoopPresence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The attacker takes the slot the stopped watch gave back, as a loop of creates would.
+		await.True(t, 10*time.Second, "the attacker to take the freed slot", func() bool {
+			name := fmt.Sprintf("hog%d", created)
+			body, err := json.Marshal(createBody(stream, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckNonePolicy}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.request("$JS.API.CONSUMER.CREATE."+stream+"."+name, "", nil, body)
+			return err == nil
+		})
+		release()
+		await.True(t, 10*time.Second, "health to name the presence watch refused", func() bool {
+			err := svc.Healthy()
+			return err != nil && strings.Contains(err.Error(), "presence watch is down") && strings.Contains(err.Error(), "maximum consumers")
+		})
 	})
 	t.Run("the mesh still creates a new agent's consumers", func(t *testing.T) {
 		late := mint(t, m, "late", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})

@@ -67,9 +67,10 @@ type MemberBacklog struct {
 	Anycast *Backlog `json:"anycast,omitempty"`
 	Durable Backlog  `json:"durable"`
 	// Dropped counts, by channel, the durable and @mention copies the trusted reader refused
-	// since the mesh started because dlv_<id> already held as many unacknowledged copies as
-	// DLV_<s> keeps per member (issue 12 item 9); listMemberships lists the durable ones as
-	// gaps. Empty when none was lost.
+	// because dlv_<id> already held as many unacknowledged copies as DLV_<s> keeps per member
+	// (issue 12 item 9); listMemberships lists the durable ones as gaps. Counts of channels
+	// the member holds a membership record on are kept in that record across restarts, the
+	// others since the mesh started. Empty when none was lost.
 	Dropped map[string]int64 `json:"dropped,omitempty"`
 }
 

@@ -275,6 +275,9 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 			t.Fatalf("--force did not replace the file: %q", data)
 		}
 	})
+	t.Run("a mint whose file cannot be written after the mint revokes the credential", func(t *testing.T) {
+		mintOntoALink(t, bin, dir, "erin")
+	})
 	t.Run("revoke cuts the credential off at once", func(t *testing.T) {
 		if _, stderr, code := runCotal(t, bin, "auth", "revoke", "--dir", dir, minted.ID); code != 0 {
 			t.Fatalf("revoke: exit %d: %s", code, stderr)
@@ -297,6 +300,9 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 		t.Fatal("cotal up printed a seed")
 	}
 
+	t.Run("with no mesh running, a mint whose file cannot be written revokes the credential in the store", func(t *testing.T) {
+		mintOntoALink(t, bin, dir, "frank")
+	})
 	t.Run("mint works with no mesh running and the mesh honours it at the next start", func(t *testing.T) {
 		bob := filepath.Join(dir, "bob.creds")
 		out, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "bob", "--subscribe", "general", "--out", bob)
@@ -312,6 +318,40 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 		nc.Close()
 		up.stop(t)
 	})
+}
+
+// mintOntoALink mints name with --force onto a planted symlink: the path passes the check
+// before the mint (it exists, and --force may replace it), the write after the mint refuses to
+// follow the link, so the credential just minted must be revoked, the link's target left alone
+// and no active credential of name left behind (issue 12 item 5).
+func mintOntoALink(t *testing.T, bin, dir, name string) {
+	t.Helper()
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(target, []byte("untouched"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, name+".creds")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", name, "--out", link, "--force")
+	if code != exitError || !strings.Contains(stderr, "cannot write the credential to "+link) ||
+		!strings.Contains(stderr, "the credential was revoked, nothing was minted") {
+		t.Fatalf("mint onto a symlink: exit %d: %s", code, stderr)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "untouched" {
+		t.Fatalf("the link's target was written: %q", data)
+	}
+	out, _, _ := runCotal(t, bin, "auth", "list", "--dir", dir, "--all")
+	var rows []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, " "+name+" ") {
+			rows = append(rows, line)
+		}
+	}
+	if len(rows) != 1 || !strings.Contains(rows[0], "revoked") {
+		t.Fatalf("auth list shows %q for %s; want one revoked row:\n%s", rows, name, out)
+	}
 }
 
 // freePort is a TCP port nothing listened on a moment ago, for a `cotal up` whose port the
