@@ -35,6 +35,9 @@ const (
 var (
 	// errNoMesh: nothing answers on the data directory's admin socket.
 	errNoMesh = errors.New("no cotal mesh is running")
+	// errNoMeshData: the data directory holds no key store: no mesh ran there and nothing was
+	// minted there.
+	errNoMeshData = errors.New("no mesh data")
 	// errBadCreds: the .creds file cannot be read or is not a user credential.
 	errBadCreds = errors.New("bad creds file")
 	// errUnreachable: nothing answers at the join link's address.
