@@ -199,8 +199,8 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 	// credential under one name, and two commands may run at once.
 	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName() + "-" + strings.ToLower(rand.Text()[:6]),
 		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime,
-		// The mesh gives every active agent its consumers; asking for them at mint keeps the
-		// reconciler from logging them as missing, once per command.
+		// The mesh gives every active agent its consumers; asking for them at mint creates them
+		// before the mint returns, instead of in the reconciler's pass after it.
 		Provision: want.profile == "agent"}
 	cred, err := s.mesh.Mint(cmd.Context(), spec)
 	if errors.Is(err, space.ErrOpenMode) {
