@@ -225,13 +225,18 @@ func (s *session) close(want mintFor) {
 	_ = s.mesh.Revoke(ctx, s.link.Space, s.cred.ID)
 }
 
-// describe names the mesh and identity for messages: never the link's token or password.
+// describe names the mesh and the identity connected to it, for messages: never the link's
+// token or password. Connected without a credential, the mesh is an open one.
 func (s *session) describe() string {
-	who := "no credential"
-	if s.creds != nil {
-		who = fmt.Sprintf("%s (%s)", s.cred.Name, s.cred.Profile)
+	if s.creds == nil {
+		return s.where() + " on an open mesh"
 	}
-	return fmt.Sprintf("space %s at %s:%d as %s", s.link.Space, s.link.Host, s.link.Port, who)
+	return s.where() + fmt.Sprintf(" as %s (%s)", s.cred.Name, s.cred.Profile)
+}
+
+// where names the space and the address of the mesh.
+func (s *session) where() string {
+	return fmt.Sprintf("space %s at %s:%d", s.link.Space, s.link.Host, s.link.Port)
 }
 
 // checkSpace refuses a join link to another space than the credential's: its grants name
@@ -263,7 +268,11 @@ func (s *session) connectError(err error) error {
 		return fmt.Errorf("%w: the mesh at %s has no space %s, or the credential was minted by another mesh; "+
 			"`cotal link` beside `cotal up` prints the link of each of its spaces", errWrongSpace, addr, s.link.Space)
 	}
-	return fmt.Errorf("connect to %s: %w", s.describe(), err)
+	who := "without a credential"
+	if s.creds != nil {
+		who = fmt.Sprintf("as %s (%s)", s.cred.Name, s.cred.Profile)
+	}
+	return fmt.Errorf("connect to %s %s: %w", s.where(), who, err)
 }
 
 // userName is the local user, sanitized into a routing token for credential names.

@@ -175,8 +175,20 @@ func withHint(err error) error {
 	case errors.Is(err, space.ErrNoSuchSpace):
 		return fmt.Errorf("%w; `cotal link` lists them", err)
 	case errors.Is(err, space.ErrOpenMode):
-		return fmt.Errorf("%w: it was started with `cotal up --open`, so there is nothing to mint, list or revoke, "+
-			"and every client connects without a credential; credentials are for a mesh started without --open", err)
+		// In the command line's words, without the Go package's prefix ("space: ").
+		return reworded{err: err, msg: "the mesh runs in open mode and has no credentials: it was started with " +
+			"`cotal up --open`, so there is nothing to mint, list or revoke, and every client connects without a " +
+			"credential; credentials are for a mesh started without --open"}
 	}
 	return err
 }
+
+// reworded is err said in the command line's own sentence; errors.Is and errors.As still
+// find err.
+type reworded struct {
+	err error
+	msg string
+}
+
+func (r reworded) Error() string { return r.msg }
+func (r reworded) Unwrap() error { return r.err }
