@@ -33,6 +33,9 @@ type MintSpec struct {
 	Provision bool `json:"provision,omitempty"`
 	// Replace revokes the other active credentials of Name (provisioner.MintRequest.Replace).
 	Replace bool `json:"replace,omitempty"`
+	// ForgetOnRevoke drops the registry row once the credential is revoked
+	// (provisioner.MintRequest.ForgetOnRevoke).
+	ForgetOnRevoke bool `json:"forgetOnRevoke,omitempty"`
 }
 
 // MintedCredential is a minted credential: its id and the .creds file text.
@@ -58,6 +61,7 @@ func (s MintSpec) request() (provisioner.MintRequest, error) {
 		Grants: provisioner.Grants{Subscribe: s.Subscribe, AllowSubscribe: s.AllowSubscribe,
 			AllowPublish: s.AllowPublish, Role: s.Role},
 		ExpiresIn: s.ExpiresIn, ExpiresAt: s.ExpiresAt, NoExpiry: s.NoExpiry, Replace: s.Replace,
+		ForgetOnRevoke: s.ForgetOnRevoke,
 	}
 	if s.IdentitySeed != "" {
 		kp, err := nkeys.FromSeed([]byte(s.IdentitySeed))

@@ -39,8 +39,8 @@ type reconcileStats struct {
 }
 
 // Reconcile checks every consumer of every stream of space against the registry now and
-// deletes or restores each one the rule (reconcile_rule.go) does not keep; each pass first
-// deletes the registry rows of expired credentials (provisioner.Store.Forget). The mesh runs it at
+// deletes or restores each one the rule (reconcile_rule.go) does not keep; each pass then
+// deletes the registry rows of credentials that ended (provisioner.Store.Forget). The mesh runs it at
 // start, after every mint and revoke, and every Options.ReconcileInterval, and judges each
 // consumer create as it happens; calling it is only needed to act at once. An open mesh has
 // no registry and nothing to reconcile.
@@ -73,11 +73,13 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime, cause passCause)
 	if m.store == nil {
 		return rep, nil
 	}
-	m.forgetExpired(rt)
 	recs, err := m.store.List(rt.name)
 	if err != nil {
 		return rep, err
 	}
+	// Forgotten after the judging, which tells what a revoked or expired credential leaves
+	// from an anomaly by its row (judgement.ended).
+	defer m.forgetExpired(rt)
 	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
 	present, errs := m.reconcileStreams(ctx, rt, r, &rep)
 	errs = append(errs, m.restoreMissing(ctx, rt, r, cause, present, &rep))
@@ -93,7 +95,8 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime, cause passCause)
 
 // forgetExpired deletes the registry rows of credentials that can no longer connect
 // (provisioner.Store.Forget), so the one-shot credentials the commands mint beside `cotal up`
-// leave the registry once expired, not only at the next start. A failure is logged: the rows
+// leave the registry once expired, and a streaming command's once revoked
+// (MintSpec.ForgetOnRevoke), not only at the next start. A failure is logged: the rows
 // are harmless, and the next pass or start tries again.
 func (m *Mesh) forgetExpired(rt *spaceRuntime) {
 	gone, err := m.store.Forget(rt.name, time.Now())

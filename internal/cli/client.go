@@ -201,7 +201,9 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime,
 		// The mesh gives every active agent its consumers; asking for them at mint creates them
 		// before the mint returns, instead of in the reconciler's pass after it.
-		Provision: want.profile == "agent"}
+		Provision: want.profile == "agent",
+		// Nobody needs the row of a command's identity once it ends (session.close).
+		ForgetOnRevoke: true}
 	cred, err := s.mesh.Mint(cmd.Context(), spec)
 	if errors.Is(err, space.ErrOpenMode) {
 		return nil // an open mesh takes clients without a credential, with every permission
