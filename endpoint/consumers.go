@@ -83,8 +83,8 @@ func (e *Endpoint) runBinding(ctx context.Context, b binding) {
 
 func (e *Endpoint) reportMissing(b binding, err error) {
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		e.log.Warn("bind-only consumer does not exist yet; the provisioner creates it (cotal "+
-			"mint --provision); retrying", "consumer", b.consumer, "stream", b.stream)
+		e.log.Warn("bind-only consumer does not exist yet; the mesh creates it for an active agent "+
+			"(at mint while it runs, else at its next start); retrying", "consumer", b.consumer, "stream", b.stream)
 	} else {
 		e.log.Warn("cannot bind consumer; retrying", "consumer", b.consumer, "stream", b.stream, "err", err)
 	}

@@ -90,7 +90,8 @@
 // revocation needs, so the account JWT grows with the live credentials, not with every
 // credential ever revoked. Forget applies the same rule (forgettable, forget.go) while a mesh
 // runs, so expired credentials, such as the one-shot ones the commands mint, leave the
-// registry without a restart.
+// registry without a restart. A credential minted with ForgetOnRevoke leaves it as soon as it
+// is revoked; its revocation stays in the account JWT as long as any other would.
 //
 // The package does not talk to the broker: callers apply account JWTs and write ACL records.
 package provisioner

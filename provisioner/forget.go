@@ -15,10 +15,15 @@ import (
 // a revoke right after expiry still finds the row), or it is an in-process-only credential
 // last written before since, the time its store was opened: the mesh mints those for its own
 // Endpoints and keeps their seeds in memory only, so one from an earlier run is held by
-// nobody. EnsureSpace applies the rule at start (since is then, before the mesh mints
-// anything), pruneRevocations when it drops a revocation (without the in-process part), and
-// Forget while a mesh runs.
+// nobody. A revoked row minted with ForgetOnRevoke goes at once: its revocation stays in acct
+// without it, and pruneRevocations drops the revocation by the time recorded apart from the
+// row. EnsureSpace applies the rule at start (since is then, before the mesh mints anything),
+// pruneRevocations when it drops a revocation (without the in-process part), and Forget while
+// a mesh runs.
 func forgettable(rec Record, acct *jwt.AccountClaims, now, since time.Time) bool {
+	if rec.Revoked && rec.ForgetOnRevoke {
+		return true
+	}
 	_, held := acct.Revocations[rec.ID]
 	return !held && dead(rec, now, since)
 }
@@ -77,6 +82,7 @@ var (
 	updatedKey   = []byte(`"updatedAt":"`)
 	revokedKey   = []byte(`"revoked":true`)
 	inProcessKey = []byte(`"inProcessOnly":true`)
+	forgetKey    = []byte(`"forgetOnRevoke":true`)
 )
 
 // anyForgettable reports whether b's registry holds a row forgettable at now, stopping at the
@@ -84,12 +90,16 @@ var (
 // account claims only for a row that is dead: a mesh runs it on every reconcile pass, over
 // the whole registry, and the claims grow with the credentials. Revoked rows are passed over:
 // one goes with its revocation (pruneRevocations), which holds it until then, so looking at
-// it here would decode the claims on every pass for nothing; start catches any other.
+// it here would decode the claims on every pass for nothing; start catches any other. A
+// revoked row minted with ForgetOnRevoke is forgettable as it is.
 func anyForgettable(b *bbolt.Bucket, now, since time.Time) (bool, error) {
 	var acct *jwt.AccountClaims
 	c := b.Bucket(bucketCredentials).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if bytes.Contains(v, revokedKey) {
+			if bytes.Contains(v, forgetKey) {
+				return true, nil
+			}
 			continue
 		}
 		rec := Record{ID: string(k), InProcessOnly: bytes.Contains(v, inProcessKey)}

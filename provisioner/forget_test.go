@@ -130,3 +130,33 @@ func TestInProcessCredentialsOfAnEarlierRunAreForgotten(t *testing.T) {
 		}
 	})
 }
+
+// TestForgetOnRevokeDropsTheRowAndKeepsTheRevocation: the row of a credential minted with
+// ForgetOnRevoke goes at the first Forget after its revocation, while the revocation stays in
+// the account JWT until the credential's JWT expires.
+func TestForgetOnRevokeDropsTheRowAndKeepsTheRevocation(t *testing.T) {
+	s := openStore(t)
+	tail := mint(t, s, MintRequest{Name: "cli-tail-ada-x1", ExpiresIn: 24 * time.Hour, ForgetOnRevoke: true})
+	kept := mint(t, s, MintRequest{Name: "dave", ExpiresIn: 24 * time.Hour})
+	if gone, err := s.Forget("alpha", time.Now()); err != nil || len(gone) != 0 {
+		t.Fatalf("Forget before any revocation = %v, %v; want nothing", gone, err)
+	}
+	for _, c := range []*Credential{tail, kept} {
+		if _, err := s.Revoke("alpha", c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, err := s.Forget("alpha", time.Now())
+	if err != nil || len(gone) != 1 || gone[0].ID != tail.ID {
+		t.Fatalf("Forget after the revocations = %+v, %v; want only %s", gone, err, tail.Name)
+	}
+	if _, err := s.Record("alpha", tail.ID); !errors.Is(err, ErrUnknownCredential) {
+		t.Fatalf("the revoked row is still registered: %v", err)
+	}
+	if rec, err := s.Record("alpha", kept.ID); err != nil || !rec.Revoked {
+		t.Fatalf("a revoked row without ForgetOnRevoke = %+v, %v; want it kept, revoked", rec, err)
+	}
+	if !spaceClaims(t, s).IsClaimRevoked(decodeUser(t, tail.JWT)) {
+		t.Fatal("forgetting the row dropped its revocation")
+	}
+}

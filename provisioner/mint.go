@@ -40,6 +40,11 @@ type MintRequest struct {
 	// (ErrNameInUse), so a new credential never silently leaves an old one working. In-process
 	// credentials neither hold a name nor are refused one.
 	Replace bool
+	// ForgetOnRevoke lets the registry drop the credential's row as soon as it is revoked,
+	// while the revocation itself stays in the account JWT until the JWT expires: for
+	// short-lived identities whose record nobody needs once they end, such as those cotal's
+	// own commands mint for themselves (Record.ForgetOnRevoke).
+	ForgetOnRevoke bool
 }
 
 // Credential is a freshly minted user credential. Seed is the user's private key: hand it
@@ -182,7 +187,7 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	}
 	rec := Record{ID: c.ID, Name: c.Name, Space: c.Space, Profile: c.Profile, Grants: c.Grants,
 		IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt, InProcessOnly: req.InProcessOnly,
-		Revision: prev.Revision + 1, UpdatedAt: time.Now()}
+		ForgetOnRevoke: req.ForgetOnRevoke, Revision: prev.Revision + 1, UpdatedAt: time.Now()}
 	c.ACL = ACLFor(rec)
 	if err := putRecord(reg, rec); err != nil {
 		return err

@@ -27,6 +27,9 @@ type Record struct {
 	// InProcessOnly marks a credential the broker accepts only over an in-process
 	// connection (MintRequest.InProcessOnly).
 	InProcessOnly bool `json:"inProcessOnly,omitempty"`
+	// ForgetOnRevoke lets Forget drop the row once it is revoked, without waiting for the
+	// revocation to lapse (MintRequest.ForgetOnRevoke).
+	ForgetOnRevoke bool `json:"forgetOnRevoke,omitempty"`
 	// Revision counts every change of this id's record (mint, re-mint, revoke), starting at 1.
 	Revision  uint64    `json:"revision"`
 	UpdatedAt time.Time `json:"updatedAt"`

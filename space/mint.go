@@ -33,6 +33,9 @@ type MintSpec struct {
 	Provision bool `json:"provision,omitempty"`
 	// Replace revokes the other active credentials of Name (provisioner.MintRequest.Replace).
 	Replace bool `json:"replace,omitempty"`
+	// ForgetOnRevoke drops the registry row once the credential is revoked
+	// (provisioner.MintRequest.ForgetOnRevoke).
+	ForgetOnRevoke bool `json:"forgetOnRevoke,omitempty"`
 }
 
 // MintedCredential is a minted credential: its id and the .creds file text.
@@ -58,6 +61,7 @@ func (s MintSpec) request() (provisioner.MintRequest, error) {
 		Grants: provisioner.Grants{Subscribe: s.Subscribe, AllowSubscribe: s.AllowSubscribe,
 			AllowPublish: s.AllowPublish, Role: s.Role},
 		ExpiresIn: s.ExpiresIn, ExpiresAt: s.ExpiresAt, NoExpiry: s.NoExpiry, Replace: s.Replace,
+		ForgetOnRevoke: s.ForgetOnRevoke,
 	}
 	if s.IdentitySeed != "" {
 		kp, err := nkeys.FromSeed([]byte(s.IdentitySeed))
@@ -158,7 +162,7 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 			return nil, err
 		}
 	}
-	m.afterGrantChange(ctx, rt, rec, reMint && lostPatterns(prev, provisioner.ACLFor(rec)))
+	m.afterGrantChange(ctx, rt, rec, reMint && lostPatterns(prev, provisioner.ACLFor(rec)), passCause{minted: cred.ID})
 	return cred, nil
 }
 
@@ -171,7 +175,7 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 // Only a narrowing (the previous ACL held a pattern the new one lacks) prunes the handoff: it
 // reads every copy waiting for the member, which a fresh mint or a same-ACL re-mint has no
 // need to pay.
-func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provisioner.Record, narrowed bool) {
+func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provisioner.Record, narrowed bool, cause passCause) {
 	if narrowed && rec.Profile == provisioner.ProfileAgent && !rec.Revoked {
 		n, err := rt.pruneHandoff(ctx, rec.ID, provisioner.ACLFor(rec))
 		if err != nil {
@@ -183,7 +187,7 @@ func (m *Mesh) afterGrantChange(ctx context.Context, rt *spaceRuntime, rec provi
 				"id", rec.ID, "name", rec.Name, "copies", n)
 		}
 	}
-	if _, err := m.reconcile(ctx, rt); err != nil {
+	if _, err := m.reconcile(ctx, rt, cause); err != nil {
 		m.log.Error("reconciling consumers after a credential change failed", "space", rt.name, "id", rec.ID, "err", err)
 	}
 }
@@ -215,7 +219,7 @@ func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if err := rt.putACL(ctx, rec); err != nil {
 		return err
 	}
-	m.afterGrantChange(ctx, rt, rec, false)
+	m.afterGrantChange(ctx, rt, rec, false, passCause{})
 	return nil
 }
 

@@ -39,8 +39,8 @@ type reconcileStats struct {
 }
 
 // Reconcile checks every consumer of every stream of space against the registry now and
-// deletes or restores each one the rule (reconcile_rule.go) does not keep; each pass first
-// deletes the registry rows of expired credentials (provisioner.Store.Forget). The mesh runs it at
+// deletes or restores each one the rule (reconcile_rule.go) does not keep; each pass then
+// deletes the registry rows of credentials that ended (provisioner.Store.Forget). The mesh runs it at
 // start, after every mint and revoke, and every Options.ReconcileInterval, and judges each
 // consumer create as it happens; calling it is only needed to act at once. An open mesh has
 // no registry and nothing to reconcile.
@@ -51,23 +51,38 @@ func (m *Mesh) Reconcile(ctx context.Context, space string) (ReconcileReport, er
 	}
 	rt.mintMu.Lock()
 	defer rt.mintMu.Unlock()
-	return m.reconcile(ctx, rt)
+	return m.reconcile(ctx, rt, passCause{})
 }
 
+// passCause is why a reconciliation pass runs, which decides whether creating a missing
+// bind-only consumer is news. At start, and in the pass that follows an agent's mint, its
+// consumers are expected to be created (a credential minted while no mesh ran, or without
+// Provision): that is logged at info. Any other pass finds a consumer someone deleted, and
+// recreating it is a warning.
+type passCause struct {
+	start  bool   // the mesh is starting
+	minted string // the id of the credential whose mint the pass follows
+}
+
+// expects reports whether creating id's consumers is part of what the pass is for.
+func (c passCause) expects(id string) bool { return c.start || c.minted == id }
+
 // reconcile is one pass; the caller holds rt.mintMu, so the registry does not change under it.
-func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime) (ReconcileReport, error) {
+func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime, cause passCause) (ReconcileReport, error) {
 	var rep ReconcileReport
 	if m.store == nil {
 		return rep, nil
 	}
-	m.forgetExpired(rt)
 	recs, err := m.store.List(rt.name)
 	if err != nil {
 		return rep, err
 	}
+	// Forgotten after the judging, which tells what a revoked or expired credential leaves
+	// from an anomaly by its row (judgement.ended).
+	defer m.forgetExpired(rt)
 	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
 	present, errs := m.reconcileStreams(ctx, rt, r, &rep)
-	errs = append(errs, m.restoreMissing(ctx, rt, r, present, &rep))
+	errs = append(errs, m.restoreMissing(ctx, rt, r, cause, present, &rep))
 	rt.reconciled.passes.Add(1)
 	rt.reconciled.deleted.Add(int64(rep.Deleted))
 	rt.reconciled.restored.Add(int64(rep.Restored))
@@ -80,7 +95,8 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime) (ReconcileReport
 
 // forgetExpired deletes the registry rows of credentials that can no longer connect
 // (provisioner.Store.Forget), so the one-shot credentials the commands mint beside `cotal up`
-// leave the registry once expired, not only at the next start. A failure is logged: the rows
+// leave the registry once expired, and a streaming command's once revoked
+// (MintSpec.ForgetOnRevoke), not only at the next start. A failure is logged: the rows
 // are harmless, and the next pass or start tries again.
 func (m *Mesh) forgetExpired(rt *spaceRuntime) {
 	gone, err := m.store.Forget(rt.name, time.Now())
@@ -167,6 +183,13 @@ func (m *Mesh) act(ctx context.Context, rt *spaceRuntime, stream, name string, j
 		return fmt.Errorf("delete consumer %s on %s: %w", name, stream, err)
 	}
 	rep.Deleted++
+	if j.ended {
+		// A revocation or an expiry taking the credential's consumers with it: the revocation
+		// is the news, logged where it happens.
+		m.log.Debug("deleted a consumer of a revoked or expired credential", "space", rt.name, "stream", stream,
+			"consumer", name, "owner", j.owner, "reason", j.why)
+		return nil
+	}
 	m.log.Warn("deleted a consumer the layout does not allow", "space", rt.name, "stream", stream,
 		"consumer", name, "owner", j.owner, "reason", j.why)
 	return nil
@@ -190,9 +213,10 @@ func (m *Mesh) restoreConsumer(ctx context.Context, rt *spaceRuntime, stream, na
 	return nil
 }
 
-// restoreMissing recreates every bind-only durable of an active agent that is not present,
-// for example one another identity deleted: its owner binds it and cannot create it.
-func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r roster, present map[string]bool, rep *ReconcileReport) error {
+// restoreMissing creates every bind-only durable of an active agent that is not present: one
+// minted while no mesh ran or without Provision (expected, as cause says), or one another
+// identity deleted. Its owner binds it and cannot create it.
+func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r roster, cause passCause, present map[string]bool, rep *ReconcileReport) error {
 	var errs []error
 	for _, rec := range r.active {
 		if rec.Profile != provisioner.ProfileAgent {
@@ -208,8 +232,12 @@ func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r roster, p
 			}
 			present[c.Stream+"/"+c.Name] = true
 			rep.Restored++
-			m.log.Warn("recreated a missing consumer", "space", rt.name, "stream", c.Stream,
-				"consumer", c.Name, "owner", rec.ID)
+			attrs := []any{"space", rt.name, "stream", c.Stream, "consumer", c.Name, "owner", rec.ID, "name", rec.Name}
+			if cause.expects(rec.ID) {
+				m.log.Info("created an agent's consumer", attrs...)
+				continue
+			}
+			m.log.Warn("recreated a missing consumer", attrs...)
 		}
 	}
 	return errors.Join(errs...)
@@ -236,7 +264,7 @@ func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, stop <-ch
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), reconcileTimeout)
 			rt.mintMu.Lock()
-			_, err := m.reconcile(ctx, rt)
+			_, err := m.reconcile(ctx, rt, passCause{})
 			rt.mintMu.Unlock()
 			cancel()
 			if err != nil {

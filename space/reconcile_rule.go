@@ -64,6 +64,10 @@ type judgement struct {
 	spec    wire.ConsumerSpec
 	why     string
 	owner   string
+	// ended: the consumer is removed because the credential it served was revoked or expired
+	// (its owner is still in the registry), the expected end of a credential's consumers and
+	// no sign of anyone overstepping.
+	ended bool
 }
 
 // roster is what the rule knows of the registry, by sanitized id token: the active
@@ -76,6 +80,12 @@ type roster struct {
 	agents  map[string]provisioner.Record
 	roles   map[string]bool
 	inboxes map[string]wire.Permissions // inbox prefix -> that identity's permissions
+	// ended are the registry's identities that can no longer connect (revoked or expired),
+	// by sanitized id token and by inbox prefix, with the roles of the revoked agents: what
+	// a revocation or an expiry leaves for the reconciler to clear (judgement.ended).
+	ended        map[string]provisioner.Record
+	endedInboxes map[string]string // inbox prefix -> id
+	endedRoles   map[string]bool
 }
 
 // newRoster builds the rule's view of recs at now. deliveryInbox is the inbox prefix of the
@@ -83,7 +93,8 @@ type roster struct {
 // starts, when every watch is a previous run's.
 func newRoster(n wire.Names, recs []provisioner.Record, now time.Time, ackWait time.Duration, deliveryInbox string) roster {
 	r := roster{names: n, ackWait: ackWait, active: map[string]provisioner.Record{},
-		agents: map[string]provisioner.Record{}, roles: map[string]bool{}, inboxes: map[string]wire.Permissions{}}
+		agents: map[string]provisioner.Record{}, roles: map[string]bool{}, inboxes: map[string]wire.Permissions{},
+		ended: map[string]provisioner.Record{}, endedInboxes: map[string]string{}, endedRoles: map[string]bool{}}
 	if deliveryInbox != "" {
 		r.inboxes[deliveryInbox] = wire.DeliveryPermissions(n, deliveryInbox)
 	}
@@ -95,6 +106,11 @@ func newRoster(n wire.Names, recs []provisioner.Record, now time.Time, ackWait t
 			}
 		}
 		if !rec.Active(now) {
+			r.ended[wire.Sanitize(rec.ID)] = rec
+			r.endedInboxes[wire.InboxPrefix(rec.ID)] = rec.ID
+			if rec.Profile == provisioner.ProfileAgent && rec.Revoked && rec.Grants.Role != "" {
+				r.endedRoles[wire.Sanitize(rec.Grants.Role)] = true
+			}
 			continue
 		}
 		r.active[wire.Sanitize(rec.ID)] = rec
@@ -164,7 +180,7 @@ func (r roster) judgeChat(name string, cfg jetstream.ConsumerConfig) judgement {
 	}
 	rec, ok := r.active[tok]
 	if !ok {
-		return judgement{verdict: remove, why: "its owner is not an active identity", owner: tok}
+		return r.ownerGone("its owner is not an active identity", tok)
 	}
 	if !r.readsChat(rec, cfg) {
 		return judgement{verdict: remove, why: "its filter is outside the owner's current read ACL", owner: rec.ID}
@@ -192,7 +208,7 @@ func (r roster) readsChat(rec provisioner.Record, cfg jetstream.ConsumerConfig) 
 func (r roster) judgeDMHistory(tok string, cfg jetstream.ConsumerConfig) judgement {
 	rec, ok := r.active[tok]
 	if !ok || rec.Profile != provisioner.ProfileAdmin {
-		return judgement{verdict: remove, why: "its owner is not an active admin", owner: tok}
+		return r.ownerGone("its owner is not an active admin", tok)
 	}
 	if why := transientPull(cfg); why != "" {
 		return judgement{verdict: remove, why: why, owner: rec.ID}
@@ -207,14 +223,24 @@ func (r roster) judgeDMHistory(tok string, cfg jetstream.ConsumerConfig) judgeme
 func (r roster) judgeBound(tok string, cfg jetstream.ConsumerConfig, spec func(id string) wire.ConsumerSpec) judgement {
 	rec, ok := r.agents[tok]
 	if !ok {
-		return judgement{verdict: remove, why: "its owner is not an agent, or was revoked", owner: tok}
+		return r.ownerGone("its owner is not an agent, or was revoked", tok)
 	}
 	return bound(spec(rec.ID), cfg, rec.ID)
 }
 
+// ownerGone removes the consumer of tok, an id token that is no active owner; ended when the
+// registry still holds tok as a revoked or expired credential.
+func (r roster) ownerGone(why, tok string) judgement {
+	j := judgement{verdict: remove, why: why, owner: tok}
+	if rec, ok := r.ended[tok]; ok {
+		j.owner, j.ended = rec.ID, true
+	}
+	return j
+}
+
 func (r roster) judgeRole(role string, cfg jetstream.ConsumerConfig) judgement {
 	if !r.roles[role] {
-		return judgement{verdict: remove, why: "no agent that is not revoked holds the role", owner: role}
+		return judgement{verdict: remove, why: "no agent that is not revoked holds the role", owner: role, ended: r.endedRoles[role]}
 	}
 	return bound(r.names.SvcConsumerSpec(role, r.ackWait), cfg, role)
 }
@@ -259,6 +285,11 @@ func (r roster) judgeWatch(stream string, cfg jetstream.ConsumerConfig) judgemen
 	for inbox, p := range r.inboxes {
 		if server.SubjectMatchesFilter(cfg.DeliverSubject, inbox+".>") && mayPublish(p, create) {
 			return judgement{verdict: keep}
+		}
+	}
+	for inbox, id := range r.endedInboxes {
+		if server.SubjectMatchesFilter(cfg.DeliverSubject, inbox+".>") {
+			return judgement{verdict: remove, why: "it pushes to a revoked or expired identity", owner: id, ended: true}
 		}
 	}
 	return judgement{verdict: remove, why: "it pushes to an identity that may not watch the bucket"}

@@ -99,3 +99,47 @@ func TestTheRuleKeepsExactlyTheLayoutsConsumers(t *testing.T) {
 		})
 	}
 }
+
+// TestTheRuleTellsARevokedCredentialsConsumersFromAnomalies: what a revocation or an expiry
+// leaves is removed as ended (logged as the revocation's own cleanup, not as a warning);
+// a consumer of an id or role the registry never held is not.
+func TestTheRuleTellsARevokedCredentialsConsumersFromAnomalies(t *testing.T) {
+	t.Parallel()
+	n := wire.NewNames("main")
+	now := time.Now()
+	ackWait := wire.DefaultAckWait
+	revoked := provisioner.Record{ID: "GONE", Profile: provisioner.ProfileAgent, Revoked: true,
+		Grants: provisioner.Grants{Role: "builder"}}
+	expiredAdmin := provisioner.Record{ID: "ROOT", Profile: provisioner.ProfileAdmin, ExpiresAt: now.Add(-time.Hour)}
+	r := newRoster(n, []provisioner.Record{revoked, expiredAdmin}, now, ackWait, "")
+	spec := jsconfig.Consumer
+	watch := func(deliver string) jetstream.ConsumerConfig {
+		return jetstream.ConsumerConfig{DeliverSubject: deliver, AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 5 * time.Second}
+	}
+	presence := wire.KVStream(n.PresenceBucket())
+	for _, tc := range []struct {
+		name, stream, consumer string
+		cfg                    jetstream.ConsumerConfig
+		ended                  bool
+		owner                  string
+	}{
+		{"a revoked agent's dm_ is its end", n.DMStream(), n.DMConsumer(revoked.ID), spec(n.DMConsumerSpec(revoked.ID, ackWait)), true, revoked.ID},
+		{"a revoked agent's dlv_ is its end", n.DLVStream(), n.DLVConsumer(revoked.ID), spec(n.DLVConsumerSpec(revoked.ID, ackWait)), true, revoked.ID},
+		{"the svc_ of a role only a revoked agent held is its end", n.TaskStream(), n.SvcConsumer("builder"),
+			spec(n.SvcConsumerSpec("builder", ackWait)), true, "builder"},
+		{"a revoked agent's watch is its end", presence, "w1", watch(wire.InboxPrefix(revoked.ID) + ".w"), true, revoked.ID},
+		{"an expired admin's dmhist is its end", n.DMStream(), n.DMHistoryConsumer(expiredAdmin.ID),
+			spec(n.DMHistoryConsumerSpec(expiredAdmin.ID)), true, expiredAdmin.ID},
+		{"the dm_ of an id never minted is not", n.DMStream(), n.DMConsumer("NOBODY"), spec(n.DMConsumerSpec("NOBODY", ackWait)), false, "NOBODY"},
+		{"the svc_ of a role nobody held is not", n.TaskStream(), n.SvcConsumer("tester"), spec(n.SvcConsumerSpec("tester", ackWait)), false, "tester"},
+		{"a watch pushing into an unknown inbox is not", presence, "w2", watch("_INBOX_NOBODY.w"), false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := r.judge(tc.stream, tc.consumer, tc.cfg)
+			if got.verdict != remove || got.ended != tc.ended || got.owner != tc.owner {
+				t.Fatalf("verdict %d, ended %v, owner %q (%s); want remove, ended %v, owner %q",
+					got.verdict, got.ended, got.owner, got.why, tc.ended, tc.owner)
+			}
+		})
+	}
+}

@@ -79,6 +79,8 @@ func (m *Mesh) checkCreated(rt *spaceRuntime, c created) {
 	if j.verdict == keep {
 		return
 	}
+	// Made just now for an identity that can no longer connect: not what its end left behind.
+	j.ended = false
 	var rep ReconcileReport
 	if err := m.act(ctx, rt, c.stream, c.name, j, &rep); err != nil {
 		rt.reconciled.failures.Add(1)

@@ -88,12 +88,12 @@ func (m *Mesh) connectInfra(rt *spaceRuntime) error {
 // runs the whole pass.
 func (m *Mesh) reconcileAtStart(ctx context.Context, rt *spaceRuntime, recs []provisioner.Record) error {
 	if !m.opts.Memory {
-		_, err := m.reconcile(ctx, rt)
+		_, err := m.reconcile(ctx, rt, passCause{start: true})
 		return err
 	}
 	var rep ReconcileReport
 	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
-	err := m.restoreMissing(ctx, rt, r, map[string]bool{}, &rep)
+	err := m.restoreMissing(ctx, rt, r, passCause{start: true}, map[string]bool{}, &rep)
 	rt.reconciled.passes.Add(1)
 	rt.reconciled.restored.Add(int64(rep.Restored))
 	if err != nil {
@@ -140,7 +140,7 @@ func (m *Mesh) infraConn(space string, p provisioner.Profile) (*nats.Conn, error
 func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
 	rt.deliveryInbox = rt.dlvConn.Opts.InboxPrefix
 	cfg := delivery.DefaultConfig()
-	cfg.Names, cfg.Conn, cfg.Logger = rt.names, rt.dlvConn, m.log.With("space", rt.name)
+	cfg.Names, cfg.Conn, cfg.Logger = rt.names, rt.dlvConn, m.log // the service adds the space itself
 	cfg.ACL = rt.acls
 	if m.opts.Open {
 		cfg.ACL = openACL{}

@@ -101,9 +101,10 @@ func (h *handlers) credentials(_ context.Context, r *http.Request) (int, any, er
 
 func (h *handlers) revoke(ctx context.Context, r *http.Request) (int, any, error) {
 	spaceName, id := r.PathValue("space"), r.PathValue("id")
+	name := h.credentialName(spaceName, id) // before the revocation, which may forget the row
 	err := h.m.Revoke(ctx, spaceName, id)
 	if err == nil {
-		h.m.Logger().Info("revoked a credential", "space", spaceName, "name", h.credentialName(spaceName, id), "id", id)
+		h.m.Logger().Info("revoked a credential", "space", spaceName, "name", name, "id", id)
 	}
 	return http.StatusNoContent, nil, err
 }

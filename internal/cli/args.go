@@ -54,10 +54,7 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 			names = append(names, c.Name())
 		}
 	}
-	if s := closeMatches(args[0], names); len(s) > 0 {
-		msg += "; did you mean " + strings.Join(s, " or ") + "?"
-	}
-	return errors.New(msg)
+	return errors.New(msg + didYouMean(closeMatches(args[0], names)))
 }
 
 // flagError adds the close flag names to cobra's "unknown flag" error.
@@ -76,5 +73,5 @@ func flagError(cmd *cobra.Command, err error) error {
 	for i, g := range guesses {
 		guesses[i] = "--" + g
 	}
-	return fmt.Errorf("%w; did you mean %s?", err, strings.Join(guesses, " or "))
+	return fmt.Errorf("%w%s", err, didYouMean(guesses))
 }

@@ -278,7 +278,7 @@ func newListCmd() *cobra.Command {
 
 func listCredentials(cmd *cobra.Command, dir, spaceName string) ([]space.CredentialInfo, error) {
 	var recs []space.CredentialInfo
-	err := withMeshOrStore(cmd, dir, func(c *admin.Client) (err error) {
+	err := withMeshOrExistingStore(cmd, dir, spaceName, func(c *admin.Client) (err error) {
 		recs, err = c.Credentials(cmd.Context(), spaceName)
 		return err
 	}, func(s *provisioner.Store) (err error) {
@@ -323,7 +323,7 @@ them by id ("cotal auth list" shows them).`,
 			if err != nil {
 				return err
 			}
-			err = withMeshOrStore(cmd, dir, func(c *admin.Client) error {
+			err = withMeshOrExistingStore(cmd, dir, spaceName, func(c *admin.Client) error {
 				return c.Revoke(cmd.Context(), spaceName, id)
 			}, func(s *provisioner.Store) error {
 				_, err := s.Revoke(spaceName, id)

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -32,6 +36,9 @@ directory; exit codes as in "cotal help exit-codes".`,
 				return err
 			}
 			rm, err := c.RemoveChannel(cmd.Context(), spaceName, args[0])
+			if errors.Is(err, space.ErrUnknownChannel) {
+				return unknownChannel(cmd, spaceName, args[0], err)
+			}
 			if err != nil {
 				return withHint(err)
 			}
@@ -50,6 +57,32 @@ directory; exit codes as in "cotal help exit-codes".`,
 	addAdminFlags(cmd, &asJSON)
 	cmd.Flags().StringVar(&spaceName, "space", "main", "space")
 	return cmd
+}
+
+// unknownChannel says that channel, which rm was asked to remove, does not exist, and names
+// the channels of the space close to it. Listing them takes a reader beside the mesh, as
+// `cotal channels list` does; if that fails, the error goes without suggestions.
+func unknownChannel(cmd *cobra.Command, spaceName, channel string, err error) error {
+	var guesses []string
+	want := mintFor{command: "channels", profile: "admin", lifetime: oneShotLifetime}
+	s := &session{}
+	defer s.close(want)
+	if s.openLocal(cmd, spaceName, want) == nil {
+		if e, cerr := s.connect(cmd.Context(), endpoint.Options{Passive: true}); cerr == nil {
+			ctx, cancel := context.WithTimeout(cmd.Context(), readWait)
+			if list, lerr := e.Channels(ctx); lerr == nil {
+				var known []string
+				for _, c := range list.Channels {
+					known = append(known, c.Name)
+				}
+				guesses = closeMatches(channel, known)
+			}
+			cancel()
+			closeEndpoint(e)
+		}
+	}
+	return reworded{err: err, msg: fmt.Sprintf("unknown channel %q: no such channel in space %s (no message, no config), "+
+		"so there is nothing to remove; `cotal channels list` shows the channels%s", channel, spaceName, didYouMean(guesses))}
 }
 
 // plural picks the word for n things.

@@ -35,6 +35,9 @@ const (
 var (
 	// errNoMesh: nothing answers on the data directory's admin socket.
 	errNoMesh = errors.New("no cotal mesh is running")
+	// errNoMeshData: the data directory holds no key store: no mesh ran there and nothing was
+	// minted there.
+	errNoMeshData = errors.New("no mesh data")
 	// errBadCreds: the .creds file cannot be read or is not a user credential.
 	errBadCreds = errors.New("bad creds file")
 	// errUnreachable: nothing answers at the join link's address.
@@ -196,9 +199,11 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 	// credential under one name, and two commands may run at once.
 	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName() + "-" + strings.ToLower(rand.Text()[:6]),
 		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime,
-		// The mesh gives every active agent its consumers; asking for them at mint keeps the
-		// reconciler from logging them as missing, once per command.
-		Provision: want.profile == wire.ProfileAgent}
+		// The mesh gives every active agent its consumers; asking for them at mint creates them
+		// before the mint returns, instead of in the reconciler's pass after it.
+		Provision: want.profile == wire.ProfileAgent,
+		// Nobody needs the row of a command's identity once it ends (session.close).
+		ForgetOnRevoke: true}
 	cred, err := s.mesh.Mint(cmd.Context(), spec)
 	if errors.Is(err, space.ErrOpenMode) {
 		return nil // an open mesh takes clients without a credential, with every permission
@@ -222,13 +227,18 @@ func (s *session) close(want mintFor) {
 	_ = s.mesh.Revoke(ctx, s.link.Space, s.cred.ID)
 }
 
-// describe names the mesh and identity for messages: never the link's token or password.
+// describe names the mesh and the identity connected to it, for messages: never the link's
+// token or password. Connected without a credential, the mesh is an open one.
 func (s *session) describe() string {
-	who := "no credential"
-	if s.creds != nil {
-		who = fmt.Sprintf("%s (%s)", s.cred.Name, s.cred.Profile)
+	if s.creds == nil {
+		return s.where() + " on an open mesh"
 	}
-	return fmt.Sprintf("space %s at %s:%d as %s", s.link.Space, s.link.Host, s.link.Port, who)
+	return s.where() + fmt.Sprintf(" as %s (%s)", s.cred.Name, s.cred.Profile)
+}
+
+// where names the space and the address of the mesh.
+func (s *session) where() string {
+	return fmt.Sprintf("space %s at %s:%d", s.link.Space, s.link.Host, s.link.Port)
 }
 
 // checkSpace refuses a join link to another space than the credential's: its grants name
@@ -260,7 +270,11 @@ func (s *session) connectError(err error) error {
 		return fmt.Errorf("%w: the mesh at %s has no space %s, or the credential was minted by another mesh; "+
 			"`cotal link` beside `cotal up` prints the link of each of its spaces", errWrongSpace, addr, s.link.Space)
 	}
-	return fmt.Errorf("connect to %s: %w", s.describe(), err)
+	who := "without a credential"
+	if s.creds != nil {
+		who = fmt.Sprintf("as %s (%s)", s.cred.Name, s.cred.Profile)
+	}
+	return fmt.Errorf("connect to %s %s: %w", s.where(), who, err)
 }
 
 // userName is the local user, sanitized into a routing token for credential names.

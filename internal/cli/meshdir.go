@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -51,6 +52,34 @@ func withMeshOrStore(cmd *cobra.Command, dir string, onMesh func(*admin.Client) 
 		return withHint(onMesh(c))
 	}
 	return errors.Join(withHint(onStore(store)), store.Close())
+}
+
+// withMeshOrExistingStore is withMeshOrStore for a command that only reads or changes what a
+// mesh or a mint left in dir (auth list, auth revoke): a directory with neither a key store
+// nor an admin socket is errNoMeshData, and nothing is created in it.
+func withMeshOrExistingStore(cmd *cobra.Command, dir, spaceName string, onMesh func(*admin.Client) error, onStore func(*provisioner.Store) error) error {
+	if err := checkMeshData(dir); err != nil {
+		return err
+	}
+	return withMeshOrStore(cmd, dir, onMesh, func(s *provisioner.Store) error {
+		err := onStore(s)
+		if errors.Is(err, provisioner.ErrUnknownSpace) {
+			return fmt.Errorf("%w %q: the key store in %s has no such space; `cotal up --dir %s --space %s` provisions it",
+				provisioner.ErrUnknownSpace, spaceName, dir, dir, spaceName)
+		}
+		return err
+	})
+}
+
+// checkMeshData is errNoMeshData unless dir holds a key store, or the admin socket of a mesh
+// that may be creating one.
+func checkMeshData(dir string) error {
+	for _, name := range []string{provisioner.KeysFile, admin.SocketName} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w in %s: start `cotal up --dir %s` first, or check --dir", errNoMeshData, dir, dir)
 }
 
 // reachDir finds what serves dir: the admin socket of a running mesh, or else (with
@@ -146,8 +175,20 @@ func withHint(err error) error {
 	case errors.Is(err, space.ErrNoSuchSpace):
 		return fmt.Errorf("%w; `cotal link` lists them", err)
 	case errors.Is(err, space.ErrOpenMode):
-		return fmt.Errorf("%w: it was started with `cotal up --open`, so there is nothing to mint, list or revoke, "+
-			"and every client connects without a credential; credentials are for a mesh started without --open", err)
+		// In the command line's words, without the Go package's prefix ("space: ").
+		return reworded{err: err, msg: "the mesh runs in open mode and has no credentials: it was started with " +
+			"`cotal up --open`, so there is nothing to mint, list or revoke, and every client connects without a " +
+			"credential; credentials are for a mesh started without --open"}
 	}
 	return err
 }
+
+// reworded is err said in the command line's own sentence; errors.Is and errors.As still
+// find err.
+type reworded struct {
+	err error
+	msg string
+}
+
+func (r reworded) Error() string { return r.msg }
+func (r reworded) Unwrap() error { return r.err }

@@ -104,6 +104,9 @@ var refusalKinds = []struct{ marker, one, more string }{
 var (
 	refusalSubject = regexp.MustCompile(`Subject "([^"]*)"`)
 	refusalAddr    = regexp.MustCompile(`^(\S+) - cid:`)
+	// refusalSpace is the account name before the user in "ACCOUNT/NAME/jwt:USER": an agent's
+	// account is named for its space.
+	refusalSpace = regexp.MustCompile(`([^/"\s]+)/jwt:U`)
 )
 
 // refusal rewrites a nats-server client refusal line, or the broker's summary of the ones it
@@ -140,6 +143,9 @@ func (h *meshLog) refusal(r slog.Record) (slog.Record, bool) {
 		return r, false
 	}
 	out := slog.NewRecord(r.Time, slog.LevelWarn, msg, r.PC)
+	if m := refusalSpace.FindStringSubmatch(raw); m != nil {
+		out.AddAttrs(slog.String("space", m[1]))
+	}
 	if id := instanceID.FindString(raw); id != "" {
 		out.AddAttrs(slog.String("name", h.names.name(id)), slog.String("id", id))
 	}

@@ -29,13 +29,13 @@ func TestMeshLogSpeaksOfAgentsByName(t *testing.T) {
 		not   []string
 	}{
 		{name: "a refusal names the agent and the subject, without the account key", level: slog.LevelError, msg: violation,
-			want: []string{"level=WARN", `msg="refused a publish outside its grants"`, "name=alice", "id=" + logUser,
+			want: []string{"level=WARN", `msg="refused a publish outside its grants" space=main name=alice`, "id=" + logUser,
 				"subject=cotal.main.chat.random", "from=127.0.0.1:46164"},
 			not: []string{"Violation", logAccount}},
 		{name: "the broker's summary of held-back refusals names the agent too", level: slog.LevelError,
 			msg: "client refusals held back: Subscription Violation", attrs: []any{"identity", "main/jwt:" + logUser, "count", 41,
 				"within", 10 * time.Second, "last", strings.Replace(violation, "Publish", "Subscription", 1)},
-			want: []string{`msg="refused more subscriptions outside its grants"`, "name=alice", "count=41", "within=10s"},
+			want: []string{`msg="refused more subscriptions outside its grants" space=main name=alice`, "count=41", "within=10s"},
 			not:  []string{logAccount}},
 		{name: "a record with an instance id gets its name", level: slog.LevelWarn, msg: "recreated a missing consumer",
 			attrs: []any{"owner", logUser}, want: []string{"owner=" + logUser, "name=alice"}},

@@ -33,7 +33,7 @@ var (
 type target struct {
 	kind    endpoint.MetaKind
 	channel string
-	name    string // @NAME, resolved against the roster
+	name    string // @NAME, resolved against the roster, then the credentials (resolveName)
 	id      string
 	role    string
 }
@@ -72,7 +72,9 @@ confirmed; delivery is not: a live recipient may be offline, a durable one gets 
 
 Targets:
   CHANNEL     multicast on a concrete channel, e.g. general or team.backend
-  @NAME       a DM to the one online instance with that display name ("cotal who")
+  @NAME       a DM to the one online instance with that display name ("cotal who"); beside
+              "cotal up" also to an offline agent by the name of its credential, whose
+              DMs wait for it
   ID          a DM to an instance id (U + 55 characters), online or not
   svc:ROLE    anycast to exactly one holder of the role
 TEXT is read from standard input when it is absent or "-".
@@ -155,7 +157,7 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create b
 		_ = e.Close(ctx)
 	}()
 	if t.name != "" {
-		if t.id, err = resolveName(ctx, e, t.name); err != nil {
+		if t.id, err = resolveName(ctx, e, s, t.name); err != nil {
 			return err
 		}
 	}
@@ -195,21 +197,6 @@ func sendError(err error, t target, s *session) error {
 		return fmt.Errorf("no storage confirmation within %s (%w): the message may or may not be stored; check with `cotal status`", sendWait, err)
 	}
 	return fmt.Errorf("send: %w", err)
-}
-
-// resolveName finds the one online instance, other than this one, whose display name is
-// name (endpoint.ResolveName), and says what to do when there is none or several.
-func resolveName(ctx context.Context, e *endpoint.Endpoint, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, rosterWait)
-	defer cancel()
-	id, err := e.ResolveName(ctx, name)
-	switch {
-	case errors.Is(err, endpoint.ErrUnknownName):
-		return "", fmt.Errorf("@%s: %w; `cotal who` lists who is online; to reach an offline instance send to its id, its DMs wait for it", name, err)
-	case errors.Is(err, endpoint.ErrAmbiguousName):
-		return "", fmt.Errorf("@%s: %w; send to one of them by id", name, err)
-	}
-	return id, err
 }
 
 // receipt is the --json form of a stored message.

@@ -37,13 +37,9 @@ func checkChannel(ctx context.Context, e *endpoint.Endpoint, s *session, channel
 	for _, c := range list.Channels {
 		known = append(known, c.Name)
 	}
-	hint := ""
-	if guesses := targetGuesses(ctx, e, channel, known); len(guesses) > 0 {
-		hint = "; did you mean " + strings.Join(guesses, " or ") + "?"
-	}
-	return fmt.Errorf("%w %q in space %s: it has no message and no config%s; "+
-		"`cotal channels list` shows the channels, and --create starts a new one",
-		errNewChannel, channel, e.Space(), hint)
+	return fmt.Errorf("%w %q in space %s: it has no message and no config; "+
+		"`cotal channels list` shows the channels, and --create starts a new one%s",
+		errNewChannel, channel, e.Space(), didYouMean(targetGuesses(ctx, e, channel, known)))
 }
 
 // targetGuesses are the valid targets close to a mistyped one: existing channels, online

@@ -6,6 +6,14 @@ import (
 	"strings"
 )
 
+// didYouMean ends an error message with its guesses: "; did you mean a or b?", or nothing.
+func didYouMean(guesses []string) string {
+	if len(guesses) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(guesses, " or ") + "?"
+}
+
 // closeMatches returns the candidates within a small edit distance of word, case-insensitive,
 // closest first, at most three: the "did you mean" of a mistyped channel or name.
 func closeMatches(word string, candidates []string) []string {

@@ -269,7 +269,7 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL strin
 	if cfg.Cluster.Trust != "" {
 		fmt.Fprintln(w, "mint credentials on the node that holds the key store (the one that wrote the trust file)")
 	} else if !cfg.Open {
-		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general --provision\n", m.Dir())
+		fmt.Fprintf(w, "mint a credential in another terminal:\n  cotal auth mint --dir %s --profile agent --name alice --subscribe general --allow-publish general\n", m.Dir())
 	}
 	fmt.Fprintln(w, "press Ctrl-C to stop")
 }

@@ -33,6 +33,11 @@ func TestUpLogsWhatHappensOnTheMesh(t *testing.T) {
 	tail.waitStderr(t, "following")
 	logged("alice online", "level=INFO", `msg="agent online"`, "name=alice", "id="+aliceID)
 	logged("alice's durable join", `msg="joined a durable channel"`, "channel=general", "name=alice")
+	for _, line := range strings.Split(up.out.String(), "\n") {
+		if strings.Contains(line, "joined a durable channel") && strings.Count(line, "space=") != 1 {
+			t.Errorf("the join line names the space %d times: %s", strings.Count(line, "space="), line)
+		}
+	}
 
 	nc, err := connectCreds(up.link, alice, aliceID)
 	if err != nil {
@@ -42,7 +47,7 @@ func TestUpLogsWhatHappensOnTheMesh(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = nc.Flush()
-	logged("the refusal named by agent", "level=WARN", `msg="refused a publish outside its grants"`, "name=alice",
+	logged("the refusal named by agent", "level=WARN", `msg="refused a publish outside its grants"`, "space=main", "name=alice",
 		"subject=cotal.main.chat.random")
 	nc.Close()
 
@@ -61,10 +66,26 @@ func TestUpLogsWhatHappensOnTheMesh(t *testing.T) {
 		t.Errorf("up's log shows the account key %s:\n%s", k, first)
 	}
 
+	// Minted while no mesh runs: the next start creates bob's consumers, as expected, and says
+	// so at info with his name, not as a recovery warning.
+	_, bobID := mintCreds(t, bin, dir, "bob")
 	again := startUp(t, bin, dir)
 	out := again.out.String()
-	if n := strings.Count(out, `msg="recovered the stored state"`); n != 1 || strings.Contains(out, "Restored ") {
-		t.Fatalf("a restart logged %d recovery summaries; want one and no per-stream lines:\n%s", n, out)
+	if n := strings.Count(out, `msg="recovered the stored state"`); n != 1 || strings.Contains(out, "Restored ") ||
+		!strings.Contains(out, "warnings=0") {
+		t.Fatalf("a restart logged %d recovery summaries; want one, with no warnings and no per-stream lines:\n%s", n, out)
 	}
+	up = again // logged reads up
+	logged("bob's consumers created at start", "level=INFO", `msg="created an agent's consumer"`, "name=bob", "owner="+bobID)
+
+	// A revocation takes the credential's consumers with it: the revocation is the news.
+	cliCase{args: []string{"auth", "revoke", "--dir", dir, "bob"}, stdout: []string{"revoked " + bobID}}.run(t, bin)
+	logged("bob's revocation", `msg="revoked a credential"`, "name=bob")
 	again.stop(t)
+	out = again.out.String()
+	for _, noise := range []string{"recreated a missing consumer", "name=unknown", "deleted a consumer the layout does not allow", "level=WARN"} {
+		if strings.Contains(out, noise) {
+			t.Errorf("the restarted up's log shows %q:\n%s", noise, out)
+		}
+	}
 }

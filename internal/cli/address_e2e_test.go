@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestSendByNameReachesAnOfflineAgent: beside `cotal up`, `send @alice` finds alice through the
+// credentials when she is offline, and her DM waits for her next tail; with only --link and
+// --creds the roster is all there is, and the error says so and points to the id.
+func TestSendByNameReachesAnOfflineAgent(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	up := startUp(t, bin, dir)
+	alice, _ := mintCreds(t, bin, dir, "alice", "--subscribe", "general")
+	bob, _ := mintCreds(t, bin, dir, "bob", "--subscribe", "general")
+	_, carolID := mintCreds(t, bin, dir, "carol")
+	_, upperCarolID := mintCreds(t, bin, dir, "Carol", "--out", filepath.Join(dir, "Carol2.creds"))
+
+	runCases(t, bin, []cliCase{
+		{name: "beside up, a DM to an offline agent by name is stored",
+			args: []string{"send", "--dir", dir, "@alice", "while you were away"}, stdout: []string{"stored in DM_main"}},
+		{name: "with a credential of its own, too",
+			args: []string{"send", "--dir", dir, "--creds", bob, "@alice", "from bob"}, stdout: []string{"stored in DM_main"}},
+		{name: "with --link and --creds only the roster resolves a name, and the error says to use the id",
+			args: []string{"send", "--link", up.link, "--creds", bob, "@alice", "lost"}, code: exitError,
+			stderr: []string{"@alice: no online instance has that name", "only the online instances resolve by name", "instance id"}},
+		{name: "a name no credential carries is refused",
+			args: []string{"send", "--dir", dir, "@nobody", "x"}, code: exitError,
+			stderr: []string{`no active agent credential in space main is named "nobody"`}},
+		{name: "a name two active agents share is refused with both ids",
+			args: []string{"send", "--dir", dir, "@carol", "x"}, code: exitError,
+			stderr: []string{"2 active agent credentials are", carolID, upperCarolID, "by id"}},
+	})
+
+	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", alice)
+	tail.waitLine(t, "dm", "while you were away")
+	tail.waitLine(t, "dm bob", "from bob")
+	tail.interrupt(t)
+}
