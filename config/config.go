@@ -85,6 +85,11 @@ type Limits struct {
 	// Connections is the most client connections one space accepts, the mesh's own few
 	// included; the next connection is refused. Default 1000, at least 10.
 	Connections int `koanf:"connections"`
+	// ConnectionsPerIdentity is the most connections one minted credential (one identity)
+	// holds at once; the mesh closes the ones past it, newest first, just after they connect,
+	// so one agent cannot take its space's connections from the others. The mesh's own
+	// connections are not counted. Default 32, at least 1.
+	ConnectionsPerIdentity int `koanf:"connections_per_identity"`
 	// Subscriptions is the most subscriptions one connection of a minted credential holds;
 	// the next subscribe is refused. Default 1000, at least 10.
 	Subscriptions int `koanf:"subscriptions"`
@@ -147,7 +152,7 @@ func defaults(dir string) Config {
 		SyncInterval: 2 * time.Minute,
 		Log:          Log{Format: "text", Level: "info"},
 		Expiry:       24 * time.Hour,
-		Limits: Limits{Connections: 1000, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
+		Limits: Limits{Connections: 1000, ConnectionsPerIdentity: 32, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
 			DMBytes: 256 << 20, TaskBytes: 256 << 20, PerSubject: 100_000, WatchConsumers: 2000,
 			ViolationLogInterval: 10 * time.Second},
 	}
@@ -171,15 +176,16 @@ func (c Config) values() map[string]any {
 		"log.level":          c.Log.Level,
 		"expiry":             c.Expiry,
 
-		"limits.connections":            c.Limits.Connections,
-		"limits.subscriptions":          c.Limits.Subscriptions,
-		"limits.payload":                c.Limits.Payload,
-		"limits.space_bytes":            c.Limits.SpaceBytes,
-		"limits.dm_bytes":               c.Limits.DMBytes,
-		"limits.task_bytes":             c.Limits.TaskBytes,
-		"limits.per_subject":            c.Limits.PerSubject,
-		"limits.watch_consumers":        c.Limits.WatchConsumers,
-		"limits.violation_log_interval": c.Limits.ViolationLogInterval,
+		"limits.connections":              c.Limits.Connections,
+		"limits.connections_per_identity": c.Limits.ConnectionsPerIdentity,
+		"limits.subscriptions":            c.Limits.Subscriptions,
+		"limits.payload":                  c.Limits.Payload,
+		"limits.space_bytes":              c.Limits.SpaceBytes,
+		"limits.dm_bytes":                 c.Limits.DMBytes,
+		"limits.task_bytes":               c.Limits.TaskBytes,
+		"limits.per_subject":              c.Limits.PerSubject,
+		"limits.watch_consumers":          c.Limits.WatchConsumers,
+		"limits.violation_log_interval":   c.Limits.ViolationLogInterval,
 
 		"cluster.name":        c.Cluster.Name,
 		"cluster.listen":      c.Cluster.Listen,

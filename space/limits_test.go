@@ -164,6 +164,96 @@ func TestConnectionsPastTheLimitAreRefused(t *testing.T) {
 	t.Fatalf("the space accepted %d connections of one agent; its limit is %d", opened, limit)
 }
 
+// One identity holds at most Limits.ConnectionsPerIdentity connections: of cap+5 opened one
+// after another, the broker closes the five newest just after they connect and keeps the
+// others; another agent still connects, and the mesh's own identities are not capped.
+func TestConnectionsPastTheIdentityLimitAreClosed(t *testing.T) {
+	t.Parallel()
+	const limit = 5
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// An infrastructure credential of the space, taken from the key store before the mesh
+	// holds it, as the exempt identity.
+	dir := t.TempDir()
+	store, err := provisioner.Open(dir, provisioner.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.EnsureSpace("main"); err != nil {
+		t.Fatal(err)
+	}
+	infra, err := store.InfraCredential("main", provisioner.ProfileDelivery)
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	m, err := space.Start(ctx, space.Options{Dir: dir, Memory: true, Limits: space.Limits{ConnectionsPerIdentity: limit},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	grants := provisioner.Grants{Subscribe: []string{"general"}}
+	mallory := mint(t, m, "mallory", provisioner.ProfileAgent, grants)
+
+	conns := make([]*watched, limit+5)
+	connected := make([]time.Time, len(conns))
+	for i := range conns {
+		conns[i] = watchConn(t, m, mallory)
+		connected[i] = time.Now()
+	}
+	var slowest time.Duration
+	for i, w := range conns[limit:] {
+		select {
+		case <-w.closed:
+			slowest = max(slowest, w.closedAt.Sub(connected[limit+i]))
+		case <-ctx.Done():
+			t.Fatalf("connection %d of %d of one identity is still open; the limit is %d", limit+i+1, len(conns), limit)
+		}
+	}
+	t.Logf("each extra connection was closed within %v of its connect returning", slowest)
+	for i, w := range conns[:limit] {
+		if err := w.nc.FlushTimeout(answerWait); err != nil {
+			t.Fatalf("connection %d, within the limit, was closed: %v", i+1, err)
+		}
+	}
+	if got := m.Broker().ConnectionsClosed(); got != 5 {
+		t.Fatalf("the broker counts %d closed connections; want 5", got)
+	}
+	if n := strings.Count(logs.String(), "closed a connection past its identity's connection limit"); n != 1 {
+		t.Fatalf("five closures wrote %d log lines; want one, the rest summarised later:\n%s", n, logs)
+	}
+	if !strings.Contains(logs.String(), "name=mallory") {
+		t.Fatalf("the closure is not logged with the agent's name:\n%s", logs)
+	}
+
+	t.Run("another agent still connects", func(t *testing.T) {
+		victim := mint(t, m, "victim", provisioner.ProfileAgent, grants)
+		if err := newPeer(t, m, victim).nc.FlushTimeout(answerWait); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("the mesh's own identities are not capped", func(t *testing.T) {
+		var own []*nats.Conn
+		for range limit + 5 {
+			own = append(own, connect(t, m, infra, nats.NoReconnect()))
+		}
+		// Another connection of mallory's is closed after every one of these was seen.
+		late := watchConn(t, m, mallory)
+		select {
+		case <-late.closed:
+		case <-ctx.Done():
+			t.Fatal("a sixth connection of mallory's stayed open")
+		}
+		for i, nc := range own {
+			if err := nc.FlushTimeout(answerWait); err != nil {
+				t.Fatalf("the mesh's own connection %d was closed: %v", i+1, err)
+			}
+		}
+	})
+}
+
 // A message larger than Limits.Payload is refused and its connection closed.
 func TestPayloadPastTheLimitIsRefused(t *testing.T) {
 	t.Parallel()
