@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
@@ -62,17 +63,7 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 	defer cancel()
 	body := make([]byte, 8<<10)
 
-	t.Run("DMs to made-up ids stay within the DM stream's bytes", func(t *testing.T) {
-		for i := range 4 * streamBytes / len(body) {
-			if _, err := js.Publish(ctx, n.InstSubject(fmt.Sprintf("madeup%d", i), mallory.ID), body); err != nil {
-				t.Fatalf("DM %d: %v", i, p.explain(err))
-			}
-		}
-		if got := streamState(ctx, t, p, n.DMStream(), "").State.Bytes; got > streamBytes {
-			t.Fatalf("DM stream holds %d bytes after 4 MiB of DMs; limit %d", got, streamBytes)
-		}
-	})
-	t.Run("DMs to one recipient past the task bound are all kept: DM evicts only by bytes", func(t *testing.T) {
+	t.Run("DMs to one recipient past the task bound are all kept: DM has no per-subject bound", func(t *testing.T) {
 		subject := n.InstSubject(victim.ID, mallory.ID)
 		for i := range 20 {
 			if _, err := js.Publish(ctx, subject, []byte("dm")); err != nil {
@@ -81,6 +72,15 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 		}
 		if got := streamState(ctx, t, p, n.DMStream(), subject).State.Subjects[subject]; got != 20 {
 			t.Fatalf("the DM stream keeps %d messages on %s, want all 20", got, subject)
+		}
+	})
+	t.Run("DMs to made-up ids are refused past the DM stream's bytes", func(t *testing.T) {
+		sent, err := flood(ctx, js, n, mallory, body, 4*streamBytes/len(body))
+		if !maximumBytes(err) {
+			t.Fatalf("after %d DMs of %d bytes: %v; want JetStream's maximum bytes refusal", sent, len(body), p.explain(err))
+		}
+		if got := streamState(ctx, t, p, n.DMStream(), "").State.Bytes; got > streamBytes {
+			t.Fatalf("DM stream holds %d bytes after 4 MiB of DMs; limit %d", got, streamBytes)
 		}
 	})
 	t.Run("a task past the per-subject limit is refused", func(t *testing.T) {
@@ -117,6 +117,194 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 		}
 		if got := streamState(ctx, t, p, n.TaskStream(), "").State.Bytes; got > streamBytes {
 			t.Fatalf("task stream holds %d bytes, limit %d", got, streamBytes)
+		}
+	})
+}
+
+// flood publishes DMs of body from sender to made-up ids until one is refused or limit were
+// sent, and returns how many were stored and the refusal.
+func flood(ctx context.Context, js jetstream.JetStream, n wire.Names, sender *provisioner.Credential, body []byte, limit int) (int, error) {
+	for i := range limit {
+		if _, err := js.Publish(ctx, n.InstSubject(fmt.Sprintf("madeup%d", i), sender.ID), body); err != nil {
+			return i, err
+		}
+	}
+	return limit, nil
+}
+
+// maximumBytes reports whether err is JetStream refusing a message because its stream is full.
+func maximumBytes(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.ErrorCode(server.JSStreamStoreFailedF) &&
+		strings.Contains(apiErr.Description, "maximum bytes")
+}
+
+// readDMs fetches up to want DMs waiting on p's dm_ queue without acknowledging them (ack
+// reports whether to) and returns their subjects.
+func readDMs(ctx context.Context, t *testing.T, p *peer, want int, ack bool) []string {
+	t.Helper()
+	n := wire.NewNames("main")
+	c, err := p.jetStream(t).Consumer(ctx, n.DMStream(), n.DMConsumer(p.cred.ID))
+	if err != nil {
+		t.Fatal(p.explain(err))
+	}
+	var subjects []string
+	for len(subjects) < want {
+		batch, err := c.Fetch(want-len(subjects), jetstream.FetchMaxWait(answerWait))
+		if err != nil {
+			t.Fatal(p.explain(err))
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			subjects = append(subjects, msg.Subject())
+			if ack {
+				if err := msg.DoubleAck(ctx); err != nil {
+					t.Fatal(p.explain(err))
+				}
+			}
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatal(p.explain(err))
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return subjects
+}
+
+// A flood of DMs to made-up ids fills the DM stream and is then refused; it evicts none of
+// the DMs waiting for a real agent, which stay readable, and an Endpoint's DM is refused with
+// ErrStoreFull. The mesh's pass takes the made-up recipients' DMs back, and DMs flow again:
+// in one request when the flooder DMs no agent, subject by subject when it also wrote to one.
+func TestADMFloodIsRefusedAndReclaimedNotEvicted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name         string
+		alsoDMsAgent bool
+	}{
+		{"a flooder that DMs no agent", false},
+		{"a flooder that also DMs a real agent", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dmFloodIsReclaimed(t, tc.alsoDMsAgent)
+		})
+	}
+}
+
+func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
+	const streamBytes = 1 << 20
+	m, mallory, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes = streamBytes })
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	alice := mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	a, v, p := newPeer(t, m, alice), newPeer(t, m, victim), newPeer(t, m, mallory)
+	waiting := 20
+	for i := range waiting {
+		if _, err := a.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, alice.ID), []byte(fmt.Sprintf("dm %d", i))); err != nil {
+			t.Fatalf("alice's DM %d: %v", i, a.explain(err))
+		}
+	}
+	if alsoDMsAgent {
+		if _, err := p.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, mallory.ID), []byte("first")); err != nil {
+			t.Fatalf("mallory's DM to the victim: %v", p.explain(err))
+		}
+		waiting++
+	}
+	// Large DMs first, then small ones, until not even a small one fits.
+	sent, err := flood(ctx, p.jetStream(t), n, mallory, make([]byte, 8<<10), 4*streamBytes/(8<<10))
+	if !maximumBytes(err) {
+		t.Fatalf("after %d DMs of 8 KiB to made-up ids: %v; want JetStream's maximum bytes refusal", sent, p.explain(err))
+	}
+	small, err := flood(ctx, p.jetStream(t), n, mallory, []byte("x"), streamBytes)
+	if !maximumBytes(err) {
+		t.Fatalf("after %d more DMs of 1 byte to made-up ids: %v; want JetStream's maximum bytes refusal", small, p.explain(err))
+	}
+	t.Logf("the DM stream took %d DMs of 8 KiB and %d of 1 byte before refusing", sent, small)
+	sent += small
+
+	t.Run("the DMs waiting for a real agent are all still there", func(t *testing.T) {
+		got := 0
+		for _, count := range streamState(ctx, t, v, n.DMStream(), n.Prefix()+".inst."+victim.ID+".*").State.Subjects {
+			got += int(count)
+		}
+		if got != waiting {
+			t.Fatalf("the DM stream keeps %d of the %d DMs to the victim", got, waiting)
+		}
+	})
+	t.Run("an Endpoint's DM is refused as a full DM store", func(t *testing.T) {
+		ep, err := m.Endpoint(ctx, space.AgentSpec{Name: "bob", Grants: provisioner.Grants{Subscribe: []string{"general"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ep.SendDM(ctx, victim.ID, []wire.Part{wire.TextPart("hello")})
+		if !errors.Is(err, endpoint.ErrStoreFull) || !strings.Contains(err.Error(), "DM store") {
+			t.Fatalf("a DM into the full DM stream: %v; want %v naming the DM store", err, endpoint.ErrStoreFull)
+		}
+	})
+	t.Run("the pass takes the made-up recipients' DMs back and DMs flow again", func(t *testing.T) {
+		start := time.Now()
+		rep, err := m.Reconcile(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the pass purged %d DMs to %d made-up ids in %v", rep.PurgedDMs, sent, time.Since(start))
+		if rep.PurgedDMs != int64(sent) {
+			t.Fatalf("the pass purged %d DMs; mallory stored %d to made-up ids", rep.PurgedDMs, sent)
+		}
+		if _, err := p.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, mallory.ID), []byte("after")); err != nil {
+			t.Fatalf("a DM after the pass: %v", p.explain(err))
+		}
+		if got := readDMs(ctx, t, v, waiting+1, false); len(got) != waiting+1 {
+			t.Fatalf("the victim reads %d DMs; want the %d waiting and mallory's last", len(got), waiting)
+		}
+	})
+}
+
+// When the DM stream runs full, the pass also takes back the DMs their recipient has
+// acknowledged, never one still waiting.
+func TestAFullDMStreamReclaimsAcknowledgedDMs(t *testing.T) {
+	t.Parallel()
+	const streamBytes = 1 << 20
+	m, alice, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes = streamBytes })
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, v := newPeer(t, m, alice), newPeer(t, m, victim)
+	subject := n.InstSubject(victim.ID, alice.ID)
+	body := make([]byte, 8<<10)
+	read := 100 // 800 KiB, above three quarters of the stream
+	for i := range read + 3 {
+		if _, err := a.jetStream(t).Publish(ctx, subject, body); err != nil {
+			t.Fatalf("DM %d: %v", i, a.explain(err))
+		}
+	}
+	if got := readDMs(ctx, t, v, read, true); len(got) != read {
+		t.Fatalf("the victim read %d DMs; want %d", len(got), read)
+	}
+	rep, err := m.Reconcile(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.PurgedDMs != int64(read) {
+		t.Fatalf("the pass purged %d DMs; the victim acknowledged %d", rep.PurgedDMs, read)
+	}
+	if got := streamState(ctx, t, v, n.DMStream(), subject).State.Subjects[subject]; got != 3 {
+		t.Fatalf("the DM stream keeps %d DMs to the victim; want the 3 unread", got)
+	}
+	t.Run("a stream with room keeps acknowledged DMs as history", func(t *testing.T) {
+		if got := readDMs(ctx, t, v, 3, true); len(got) != 3 {
+			t.Fatalf("the victim read %d DMs; want 3", len(got))
+		}
+		rep, err := m.Reconcile(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.PurgedDMs != 0 {
+			t.Fatalf("the pass purged %d DMs from a stream with room", rep.PurgedDMs)
 		}
 	})
 }

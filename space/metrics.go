@@ -38,7 +38,7 @@ var (
 	descCapped = prometheus.NewDesc("cotal_identity_connections_closed_total",
 		"Connections the broker closed just after they connected because their identity already held limits.connections_per_identity.", nil, nil)
 	descReconcile = prometheus.NewDesc("cotal_consumer_reconcile_total",
-		"Consumer reconciliation (issue 12) by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away).", []string{"space", "outcome"}, nil)
+		"Consumer reconciliation (issue 12) by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away), purged_dms (DMs to ids that are no agent of the space, or acknowledged ones while the DM stream ran full).", []string{"space", "outcome"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
@@ -96,7 +96,8 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 	}
 	r := &rt.reconciled
 	for outcome, v := range map[string]int64{"passes": r.passes.Load(), "deleted": r.deleted.Load(),
-		"restored": r.restored.Load(), "failed": r.failures.Load(), "pruned_copies": r.pruned.Load()} {
+		"restored": r.restored.Load(), "failed": r.failures.Load(), "pruned_copies": r.pruned.Load(),
+		"purged_dms": r.purgedDMs.Load()} {
 		ch <- prometheus.MustNewConstMetric(descReconcile, prometheus.CounterValue, float64(v), rt.name, outcome)
 	}
 	if rt.delivery == nil {
