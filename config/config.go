@@ -100,15 +100,17 @@ type Limits struct {
 	// SpaceBytes is the JetStream storage of one space in bytes. Every stream of the space
 	// has its own byte limit, and together they must fit in it. Default 2147483648 (2 GiB).
 	SpaceBytes int64 `koanf:"space_bytes"`
-	// DMBytes is the byte limit of the space's DM stream; past it the oldest DM goes.
-	// Default 268435456 (256 MiB), at least 1 MiB.
+	// DMBytes is the byte limit of the space's DM stream; past it a new DM is refused (its
+	// sender gets the error) and no stored DM is evicted. The mesh's periodic pass takes back
+	// DMs to ids that are no agent of the space and, once the stream is 3/4 full, DMs their
+	// recipient has acknowledged. Default 268435456 (256 MiB), at least 1 MiB.
 	DMBytes int64 `koanf:"dm_bytes"`
 	// TaskBytes is the byte limit of the space's task (anycast) stream; past it a new task
 	// is refused until pending ones are taken. Default 268435456 (256 MiB), at least 1 MiB.
 	TaskBytes int64 `koanf:"task_bytes"`
 	// PerSubject is the most pending tasks per role and sender (a task past it is refused).
-	// DMs have no such bound: it would evict a sender's older DMs to an offline recipient
-	// silently; dm_bytes bounds them. Default 100000 (a producer may queue that many tasks for
+	// DMs have no such bound: it would refuse a sender's DMs to an offline recipient long
+	// before the DM stream fills; dm_bytes bounds them. Default 100000 (a producer may queue that many tasks for
 	// one role before the first is taken; task_bytes bounds the whole), at least 1.
 	PerSubject int64 `koanf:"per_subject"`
 	// WatchConsumers is the most consumers on the presence and on the channel registry

@@ -25,7 +25,8 @@ type Limits struct {
 	Payload int
 	// SpaceBytes is one space's JetStream storage; its streams' byte limits must fit in it.
 	SpaceBytes int64
-	// DMBytes and TaskBytes are the byte limits of DM_<s> and TASK_<s>.
+	// DMBytes and TaskBytes are the byte limits of DM_<s> and TASK_<s>; both refuse new
+	// messages when full (discard new), and the mesh reclaims DM space (dmreclaim.go).
 	DMBytes, TaskBytes int64
 	// PerSubject is TASK_<s>'s max_msgs_per_subject (pending tasks per role and sender).
 	PerSubject int64
