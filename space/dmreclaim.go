@@ -116,18 +116,24 @@ func (m *Mesh) purgeStrangers(ctx context.Context, rt *spaceRuntime, agents map[
 		return to, from
 	}
 	// The senders of any DM to an agent, from one small listing per agent.
-	wrote := map[string]bool{}
+	wrote, toAgents := map[string]bool{}, 0
 	for to := range agents {
 		err := rt.dmSubjects(ctx, prefix+to+".*", func(page []string) (int, error) {
 			for _, subject := range page {
 				_, from := recipient(subject)
 				wrote[from] = true
 			}
+			toAgents += len(page)
 			return len(page), nil
 		})
 		if err != nil {
 			return 0, err
 		}
+	}
+	// Every subject addressed to an agent: nothing to reclaim, the usual case. A subject
+	// written meanwhile only makes the pass look further.
+	if done, err := rt.onlyAgentSubjects(ctx, toAgents); done || err != nil {
+		return 0, err
 	}
 	var wide []purgeRequest
 	for from := range agents {
@@ -137,6 +143,9 @@ func (m *Mesh) purgeStrangers(ctx context.Context, rt *spaceRuntime, agents map[
 	}
 	total, err := rt.purgeDM(ctx, wide)
 	if err != nil {
+		return total, err
+	}
+	if done, err := rt.onlyAgentSubjects(ctx, toAgents); done || err != nil {
 		return total, err
 	}
 	err = rt.dmSubjects(ctx, prefix+">", func(page []string) (int, error) {
@@ -161,6 +170,20 @@ func (m *Mesh) purgeStrangers(ctx context.Context, rt *spaceRuntime, agents map[
 		return kept, nil
 	})
 	return total, err
+}
+
+// onlyAgentSubjects reports whether DM_<s> holds no more subjects than toAgents, the count of
+// subjects addressed to agents.
+func (rt *spaceRuntime) onlyAgentSubjects(ctx context.Context, toAgents int) (bool, error) {
+	st, err := rt.stream(ctx, rt.names.DMStream())
+	if err != nil {
+		return false, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", rt.names.DMStream(), err)
+	}
+	return info.State.NumSubjects <= uint64(toAgents), nil
 }
 
 // dmRecipients are the subject tokens of every agent in the space's registry, revoked or
