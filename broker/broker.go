@@ -21,7 +21,8 @@ type Broker struct {
 	srv      *server.Server
 	trust    *trustChain            // nil in open mode
 	resolver server.AccountResolver // nil in open mode
-	sys      *nats.Conn             // system account connection of a cluster node (pushAccount)
+	sys      *nats.Conn             // system user connection (Config.SystemUserJWT), or nil
+	userCap  *userCap               // Config.ConnectionsPerUser, or nil
 	store    *store
 	fatal    *fatalSignal
 	// violations rate-limits client refusal lines (Config.ViolationLogInterval).
@@ -60,7 +61,17 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.run(ctx); err != nil {
+	err = b.run(ctx)
+	if err == nil {
+		err = b.connectSystem()
+	}
+	if err == nil {
+		err = b.startUserCap()
+	}
+	if err != nil {
+		if b.sys != nil {
+			b.sys.Close()
+		}
 		b.srv.Shutdown()
 		b.srv.WaitForShutdown()
 		if relErr := b.store.release(); relErr != nil {

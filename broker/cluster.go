@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 )
 
 // Cluster joins the broker to a NATS cluster of cotal nodes (issue 14): routes between the
@@ -22,10 +21,6 @@ type Cluster struct {
 	// Routes are the route listeners ("host:port") of the cluster's nodes; this node's own may
 	// be listed too, so every node can share one list.
 	Routes []string
-	// SystemUserJWT and SystemUserSeed are a system account user the broker connects as, in
-	// process, to send account updates to every node (UpdateAccount). Empty on a node that
-	// never changes an account (one without the key store).
-	SystemUserJWT, SystemUserSeed string
 }
 
 // resolverDir is where the full resolver keeps account JWTs, inside the store directory.
@@ -103,16 +98,8 @@ func accountUpdateSubject(account string) string {
 // pushAccount sends token to every node's resolver through the system account. The local
 // server has the update already; a node that misses it fetches it at its next sync.
 func (b *Broker) pushAccount(account, token string) error {
-	if b.cfg.Cluster == nil || b.cfg.Cluster.SystemUserJWT == "" {
+	if b.cfg.Cluster == nil || b.sys == nil {
 		return nil
-	}
-	if b.sys == nil {
-		nc, err := nats.Connect("", nats.InProcessServer(b.InProcess()), nats.Name("cotal:system"),
-			nats.UserJWTAndSeed(b.cfg.Cluster.SystemUserJWT, b.cfg.Cluster.SystemUserSeed), nats.MaxReconnects(-1))
-		if err != nil {
-			return fmt.Errorf("connect to the system account: %w", err)
-		}
-		b.sys = nc
 	}
 	if err := b.sys.Publish(accountUpdateSubject(account), []byte(token)); err != nil {
 		return fmt.Errorf("send account %s to the cluster: %w", account, err)

@@ -77,6 +77,18 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// Cluster joins a NATS cluster of cotal nodes (see Cluster); nil runs one server alone.
 	Cluster *Cluster
+	// SystemUserJWT and SystemUserSeed are a user of the system account the broker connects
+	// as, in process: to watch connect events (ConnectionsPerUser) and, on a cluster node, to
+	// send account updates to every node (UpdateAccount). Empty in open mode and on a cluster
+	// node without the key store, which then neither caps users nor sends updates.
+	SystemUserJWT, SystemUserSeed string
+	// ConnectionsPerUser caps the client connections one user (one nkey) of CappedAccounts
+	// may hold on this server at once; the connections past it are closed, newest first, as
+	// soon as the server reports them (see userconns.go). Zero caps nothing; a positive value
+	// needs SystemUserJWT. Users of other accounts (the caller's own) are never capped.
+	ConnectionsPerUser int
+	// CappedAccounts are the public keys of the accounts whose users ConnectionsPerUser caps.
+	CappedAccounts []string
 	// ViolationLogInterval rate-limits the refusal lines a client can provoke at will
 	// (permissions violations, payload over the limit, connections past the account's
 	// limit): per identity and kind, the first line logs at once and the rest within the
@@ -109,7 +121,8 @@ func DefaultConfig() Config {
 // Validate checks the configuration without touching the disk or the network. Every error
 // wraps ErrInvalidConfig and names the field and the fix. Start calls it.
 func (c Config) Validate() error {
-	checks := []func() error{c.validateStore, c.validateNetwork, c.validateSync, c.validateAuth, c.validateCluster}
+	checks := []func() error{c.validateStore, c.validateNetwork, c.validateSync, c.validateAuth, c.validateCluster,
+		c.validateUserCap}
 	for _, check := range checks {
 		if err := check(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -183,6 +196,18 @@ func (c Config) validateAuth() error {
 	}
 	_, _, err := c.trust()
 	return err
+}
+
+func (c Config) validateUserCap() error {
+	switch {
+	case c.ConnectionsPerUser < 0:
+		return fmt.Errorf("ConnectionsPerUser is %d: set a positive cap, or zero for none", c.ConnectionsPerUser)
+	case c.ConnectionsPerUser > 0 && c.Open:
+		return fmt.Errorf("ConnectionsPerUser is set together with Open: an open mesh has no users to cap; drop one")
+	case c.ConnectionsPerUser > 0 && c.SystemUserJWT == "":
+		return fmt.Errorf("ConnectionsPerUser is set but SystemUserJWT is empty: the cap watches connect events as a system user, so set SystemUserJWT and SystemUserSeed")
+	}
+	return nil
 }
 
 // splitHostPort parses "host:port" with a port in 0..65535.

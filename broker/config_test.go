@@ -43,6 +43,8 @@ func TestValidate(t *testing.T) {
 		{"an unknown sync mode is refused", func(c *Config) { c.Sync = "sometimes" }, "Sync"},
 		{"interval sync without a period is refused", func(c *Config) { c.Sync, c.SyncInterval = SyncInterval, 0 }, "SyncInterval"},
 		{"open mode with an operator is refused", func(c *Config) { c.Open = true }, "Open"},
+		{"a per-user connection cap without a system user is refused", func(c *Config) { c.ConnectionsPerUser = 5 }, "SystemUserJWT is empty"},
+		{"a negative per-user connection cap is refused", func(c *Config) { c.ConnectionsPerUser = -1 }, "ConnectionsPerUser"},
 		{"no auth mode at all is refused", func(c *Config) { c.OperatorJWT, c.SystemAccount, c.Accounts = "", "", nil }, "OperatorJWT is empty"},
 		{"an operator JWT that is an account JWT is refused", func(c *Config) { c.OperatorJWT = tt.appJWT }, "OperatorJWT"},
 		{"a system account other than the operator's is refused", func(c *Config) { c.SystemAccount = tt.appPub }, "SystemAccount"},

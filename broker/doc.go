@@ -87,6 +87,12 @@
 // channel grants rides the CONNECT line and passes the 4 KiB default at about two channels.
 // The monitoring endpoint (Config.HTTP) has no authentication: bind it to localhost.
 //
+// A user JWT carries no connection limit, only its account does, so Config.ConnectionsPerUser
+// caps each user of Config.CappedAccounts itself: nats-server has no hook between checking a
+// JWT and accepting its connection, so the broker watches connect events as its system user
+// and closes a user's connections past the cap, newest first, about a millisecond after they
+// connect (userconns.go). ConnectionsClosed counts them.
+//
 // # Logging and failures
 //
 // nats-server logs through Config.Logger: notices at Info, warnings at Warn, errors at Error,

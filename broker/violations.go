@@ -68,12 +68,21 @@ func (v *violationLimiter) admit(msg string) bool {
 	if m := clientIdentity.FindStringSubmatch(msg); m != nil {
 		identity = m[1]
 	}
+	return v.admitAs(identity, kind, msg)
+}
+
+// admitAs reports whether line, a refusal of kind to identity, logs now; it is admit for
+// refusals the broker makes itself (userconns.go), which need no parsing.
+func (v *violationLimiter) admitAs(identity, kind, line string) bool {
+	if v.every <= 0 {
+		return true
+	}
 	key := identity + "\x00" + kind
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if w, ok := v.windows[key]; ok {
 		w.held++
-		w.last = msg
+		w.last = line
 		return false
 	}
 	if v.stopped {

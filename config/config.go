@@ -85,6 +85,11 @@ type Limits struct {
 	// Connections is the most client connections one space accepts, the mesh's own few
 	// included; the next connection is refused. Default 1000, at least 10.
 	Connections int `koanf:"connections"`
+	// ConnectionsPerIdentity is the most connections one minted credential (one identity)
+	// holds at once; the mesh closes the ones past it, newest first, just after they connect,
+	// so one agent cannot take its space's connections from the others. The mesh's own
+	// connections are not counted. Default 32, at least 1.
+	ConnectionsPerIdentity int `koanf:"connections_per_identity"`
 	// Subscriptions is the most subscriptions one connection of a minted credential holds;
 	// the next subscribe is refused. Default 1000, at least 10.
 	Subscriptions int `koanf:"subscriptions"`
@@ -95,15 +100,17 @@ type Limits struct {
 	// SpaceBytes is the JetStream storage of one space in bytes. Every stream of the space
 	// has its own byte limit, and together they must fit in it. Default 2147483648 (2 GiB).
 	SpaceBytes int64 `koanf:"space_bytes"`
-	// DMBytes is the byte limit of the space's DM stream; past it the oldest DM goes.
-	// Default 268435456 (256 MiB), at least 1 MiB.
+	// DMBytes is the byte limit of the space's DM stream; past it a new DM is refused (its
+	// sender gets the error) and no stored DM is evicted. The mesh's periodic pass takes back
+	// DMs to ids that are no agent of the space and, once the stream is 3/4 full, DMs their
+	// recipient has acknowledged. Default 268435456 (256 MiB), at least 1 MiB.
 	DMBytes int64 `koanf:"dm_bytes"`
 	// TaskBytes is the byte limit of the space's task (anycast) stream; past it a new task
 	// is refused until pending ones are taken. Default 268435456 (256 MiB), at least 1 MiB.
 	TaskBytes int64 `koanf:"task_bytes"`
 	// PerSubject is the most pending tasks per role and sender (a task past it is refused).
-	// DMs have no such bound: it would evict a sender's older DMs to an offline recipient
-	// silently; dm_bytes bounds them. Default 100000 (a producer may queue that many tasks for
+	// DMs have no such bound: it would refuse a sender's DMs to an offline recipient long
+	// before the DM stream fills; dm_bytes bounds them. Default 100000 (a producer may queue that many tasks for
 	// one role before the first is taken; task_bytes bounds the whole), at least 1.
 	PerSubject int64 `koanf:"per_subject"`
 	// WatchConsumers is the most consumers on the presence and on the channel registry
@@ -147,7 +154,7 @@ func defaults(dir string) Config {
 		SyncInterval: 2 * time.Minute,
 		Log:          Log{Format: "text", Level: "info"},
 		Expiry:       24 * time.Hour,
-		Limits: Limits{Connections: 1000, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
+		Limits: Limits{Connections: 1000, ConnectionsPerIdentity: 32, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
 			DMBytes: 256 << 20, TaskBytes: 256 << 20, PerSubject: 100_000, WatchConsumers: 2000,
 			ViolationLogInterval: 10 * time.Second},
 	}
@@ -171,15 +178,16 @@ func (c Config) values() map[string]any {
 		"log.level":          c.Log.Level,
 		"expiry":             c.Expiry,
 
-		"limits.connections":            c.Limits.Connections,
-		"limits.subscriptions":          c.Limits.Subscriptions,
-		"limits.payload":                c.Limits.Payload,
-		"limits.space_bytes":            c.Limits.SpaceBytes,
-		"limits.dm_bytes":               c.Limits.DMBytes,
-		"limits.task_bytes":             c.Limits.TaskBytes,
-		"limits.per_subject":            c.Limits.PerSubject,
-		"limits.watch_consumers":        c.Limits.WatchConsumers,
-		"limits.violation_log_interval": c.Limits.ViolationLogInterval,
+		"limits.connections":              c.Limits.Connections,
+		"limits.connections_per_identity": c.Limits.ConnectionsPerIdentity,
+		"limits.subscriptions":            c.Limits.Subscriptions,
+		"limits.payload":                  c.Limits.Payload,
+		"limits.space_bytes":              c.Limits.SpaceBytes,
+		"limits.dm_bytes":                 c.Limits.DMBytes,
+		"limits.task_bytes":               c.Limits.TaskBytes,
+		"limits.per_subject":              c.Limits.PerSubject,
+		"limits.watch_consumers":          c.Limits.WatchConsumers,
+		"limits.violation_log_interval":   c.Limits.ViolationLogInterval,
 
 		"cluster.name":        c.Cluster.Name,
 		"cluster.listen":      c.Cluster.Listen,

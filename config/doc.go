@@ -12,7 +12,7 @@
 // The koanf keys, used in cotal.yaml and in LoadOptions.Flags, are: dir, listen, http,
 // http_public, spaces, tls.cert, tls.key, sync, sync_interval, open, open_insecure_bind,
 // log.format, log.level, expiry, and the limits section: limits.connections,
-// limits.subscriptions, limits.payload, limits.space_bytes, limits.dm_bytes,
+// limits.connections_per_identity, limits.subscriptions, limits.payload, limits.space_bytes, limits.dm_bytes,
 // limits.task_bytes, limits.per_subject, limits.watch_consumers and
 // limits.violation_log_interval (see Limits for each default and why), and the cluster
 // section, all empty by default: cluster.name, cluster.listen, cluster.peers,

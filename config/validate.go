@@ -92,6 +92,7 @@ func (l Limits) check() []error {
 		}
 	}
 	atLeast("limits.connections", int64(l.Connections), 10, "1000")
+	atLeast("limits.connections_per_identity", int64(l.ConnectionsPerIdentity), 1, "32")
 	atLeast("limits.subscriptions", int64(l.Subscriptions), 10, "1000")
 	atLeast("limits.payload", int64(l.Payload), 1<<10, "1048576")
 	atLeast("limits.dm_bytes", l.DMBytes, 1<<20, "268435456")

@@ -77,6 +77,8 @@ func TestValidate(t *testing.T) {
 		{"logging every refusal is allowed", func(c *Config) { c.Limits.ViolationLogInterval = 0 }, ""},
 		{"too few connections for the mesh itself are refused", func(c *Config) { c.Limits.Connections = 2 },
 			"limits.connections: 2 is below the least useful value 10"},
+		{"a zero per-identity connection limit is refused", func(c *Config) { c.Limits.ConnectionsPerIdentity = 0 },
+			"limits.connections_per_identity: 0 is below"},
 		{"a zero subscription limit is refused", func(c *Config) { c.Limits.Subscriptions = 0 }, "limits.subscriptions: 0 is below"},
 		{"a payload above the broker's maximum is refused", func(c *Config) { c.Limits.Payload = 8 << 20 },
 			"limits.payload: 8388608 is above the broker's own maximum"},

@@ -17,7 +17,8 @@
 //     rebuilds its watch when it dies or stalls.
 //   - Send (SPEC §4, §8): through JetStream with Nats-Msg-Id = id; a Receipt says where the
 //     message was stored, never that it was delivered. A publish lost in a broker restart is
-//     retried with the same id, which JetStream deduplicates.
+//     retried with the same id, which JetStream deduplicates. A DM or task that its space's
+//     full store refuses fails with ErrStoreFull, naming the store; it is not retried.
 //   - Receive: one pipeline for live channel copies, dm_<id>, svc_<role>, dlv_<id> and
 //     backfill: kind from the subject, sender checked, deduplicated by id across every path,
 //     acked only after the Handler returned nil, nak'd on a Handler error, terminated on the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cotal-go/cotal/wire"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/cotal-go/cotal/wire"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +21,48 @@ var (
 	ErrNotOwnSender = errors.New("message sender is not this instance")
 	// ErrTooLarge: the encoded message exceeds the broker's max payload (SPEC §5).
 	ErrTooLarge = errors.New("message exceeds the broker's max payload")
+	// ErrStoreFull: the space's stream for this kind of message (DM or task) holds its limit
+	// and refused the message; nothing stored was evicted for it. It is not retried: send
+	// again once the recipients have taken what waits for them or the mesh has reclaimed room.
+	ErrStoreFull = errors.New("the space's message store is full")
 )
+
+// JetStream's error codes for a message a full store refused (nats-server's
+// JSStreamStoreFailedF, JSAccountResourcesExceededErr, JSInsufficientResourcesErr), which
+// nats.go names no constant for.
+const (
+	errCodeStoreFailed      jetstream.ErrorCode = 10077
+	errCodeAccountResources jetstream.ErrorCode = 10002
+	errCodeNoResources      jetstream.ErrorCode = 10023
+)
+
+// storeFull wraps err in ErrStoreFull, naming the store, when it is JetStream refusing a
+// message on subject because a stream or the space's storage is full.
+func storeFull(subject string, err error) error {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	switch apiErr.ErrorCode {
+	case errCodeStoreFailed:
+		// Discard new past max_bytes, max_msgs or max_msgs_per_subject ("maximum bytes
+		// exceeded", ...); other store failures are not about room.
+		if !strings.HasPrefix(apiErr.Description, "maximum ") {
+			return err
+		}
+	case errCodeAccountResources, errCodeNoResources:
+	default:
+		return err
+	}
+	store := "message"
+	switch {
+	case strings.Contains(subject, ".inst."):
+		store = "DM"
+	case strings.Contains(subject, ".svc."):
+		store = "task"
+	}
+	return fmt.Errorf("%w: the %s store refused this message, evicting nothing; send again later: %w", ErrStoreFull, store, err)
+}
 
 // Receipt says a message was stored by JetStream at Stream/Seq; it never means delivered
 // (SPEC §4). Duplicate is set when the stream already held a message with this id within its
@@ -94,7 +137,7 @@ func (e *Endpoint) Publish(ctx context.Context, m *wire.CotalMessage) (Receipt, 
 	defer stop()
 	ack, err := e.publishRetrying(ctx, msg, m.ID)
 	if err != nil {
-		return Receipt{}, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, refusal(ctx, err))
+		return Receipt{}, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, storeFull(msg.Subject, refusal(ctx, err)))
 	}
 	*buf = msg.Data
 	e.stats.published.Add(1)
@@ -203,9 +246,9 @@ func (e *Endpoint) subjectFor(m *wire.CotalMessage) (string, error) {
 
 // PendingReceipt is the outcome of PublishAsync, available once JetStream acknowledges.
 type PendingReceipt struct {
-	id     string
-	future jetstream.PubAckFuture
-	e      *Endpoint
+	id, subject string
+	future      jetstream.PubAckFuture
+	e           *Endpoint
 }
 
 // ID is the id of the message being published.
@@ -218,7 +261,7 @@ func (p *PendingReceipt) Wait(ctx context.Context) (Receipt, error) {
 		p.e.stats.published.Add(1)
 		return Receipt{ID: p.id, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 	case err := <-p.future.Err():
-		return Receipt{}, fmt.Errorf("publish %s: %w", p.id, err)
+		return Receipt{}, fmt.Errorf("publish %s: %w", p.id, storeFull(p.subject, err))
 	case <-ctx.Done():
 		return Receipt{}, fmt.Errorf("publish %s: %w", p.id, ctx.Err())
 	}
@@ -237,7 +280,7 @@ func (e *Endpoint) PublishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, err)
 	}
-	return &PendingReceipt{id: m.ID, future: f, e: e}, nil
+	return &PendingReceipt{id: m.ID, subject: msg.Subject, future: f, e: e}, nil
 }
 
 // PublishBatch publishes msgs asynchronously and waits for every acknowledgement. Receipts are

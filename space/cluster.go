@@ -95,8 +95,8 @@ func (o Options) replicas() int {
 	return 1
 }
 
-// clusterConfig fills c's cluster fields; a node with the key store also gets the system
-// credential with which the broker sends account changes to the other nodes.
+// clusterConfig fills c's cluster fields; on a node with the key store the broker sends
+// account changes to the other nodes as the system user capIdentities gave it.
 func (m *Mesh) clusterConfig(c *broker.Config) error {
 	cl := m.opts.Cluster
 	c.ServerName = cl.ServerName
@@ -104,11 +104,6 @@ func (m *Mesh) clusterConfig(c *broker.Config) error {
 	if m.store == nil {
 		return nil
 	}
-	sys, err := m.store.SystemCredential()
-	if err != nil {
-		return err
-	}
-	c.Cluster.SystemUserJWT, c.Cluster.SystemUserSeed = sys.JWT, string(sys.Seed)
 	t, err := m.store.ClusterTrust()
 	if err != nil {
 		return err

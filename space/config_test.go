@@ -102,6 +102,8 @@ func keyRows(t *testing.T) map[string]keyRow {
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Expiry == 2*time.Hour }},
 		"limits.connections": {map[string]any{"limits.connections": 77},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Connections == 77 }},
+		"limits.connections_per_identity": {map[string]any{"limits.connections_per_identity": 11},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ConnectionsPerIdentity == 11 }},
 		"limits.subscriptions": {map[string]any{"limits.subscriptions": 88},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Subscriptions == 88 }},
 		"limits.payload": {map[string]any{"limits.payload": 4096},

@@ -296,9 +296,10 @@ const lifecycleWait = 15 * time.Second
 
 // watched is a connection that does not reconnect and reports how it ended.
 type watched struct {
-	nc     *nats.Conn
-	errs   chan error
-	closed chan struct{}
+	nc       *nats.Conn
+	errs     chan error
+	closed   chan struct{}
+	closedAt time.Time // written before closed is closed
 }
 
 func watchConn(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *watched {
@@ -311,7 +312,10 @@ func watchConn(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *watch
 			default:
 			}
 		}),
-		nats.ClosedHandler(func(*nats.Conn) { close(w.closed) }))
+		nats.ClosedHandler(func(*nats.Conn) {
+			w.closedAt = time.Now()
+			close(w.closed)
+		}))
 	return w
 }
 

@@ -14,13 +14,19 @@ import (
 type Limits struct {
 	// Connections is the most client connections of one space, the mesh's own included.
 	Connections int
+	// ConnectionsPerIdentity is the most connections one identity (one minted credential's
+	// key) may hold at once; the broker closes the ones past it, newest first, just after
+	// they connect (broker.Config.ConnectionsPerUser). The mesh's own connections are not
+	// counted.
+	ConnectionsPerIdentity int
 	// Subscriptions is the most subscriptions of one connection of a minted credential.
 	Subscriptions int
 	// Payload is the largest message in bytes a minted credential may publish.
 	Payload int
 	// SpaceBytes is one space's JetStream storage; its streams' byte limits must fit in it.
 	SpaceBytes int64
-	// DMBytes and TaskBytes are the byte limits of DM_<s> and TASK_<s>.
+	// DMBytes and TaskBytes are the byte limits of DM_<s> and TASK_<s>; both refuse new
+	// messages when full (discard new), and the mesh reclaims DM space (dmreclaim.go).
 	DMBytes, TaskBytes int64
 	// PerSubject is TASK_<s>'s max_msgs_per_subject (pending tasks per role and sender).
 	PerSubject int64
@@ -36,12 +42,17 @@ type Limits struct {
 
 // DefaultLimits returns the limits config.Default documents, sized for a laptop mesh of
 // hundreds of agents: 2 GiB of JetStream per space (its streams take 1856 MiB), 1000
-// connections per space, 1000 subscriptions per connection, 1 MiB messages.
+// connections per space and 32 per identity (so one credential takes at most 3 % of its
+// space's), 1000 subscriptions per connection, 1 MiB messages.
 func DefaultLimits() Limits {
-	return Limits{Connections: 1000, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
+	return Limits{Connections: 1000, ConnectionsPerIdentity: DefaultConnectionsPerIdentity, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
 		DMBytes: wire.DefaultDMBytes, TaskBytes: wire.DefaultTaskBytes, PerSubject: wire.DefaultPerSubject,
 		WatchConsumers: wire.DefaultWatchConsumers, ViolationLogInterval: broker.DefaultViolationLogInterval}
 }
+
+// DefaultConnectionsPerIdentity is Limits.ConnectionsPerIdentity's default: an agent holds
+// one connection, or a few when it runs several processes under one credential.
+const DefaultConnectionsPerIdentity = 32
 
 // orDefault is v, or def when v is zero.
 func orDefault[T int | int64 | time.Duration](v, def T) T {
@@ -55,16 +66,17 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	return Limits{
-		Connections:          orDefault(l.Connections, d.Connections),
-		Subscriptions:        orDefault(l.Subscriptions, d.Subscriptions),
-		Payload:              orDefault(l.Payload, d.Payload),
-		SpaceBytes:           orDefault(l.SpaceBytes, d.SpaceBytes),
-		DMBytes:              orDefault(l.DMBytes, d.DMBytes),
-		TaskBytes:            orDefault(l.TaskBytes, d.TaskBytes),
-		PerSubject:           orDefault(l.PerSubject, d.PerSubject),
-		WatchConsumers:       orDefault(l.WatchConsumers, d.WatchConsumers),
-		HandoffPerSubject:    l.HandoffPerSubject,
-		ViolationLogInterval: orDefault(l.ViolationLogInterval, d.ViolationLogInterval),
+		Connections:            orDefault(l.Connections, d.Connections),
+		ConnectionsPerIdentity: orDefault(l.ConnectionsPerIdentity, d.ConnectionsPerIdentity),
+		Subscriptions:          orDefault(l.Subscriptions, d.Subscriptions),
+		Payload:                orDefault(l.Payload, d.Payload),
+		SpaceBytes:             orDefault(l.SpaceBytes, d.SpaceBytes),
+		DMBytes:                orDefault(l.DMBytes, d.DMBytes),
+		TaskBytes:              orDefault(l.TaskBytes, d.TaskBytes),
+		PerSubject:             orDefault(l.PerSubject, d.PerSubject),
+		WatchConsumers:         orDefault(l.WatchConsumers, d.WatchConsumers),
+		HandoffPerSubject:      l.HandoffPerSubject,
+		ViolationLogInterval:   orDefault(l.ViolationLogInterval, d.ViolationLogInterval),
 	}
 }
 
@@ -84,7 +96,7 @@ func (l Limits) validate() error {
 	bounds := []struct {
 		name string
 		v    int64
-	}{{"connections", int64(l.Connections)}, {"subscriptions", int64(l.Subscriptions)}, {"payload", int64(l.Payload)},
+	}{{"connections", int64(l.Connections)}, {"connections per identity", int64(l.ConnectionsPerIdentity)}, {"subscriptions", int64(l.Subscriptions)}, {"payload", int64(l.Payload)},
 		{"DM bytes", l.DMBytes}, {"task bytes", l.TaskBytes}, {"per-subject limit", l.PerSubject},
 		{"watch consumers", int64(l.WatchConsumers)}, {"handoff per-subject limit", l.HandoffPerSubject}}
 	for _, b := range bounds {

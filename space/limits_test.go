@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/delivery"
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/provisioner"
@@ -64,17 +65,7 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 	defer cancel()
 	body := make([]byte, 8<<10)
 
-	t.Run("DMs to made-up ids stay within the DM stream's bytes", func(t *testing.T) {
-		for i := range 4 * streamBytes / len(body) {
-			if _, err := js.Publish(ctx, n.InstSubject(fmt.Sprintf("madeup%d", i), mallory.ID), body); err != nil {
-				t.Fatalf("DM %d: %v", i, p.explain(err))
-			}
-		}
-		if got := streamState(ctx, t, p, n.DMStream(), "").State.Bytes; got > streamBytes {
-			t.Fatalf("DM stream holds %d bytes after 4 MiB of DMs; limit %d", got, streamBytes)
-		}
-	})
-	t.Run("DMs to one recipient past the task bound are all kept: DM evicts only by bytes", func(t *testing.T) {
+	t.Run("DMs to one recipient past the task bound are all kept: DM has no per-subject bound", func(t *testing.T) {
 		subject := n.InstSubject(victim.ID, mallory.ID)
 		for i := range 20 {
 			if _, err := js.Publish(ctx, subject, []byte("dm")); err != nil {
@@ -83,6 +74,15 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 		}
 		if got := streamState(ctx, t, p, n.DMStream(), subject).State.Subjects[subject]; got != 20 {
 			t.Fatalf("the DM stream keeps %d messages on %s, want all 20", got, subject)
+		}
+	})
+	t.Run("DMs to made-up ids are refused past the DM stream's bytes", func(t *testing.T) {
+		sent, err := flood(ctx, js, n, mallory, body, 4*streamBytes/len(body))
+		if !maximumBytes(err) {
+			t.Fatalf("after %d DMs of %d bytes: %v; want JetStream's maximum bytes refusal", sent, len(body), p.explain(err))
+		}
+		if got := streamState(ctx, t, p, n.DMStream(), "").State.Bytes; got > streamBytes {
+			t.Fatalf("DM stream holds %d bytes after 4 MiB of DMs; limit %d", got, streamBytes)
 		}
 	})
 	t.Run("a task past the per-subject limit is refused", func(t *testing.T) {
@@ -119,6 +119,194 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 		}
 		if got := streamState(ctx, t, p, n.TaskStream(), "").State.Bytes; got > streamBytes {
 			t.Fatalf("task stream holds %d bytes, limit %d", got, streamBytes)
+		}
+	})
+}
+
+// flood publishes DMs of body from sender to made-up ids until one is refused or limit were
+// sent, and returns how many were stored and the refusal.
+func flood(ctx context.Context, js jetstream.JetStream, n wire.Names, sender *provisioner.Credential, body []byte, limit int) (int, error) {
+	for i := range limit {
+		if _, err := js.Publish(ctx, n.InstSubject(fmt.Sprintf("madeup%d", i), sender.ID), body); err != nil {
+			return i, err
+		}
+	}
+	return limit, nil
+}
+
+// maximumBytes reports whether err is JetStream refusing a message because its stream is full.
+func maximumBytes(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.ErrorCode(server.JSStreamStoreFailedF) &&
+		strings.Contains(apiErr.Description, "maximum bytes")
+}
+
+// readDMs fetches up to want DMs waiting on p's dm_ queue without acknowledging them (ack
+// reports whether to) and returns their subjects.
+func readDMs(ctx context.Context, t *testing.T, p *peer, want int, ack bool) []string {
+	t.Helper()
+	n := wire.NewNames("main")
+	c, err := p.jetStream(t).Consumer(ctx, n.DMStream(), n.DMConsumer(p.cred.ID))
+	if err != nil {
+		t.Fatal(p.explain(err))
+	}
+	var subjects []string
+	for len(subjects) < want {
+		batch, err := c.Fetch(want-len(subjects), jetstream.FetchMaxWait(answerWait))
+		if err != nil {
+			t.Fatal(p.explain(err))
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			subjects = append(subjects, msg.Subject())
+			if ack {
+				if err := msg.DoubleAck(ctx); err != nil {
+					t.Fatal(p.explain(err))
+				}
+			}
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatal(p.explain(err))
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return subjects
+}
+
+// A flood of DMs to made-up ids fills the DM stream and is then refused; it evicts none of
+// the DMs waiting for a real agent, which stay readable, and an Endpoint's DM is refused with
+// ErrStoreFull. The mesh's pass takes the made-up recipients' DMs back, and DMs flow again:
+// in one request when the flooder DMs no agent, subject by subject when it also wrote to one.
+func TestADMFloodIsRefusedAndReclaimedNotEvicted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name         string
+		alsoDMsAgent bool
+	}{
+		{"a flooder that DMs no agent", false},
+		{"a flooder that also DMs a real agent", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dmFloodIsReclaimed(t, tc.alsoDMsAgent)
+		})
+	}
+}
+
+func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
+	const streamBytes = 1 << 20
+	m, mallory, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes = streamBytes })
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	alice := mint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	a, v, p := newPeer(t, m, alice), newPeer(t, m, victim), newPeer(t, m, mallory)
+	waiting := 20
+	for i := range waiting {
+		if _, err := a.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, alice.ID), []byte(fmt.Sprintf("dm %d", i))); err != nil {
+			t.Fatalf("alice's DM %d: %v", i, a.explain(err))
+		}
+	}
+	if alsoDMsAgent {
+		if _, err := p.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, mallory.ID), []byte("first")); err != nil {
+			t.Fatalf("mallory's DM to the victim: %v", p.explain(err))
+		}
+		waiting++
+	}
+	// Large DMs first, then small ones, until not even a small one fits.
+	sent, err := flood(ctx, p.jetStream(t), n, mallory, make([]byte, 8<<10), 4*streamBytes/(8<<10))
+	if !maximumBytes(err) {
+		t.Fatalf("after %d DMs of 8 KiB to made-up ids: %v; want JetStream's maximum bytes refusal", sent, p.explain(err))
+	}
+	small, err := flood(ctx, p.jetStream(t), n, mallory, []byte("x"), streamBytes)
+	if !maximumBytes(err) {
+		t.Fatalf("after %d more DMs of 1 byte to made-up ids: %v; want JetStream's maximum bytes refusal", small, p.explain(err))
+	}
+	t.Logf("the DM stream took %d DMs of 8 KiB and %d of 1 byte before refusing", sent, small)
+	sent += small
+
+	t.Run("the DMs waiting for a real agent are all still there", func(t *testing.T) {
+		got := 0
+		for _, count := range streamState(ctx, t, v, n.DMStream(), n.Prefix()+".inst."+victim.ID+".*").State.Subjects {
+			got += int(count)
+		}
+		if got != waiting {
+			t.Fatalf("the DM stream keeps %d of the %d DMs to the victim", got, waiting)
+		}
+	})
+	t.Run("an Endpoint's DM is refused as a full DM store", func(t *testing.T) {
+		ep, err := m.Endpoint(ctx, space.AgentSpec{Name: "bob", Grants: provisioner.Grants{Subscribe: []string{"general"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ep.SendDM(ctx, victim.ID, []wire.Part{wire.TextPart("hello")})
+		if !errors.Is(err, endpoint.ErrStoreFull) || !strings.Contains(err.Error(), "DM store") {
+			t.Fatalf("a DM into the full DM stream: %v; want %v naming the DM store", err, endpoint.ErrStoreFull)
+		}
+	})
+	t.Run("the pass takes the made-up recipients' DMs back and DMs flow again", func(t *testing.T) {
+		start := time.Now()
+		rep, err := m.Reconcile(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the pass purged %d DMs to %d made-up ids in %v", rep.PurgedDMs, sent, time.Since(start))
+		if rep.PurgedDMs != int64(sent) {
+			t.Fatalf("the pass purged %d DMs; mallory stored %d to made-up ids", rep.PurgedDMs, sent)
+		}
+		if _, err := p.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, mallory.ID), []byte("after")); err != nil {
+			t.Fatalf("a DM after the pass: %v", p.explain(err))
+		}
+		if got := readDMs(ctx, t, v, waiting+1, false); len(got) != waiting+1 {
+			t.Fatalf("the victim reads %d DMs; want the %d waiting and mallory's last", len(got), waiting)
+		}
+	})
+}
+
+// When the DM stream runs full, the pass also takes back the DMs their recipient has
+// acknowledged, never one still waiting.
+func TestAFullDMStreamReclaimsAcknowledgedDMs(t *testing.T) {
+	t.Parallel()
+	const streamBytes = 1 << 20
+	m, alice, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes = streamBytes })
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, v := newPeer(t, m, alice), newPeer(t, m, victim)
+	subject := n.InstSubject(victim.ID, alice.ID)
+	body := make([]byte, 8<<10)
+	read := 100 // 800 KiB, above three quarters of the stream
+	for i := range read + 3 {
+		if _, err := a.jetStream(t).Publish(ctx, subject, body); err != nil {
+			t.Fatalf("DM %d: %v", i, a.explain(err))
+		}
+	}
+	if got := readDMs(ctx, t, v, read, true); len(got) != read {
+		t.Fatalf("the victim read %d DMs; want %d", len(got), read)
+	}
+	rep, err := m.Reconcile(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.PurgedDMs != int64(read) {
+		t.Fatalf("the pass purged %d DMs; the victim acknowledged %d", rep.PurgedDMs, read)
+	}
+	if got := streamState(ctx, t, v, n.DMStream(), subject).State.Subjects[subject]; got != 3 {
+		t.Fatalf("the DM stream keeps %d DMs to the victim; want the 3 unread", got)
+	}
+	t.Run("a stream with room keeps acknowledged DMs as history", func(t *testing.T) {
+		if got := readDMs(ctx, t, v, 3, true); len(got) != 3 {
+			t.Fatalf("the victim read %d DMs; want 3", len(got))
+		}
+		rep, err := m.Reconcile(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.PurgedDMs != 0 {
+			t.Fatalf("the pass purged %d DMs from a stream with room", rep.PurgedDMs)
 		}
 	})
 }
@@ -164,6 +352,96 @@ func TestConnectionsPastTheLimitAreRefused(t *testing.T) {
 		t.Cleanup(nc.Close)
 	}
 	t.Fatalf("the space accepted %d connections of one agent; its limit is %d", opened, limit)
+}
+
+// One identity holds at most Limits.ConnectionsPerIdentity connections: of cap+5 opened one
+// after another, the broker closes the five newest just after they connect and keeps the
+// others; another agent still connects, and the mesh's own identities are not capped.
+func TestConnectionsPastTheIdentityLimitAreClosed(t *testing.T) {
+	t.Parallel()
+	const limit = 5
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// An infrastructure credential of the space, taken from the key store before the mesh
+	// holds it, as the exempt identity.
+	dir := t.TempDir()
+	store, err := provisioner.Open(dir, provisioner.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.EnsureSpace("main"); err != nil {
+		t.Fatal(err)
+	}
+	infra, err := store.InfraCredential("main", provisioner.ProfileDelivery)
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	m, err := space.Start(ctx, space.Options{Dir: dir, Memory: true, Limits: space.Limits{ConnectionsPerIdentity: limit},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	grants := provisioner.Grants{Subscribe: []string{"general"}}
+	mallory := mint(t, m, "mallory", provisioner.ProfileAgent, grants)
+
+	conns := make([]*watched, limit+5)
+	connected := make([]time.Time, len(conns))
+	for i := range conns {
+		conns[i] = watchConn(t, m, mallory)
+		connected[i] = time.Now()
+	}
+	var slowest time.Duration
+	for i, w := range conns[limit:] {
+		select {
+		case <-w.closed:
+			slowest = max(slowest, w.closedAt.Sub(connected[limit+i]))
+		case <-ctx.Done():
+			t.Fatalf("connection %d of %d of one identity is still open; the limit is %d", limit+i+1, len(conns), limit)
+		}
+	}
+	t.Logf("each extra connection was closed within %v of its connect returning", slowest)
+	for i, w := range conns[:limit] {
+		if err := w.nc.FlushTimeout(answerWait); err != nil {
+			t.Fatalf("connection %d, within the limit, was closed: %v", i+1, err)
+		}
+	}
+	if got := m.Broker().ConnectionsClosed(); got != 5 {
+		t.Fatalf("the broker counts %d closed connections; want 5", got)
+	}
+	if n := strings.Count(logs.String(), "closed a connection past its identity's connection limit"); n != 1 {
+		t.Fatalf("five closures wrote %d log lines; want one, the rest summarised later:\n%s", n, logs)
+	}
+	if !strings.Contains(logs.String(), "name=mallory") {
+		t.Fatalf("the closure is not logged with the agent's name:\n%s", logs)
+	}
+
+	t.Run("another agent still connects", func(t *testing.T) {
+		victim := mint(t, m, "victim", provisioner.ProfileAgent, grants)
+		if err := newPeer(t, m, victim).nc.FlushTimeout(answerWait); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("the mesh's own identities are not capped", func(t *testing.T) {
+		var own []*nats.Conn
+		for range limit + 5 {
+			own = append(own, connect(t, m, infra, nats.NoReconnect()))
+		}
+		// Another connection of mallory's is closed after every one of these was seen.
+		late := watchConn(t, m, mallory)
+		select {
+		case <-late.closed:
+		case <-ctx.Done():
+			t.Fatal("a sixth connection of mallory's stayed open")
+		}
+		for i, nc := range own {
+			if err := nc.FlushTimeout(answerWait); err != nil {
+				t.Fatalf("the mesh's own connection %d was closed: %v", i+1, err)
+			}
+		}
+	})
 }
 
 // A message larger than Limits.Payload is refused and its connection closed.

@@ -28,9 +28,12 @@ type Mesh struct {
 	tempDir bool
 	log     *slog.Logger
 
-	store  *provisioner.Store // nil in open mode
-	broker *broker.Broker
-	ops    *opsServer
+	store *provisioner.Store // nil in open mode
+	// agentAccounts are the public keys of the spaces' agent accounts, where every credential
+	// the mesh hands out lives; nil without the key store.
+	agentAccounts []string
+	broker        *broker.Broker
+	ops           *opsServer
 
 	stopping chan struct{}  // closed when Close begins; stops the watcher
 	watcher  sync.WaitGroup // the goroutine that turns a dead broker into Done, and each space's reconciler
@@ -139,6 +142,7 @@ func (m *Mesh) openDir() error {
 			return fmt.Errorf("space %s: %w", name, err)
 		}
 		m.logRetired(acct)
+		m.agentAccounts = append(m.agentAccounts, acct.PublicKey)
 	}
 	return nil
 }
@@ -190,10 +194,30 @@ func (m *Mesh) brokerConfig() (broker.Config, error) {
 		return c, err
 	}
 	c.OperatorJWT, c.SystemAccount, c.Accounts = trust.OperatorJWT, trust.SystemAccount, trust.Accounts
+	if err := m.capIdentities(&c); err != nil {
+		return c, err
+	}
 	if m.opts.clustered() {
 		err = m.clusterConfig(&c)
 	}
 	return c, err
+}
+
+// capIdentities gives the broker a system user and has it cap the connections of every
+// identity the mesh hands out (Limits.ConnectionsPerIdentity): the users of each space's
+// agent account. The mesh's own connections live in the storage accounts and are not capped.
+// A cluster node without the key store has no system user, and caps nothing.
+func (m *Mesh) capIdentities(c *broker.Config) error {
+	if m.store == nil {
+		return nil
+	}
+	sys, err := m.store.SystemCredential()
+	if err != nil {
+		return err
+	}
+	c.SystemUserJWT, c.SystemUserSeed = sys.JWT, string(sys.Seed)
+	c.ConnectionsPerUser, c.CappedAccounts = m.opts.Limits.ConnectionsPerIdentity, m.agentAccounts
+	return nil
 }
 
 // provisionedSpaces are the spaces this mesh provisions and serves the backstop of: every

@@ -35,15 +35,17 @@ var (
 		"JetStream redeliveries seen by in-process endpoints.", nil, nil)
 	descConnections = prometheus.NewDesc("cotal_connections",
 		"Client connections to the broker, in-process ones included.", nil, nil)
+	descCapped = prometheus.NewDesc("cotal_identity_connections_closed_total",
+		"Connections the broker closed just after they connected because their identity already held limits.connections_per_identity.", nil, nil)
 	descReconcile = prometheus.NewDesc("cotal_consumer_reconcile_total",
-		"Consumer reconciliation (issue 12) by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away).", []string{"space", "outcome"}, nil)
+		"Consumer reconciliation (issue 12) by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away), purged_dms (DMs to ids that are no agent of the space, or acknowledged ones while the DM stream ran full).", []string{"space", "outcome"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
-		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descReconcile, descUp} {
+		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descUp} {
 		ch <- d
 	}
 }
@@ -57,6 +59,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, h.Name)
 	}
 	ch <- prometheus.MustNewConstMetric(descConnections, prometheus.GaugeValue, float64(c.m.broker.Server().NumClients()))
+	ch <- prometheus.MustNewConstMetric(descCapped, prometheus.CounterValue, float64(c.m.broker.ConnectionsClosed()))
 	c.m.mu.Lock()
 	rts := make([]*spaceRuntime, 0, len(c.m.spaces))
 	for _, rt := range c.m.spaces {
@@ -93,7 +96,8 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 	}
 	r := &rt.reconciled
 	for outcome, v := range map[string]int64{"passes": r.passes.Load(), "deleted": r.deleted.Load(),
-		"restored": r.restored.Load(), "failed": r.failures.Load(), "pruned_copies": r.pruned.Load()} {
+		"restored": r.restored.Load(), "failed": r.failures.Load(), "pruned_copies": r.pruned.Load(),
+		"purged_dms": r.purgedDMs.Load()} {
 		ch <- prometheus.MustNewConstMetric(descReconcile, prometheus.CounterValue, float64(v), rt.name, outcome)
 	}
 	if rt.delivery == nil {

@@ -30,28 +30,32 @@ type ReconcileReport struct {
 	Deleted int
 	// Restored counts bind-only durables put back to their wire spec.
 	Restored int
+	// PurgedDMs counts the DMs the pass reclaimed (dmreclaim.go): to ids that are no agent of
+	// the space, or acknowledged ones while the DM stream ran full. The passes after a mint or
+	// revoke reclaim nothing.
+	PurgedDMs int64
 }
 
 // reconcileStats are a space's reconciler counters since start, for the metrics.
 type reconcileStats struct {
 	passes, deleted, restored, failures atomic.Int64
 	pruned                              atomic.Int64 // durable copies deleted after a narrowing
+	purgedDMs                           atomic.Int64 // DMs reclaimed (dmreclaim.go)
 }
 
 // Reconcile checks every consumer of every stream of space against the registry now and
 // deletes or restores each one the rule (reconcile_rule.go) does not keep; each pass then
-// deletes the registry rows of credentials that ended (provisioner.Store.Forget). The mesh runs it at
-// start, after every mint and revoke, and every Options.ReconcileInterval, and judges each
-// consumer create as it happens; calling it is only needed to act at once. An open mesh has
-// no registry and nothing to reconcile.
+// deletes the registry rows of credentials that ended (provisioner.Store.Forget) and
+// reclaims the DM stream's space (dmreclaim.go). The mesh runs it at start and every
+// Options.ReconcileInterval, the consumer part also after every mint and revoke, and judges
+// each consumer create as it happens; calling it is only needed to act at once. An open mesh
+// has no registry and nothing to reconcile.
 func (m *Mesh) Reconcile(ctx context.Context, space string) (ReconcileReport, error) {
 	rt, err := m.space(space)
 	if err != nil {
 		return ReconcileReport{}, err
 	}
-	rt.mintMu.Lock()
-	defer rt.mintMu.Unlock()
-	return m.reconcile(ctx, rt, passCause{})
+	return m.pass(ctx, rt)
 }
 
 // passCause is why a reconciliation pass runs, which decides whether creating a missing
@@ -263,9 +267,7 @@ func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, stop <-ch
 			m.checkCreated(rt, c)
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), reconcileTimeout)
-			rt.mintMu.Lock()
-			_, err := m.reconcile(ctx, rt, passCause{})
-			rt.mintMu.Unlock()
+			_, err := m.pass(ctx, rt)
 			cancel()
 			if err != nil {
 				m.log.Error("periodic consumer reconciliation failed", "space", rt.name, "err", err)

@@ -85,11 +85,17 @@ func (m *Mesh) connectInfra(rt *spaceRuntime) error {
 // after Start returns), so no consumer exists to judge: the pass reduces to creating the
 // bind-only consumers of the registry's active agents (none in a new store), without
 // listing ten empty streams. Any other mesh recovers a store that may hold anything, and
-// runs the whole pass.
+// runs the whole pass, the DM reclaim included.
 func (m *Mesh) reconcileAtStart(ctx context.Context, rt *spaceRuntime, recs []provisioner.Record) error {
 	if !m.opts.Memory {
-		_, err := m.reconcile(ctx, rt, passCause{start: true})
-		return err
+		if _, err := m.reconcile(ctx, rt, passCause{start: true}); err != nil {
+			return err
+		}
+		// A failed reclaim costs DM room until the next pass, not the start.
+		if _, err := m.reclaimDMs(ctx, rt); err != nil {
+			m.log.Error("reclaiming DM space at start failed; the periodic pass tries again", "space", rt.name, "err", err)
+		}
+		return nil
 	}
 	var rep ReconcileReport
 	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)

@@ -4,12 +4,14 @@ package wire
 // (SPEC §8, §9 item 3, LAYOUT.md). It holds no chat, DM or backstop content grant.
 func provisionerPermissions(p *Permissions, n Names) {
 	// Create, or reconcile the settings of, every stream and KV bucket of the space, and
-	// inspect it. No delete or message-level verb; the one purge is CHAT's, with which an
-	// operator removes a channel through the admin socket (`cotal channels rm`).
+	// inspect it. No delete or message-level verb; the two purges are CHAT's, with which an
+	// operator removes a channel through the admin socket (`cotal channels rm`), and DM's,
+	// with which the mesh reclaims DMs to ids that are no agent of the space and DMs already
+	// acknowledged (issue 12 item 4: a full DM refuses new DMs rather than evict).
 	for _, s := range n.Streams() {
 		p.Pub.Allow.add(streamAPI("CREATE", s.Name), streamAPI("UPDATE", s.Name), streamAPI("INFO", s.Name))
 	}
-	p.Pub.Allow.add(streamAPI("PURGE", n.ChatStream()))
+	p.Pub.Allow.add(streamAPI("PURGE", n.ChatStream()), streamAPI("PURGE", n.DMStream()))
 	// SPEC §9 item 3: pre-create the bind-only dm_<id>, svc_<role> and dlv_<id> durables, and
 	// delete them when an instance is retired. Pull and ack are withheld: the provisioner never
 	// reads what they hold.

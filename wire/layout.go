@@ -23,8 +23,10 @@ const (
 type StreamLimits struct {
 	// ChatBytes is CHAT_<s>'s max_bytes; the oldest message goes first.
 	ChatBytes int64
-	// DMBytes is DM_<s>'s max_bytes; the oldest DM goes first, so a flood of DMs to made-up
-	// ids evicts old DMs rather than growing the store.
+	// DMBytes is DM_<s>'s max_bytes. A full DM refuses the new DM (discard new) and the
+	// sender sees JetStream's error: no stored DM is ever evicted to make room. The mesh
+	// reclaims the space (package space): DMs to ids that are no agent of the space, and,
+	// when the stream runs full, DMs their recipient has acknowledged.
 	DMBytes int64
 	// TaskBytes is TASK_<s>'s max_bytes. TASK is a work queue whose acked tasks leave it, so
 	// a full TASK refuses new tasks (discard new, per subject too) and the sender sees
@@ -160,11 +162,13 @@ func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 	chat.MaxMsgsPerSubject = ChatPerSubject
 	chat.AllowDirect = true // SPEC §8: CHAT allows Direct Get; agents still hold no grant for it.
 
-	// DM keeps no per-subject bound: with discard old it would evict a sender's own older DMs
-	// to a recipient that is offline or slow, silently (SPEC §4 at-least-once); DMBytes bounds
-	// the stream instead.
+	// DM evicts nothing (issue 12 item 4): with discard old, a flood within DMBytes evicted
+	// other agents' DMs still waiting for their recipient, silently (SPEC §4 at-least-once).
+	// So a full DM refuses the new DM and its sender is told. It keeps no per-subject bound,
+	// which would refuse a sender's DMs to an offline recipient long before the stream fills.
 	dm := base(n.DMStream(), "inst", l.DMBytes)
 	dm.MaxMsgsPerSubject = Unlimited
+	dm.Discard = DiscardNew
 	task := base(n.TaskStream(), "svc", l.TaskBytes)
 	task.Retention = RetainWorkQueue
 	task.MaxMsgsPerSubject = l.PerSubject
