@@ -80,9 +80,9 @@ func TestStreamsKeepTheLayoutSettings(t *testing.T) {
 		{"the channel registry has no Direct Get", func(m map[string]jetstream.StreamConfig) bool {
 			return !m["KV_cotal_channels_main"].AllowDirect
 		}},
-		{"DM is bounded in bytes only, TASK in bytes and per subject, refusing past either", func(m map[string]jetstream.StreamConfig) bool {
+		{"DM is bounded in bytes only, TASK in bytes and per subject, both refusing past their bounds", func(m map[string]jetstream.StreamConfig) bool {
 			dm, task := m["DM_main"], m["TASK_main"]
-			return dm.MaxBytes == wire.DefaultDMBytes && dm.MaxMsgsPerSubject == wire.Unlimited && dm.Discard == jetstream.DiscardOld &&
+			return dm.MaxBytes == wire.DefaultDMBytes && dm.MaxMsgsPerSubject == wire.Unlimited && dm.Discard == jetstream.DiscardNew && !dm.DiscardNewPerSubject &&
 				task.MaxBytes == wire.DefaultTaskBytes && task.MaxMsgsPerSubject == wire.DefaultPerSubject && task.Discard == jetstream.DiscardNew && task.DiscardNewPerSubject
 		}},
 		{"every stream has a byte limit and together they fit the space total", func(m map[string]jetstream.StreamConfig) bool {

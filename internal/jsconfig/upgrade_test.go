@@ -25,7 +25,9 @@ func unbounded(s wire.StreamSpec) wire.StreamSpec {
 
 // A data directory made with the unbounded layout takes the bounded one as a stream update,
 // even where the new byte limit is below what the stream already holds: the server accepts
-// every change and trims the stream to its new bound.
+// every change. DM now discards new, so the server keeps what it holds (a DM waiting for its
+// recipient is never evicted) and refuses new DMs until the mesh's reclaim pass makes room
+// (space/dmreclaim.go).
 func TestBoundedLayoutUpdatesAnUnboundedStore(t *testing.T) {
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true,
 		JetStream: true, StoreDir: t.TempDir()})
@@ -75,7 +77,12 @@ func TestBoundedLayoutUpdatesAnUnboundedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Bytes > uint64(limits.DMBytes) || info.Config.MaxMsgsPerSubject != wire.Unlimited {
-		t.Fatalf("DM after the update holds %d bytes (limit %d), per subject %d", info.State.Bytes, limits.DMBytes, info.Config.MaxMsgsPerSubject)
+	if info.State.Msgs != 200 || info.Config.MaxBytes != limits.DMBytes || info.Config.Discard != jetstream.DiscardNew ||
+		info.Config.MaxMsgsPerSubject != wire.Unlimited {
+		t.Fatalf("DM after the update: %d messages (want the 200 it held), limit %d bytes (want %d), discard %v, per subject %d",
+			info.State.Msgs, info.Config.MaxBytes, limits.DMBytes, info.Config.Discard, info.Config.MaxMsgsPerSubject)
+	}
+	if _, err := js.Publish(ctx, n.InstSubject("made-up-z", "sender"), body); err == nil {
+		t.Fatal("a DM past the new bound was stored; a full DM stream must refuse it")
 	}
 }
