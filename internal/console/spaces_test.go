@@ -3,14 +3,11 @@ package console_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cotal-go/cotal/internal/await"
 )
 
 func TestEachSpaceOfTheMeshHasItsOwnViews(t *testing.T) {
@@ -30,25 +27,7 @@ func TestEachSpaceOfTheMeshHasItsOwnViews(t *testing.T) {
 		{"the credentials of b are b's", "/view/credentials?space=b", []string{">carol", ">console"}, []string{">alice"}},
 		{"the page of b offers both spaces and shows b", "/?space=b", []string{`data-space="b"`, "<option>a</option>", "<option selected>b</option>", ">carol"}, []string{">alice"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			await.Check(t, 10*time.Second, 50*time.Millisecond, func() error {
-				code, body, _ := f.do(t, request{method: http.MethodGet, path: tc.path, auth: "cookie"})
-				if code != http.StatusOK {
-					return fmt.Errorf("status %d: %s", code, body)
-				}
-				for _, w := range tc.want {
-					if !strings.Contains(body, w) {
-						return fmt.Errorf("no %q in %s", w, body)
-					}
-				}
-				for _, w := range tc.without {
-					if strings.Contains(body, w) {
-						return fmt.Errorf("%q in %s", w, body)
-					}
-				}
-				return nil
-			})
-		})
+		t.Run(tc.name, func(t *testing.T) { f.viewShows(t, tc.path, tc.want, tc.without) })
 	}
 	t.Run("a channel of b is configured in b only", func(t *testing.T) {
 		code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/channel?space=b", auth: "cookie",
