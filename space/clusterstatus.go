@@ -31,8 +31,14 @@ type ClusterStatus struct {
 // reads.
 type Peer struct {
 	Name string `json:"name"`
-	// Current is true when the peer was seen recently and has applied everything.
+	// Current is true when the peer was seen recently and has applied everything, as the
+	// group's leader knows it. Only the leader follows every peer's progress, so in
+	// ClusterStatus.Nodes read on a node that does not lead the metadata group, Current of
+	// another follower means connected and not offline.
 	Current bool `json:"current"`
+	// Connected is true when this node has a route to the peer (always, for itself); set in
+	// ClusterStatus.Nodes only.
+	Connected bool `json:"connected,omitempty"`
 	// Offline is true when the peer has not been heard from: stopped, or cut off.
 	Offline bool `json:"offline,omitempty"`
 	// Active is how long ago the peer was last heard from; zero for this node.
@@ -50,7 +56,13 @@ func (m *Mesh) clusterStatus() *ClusterStatus {
 	}
 	ns := m.broker.Server()
 	cs := &ClusterStatus{Name: m.opts.Cluster.Name, Node: ns.Name(),
-		Nodes: []Peer{{Name: ns.Name(), Current: ns.JetStreamIsCurrent()}}}
+		Nodes: []Peer{{Name: ns.Name(), Current: ns.JetStreamIsCurrent(), Connected: true}}}
+	routed := map[string]bool{}
+	if rz, err := ns.Routez(&server.RoutezOptions{}); err == nil {
+		for _, r := range rz.Routes {
+			routed[r.RemoteName] = true
+		}
+	}
 	jsi, err := ns.Jsz(&server.JSzOptions{})
 	if err != nil || jsi.Meta == nil {
 		return cs
@@ -60,7 +72,12 @@ func (m *Mesh) clusterStatus() *ClusterStatus {
 		if p.Name == ns.Name() {
 			continue
 		}
-		cs.Nodes = append(cs.Nodes, Peer{Name: p.Name, Current: p.Current, Offline: p.Offline, Active: p.Active, Lag: p.Lag})
+		peer := Peer{Name: p.Name, Current: p.Current, Connected: routed[p.Name], Offline: p.Offline, Active: p.Active, Lag: p.Lag}
+		if cs.MetaLeader != ns.Name() && p.Name != cs.MetaLeader {
+			// A follower hears from the leader only; of the others it knows the route.
+			peer.Current, peer.Lag = peer.Connected && !peer.Offline, 0
+		}
+		cs.Nodes = append(cs.Nodes, peer)
 	}
 	slices.SortFunc(cs.Nodes, func(a, b Peer) int { return strings.Compare(a.Name, b.Name) })
 	return cs

@@ -128,12 +128,12 @@ func printClusterStatus(w io.Writer, c *space.ClusterStatus) {
 		if n.Active > 0 {
 			seen = n.Active.Round(time.Millisecond).String() + " ago"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.Name, peerState(n), seen)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.Name, nodeState(n), seen)
 	}
 	_ = tw.Flush()
 }
 
-// peerState is "current", "behind N" or "offline".
+// peerState is "current", "behind N" or "OFFLINE".
 func peerState(p space.Peer) string {
 	switch {
 	case p.Offline:
@@ -142,6 +142,15 @@ func peerState(p space.Peer) string {
 		return "current"
 	}
 	return fmt.Sprintf("behind %d", p.Lag)
+}
+
+// nodeState is a node's peerState, or "UNREACHABLE" when it is online to the cluster but this
+// node has no route to it.
+func nodeState(n space.Peer) string {
+	if !n.Offline && !n.Connected {
+		return "UNREACHABLE"
+	}
+	return peerState(n)
 }
 
 // replicasText is a stream's "R3 leader node0, node1 current, node2 behind 4", or "-" on a

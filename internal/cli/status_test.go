@@ -18,7 +18,7 @@ func TestStatusShowsTheClusterOnAClusterNodeOnly(t *testing.T) {
 	stream.Followers = []space.Peer{{Name: "node1", Current: true}, {Name: "node2", Offline: true, Active: 4 * time.Second}}
 	clustered.Spaces = []space.SpaceStatus{{Name: "main", Streams: []space.StreamStatus{stream}}}
 	clustered.Cluster = &space.ClusterStatus{Name: "prod", Node: "node0", MetaLeader: "node1", Nodes: []space.Peer{
-		{Name: "node0", Current: true}, {Name: "node1", Current: true, Active: 300 * time.Millisecond},
+		{Name: "node0", Current: true, Connected: true}, {Name: "node1", Current: true, Connected: true, Active: 300 * time.Millisecond},
 		{Name: "node2", Offline: true, Active: 4 * time.Second}}}
 	for _, tc := range []struct {
 		name      string
