@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,8 +22,8 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// startCluster starts three meshes as one cluster on loopback: node 0 holds the key store,
-// nodes 1 and 2 start from its trust file. All three must be up before JetStream has the
+// startCluster starts three meshes as one cluster on loopback: node 0 holds the key store
+// and serves HTTP, nodes 1 and 2 start from its trust file. All three must be up before JetStream has the
 // three peers its R3 streams need, so they start at once.
 func startCluster(t *testing.T) []*space.Mesh {
 	t.Helper()
@@ -35,6 +36,8 @@ func startCluster(t *testing.T) []*space.Mesh {
 			Cluster: space.ClusterOptions{Name: "test", Listen: peers[i], Peers: peers, ServerName: fmt.Sprintf("node%d", i)}}
 		if i > 0 {
 			o.Cluster.Trust = filepath.Join(dirs[0], space.TrustFile)
+		} else {
+			o.HTTP = "127.0.0.1:0"
 		}
 		return o
 	}
@@ -182,6 +185,73 @@ func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 		refusedConnect(t, nodes[2], carol)
 		t.Logf("revoked on node 0, refused by node 2 %v later", time.Since(revoked))
 	})
+
+	t.Run("status shows every node, the meta leader and each stream's replicas", func(t *testing.T) {
+		await.Check(t, 30*time.Second, 100*time.Millisecond, func() error { return clusterShape(ctx, nodes[0], nil) })
+		if code, body := get(t, nodes[0].HTTPURL()+"/healthz"); code != http.StatusOK || !strings.Contains(body, `"cluster":"ok"`) {
+			t.Fatalf("/healthz = %d %s", code, body)
+		}
+		_, metrics := get(t, nodes[0].HTTPURL()+"/metrics")
+		for _, want := range []string{`cotal_connections{node="node0"}`, `cotal_stream_replica_current{node="node0",replica="node2",space="main",stream="CHAT_main"} 1`} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		st, err := nodes[2].Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Cluster == nil || st.Cluster.Node != "node2" || len(st.Cluster.Nodes) != 3 || st.Cluster.MetaLeader == "" {
+			t.Fatalf("node 2's cluster status: %+v", st.Cluster)
+		}
+	})
+
+	t.Run("a stopped node shows offline while the other two stay healthy", func(t *testing.T) {
+		stopped := time.Now()
+		if err := nodes[2].Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		await.Check(t, 30*time.Second, 100*time.Millisecond, func() error {
+			if err := clusterShape(ctx, nodes[0], []string{"node2"}); err != nil {
+				return err
+			}
+			if code, body := get(t, nodes[0].HTTPURL()+"/healthz"); code != http.StatusOK {
+				return fmt.Errorf("/healthz = %d %s", code, body)
+			}
+			return nil
+		})
+		t.Logf("node 2 shown offline, node 0 healthy %v after the stop", time.Since(stopped))
+	})
+}
+
+// clusterShape is nil when node's status shows three nodes, current but for those of down,
+// which show offline; a meta leader; and every stream of space main R3 with a leader and two
+// followers, current but for those on down. Else it says what differs.
+func clusterShape(ctx context.Context, node *space.Mesh, down []string) error {
+	st, err := node.Status(ctx)
+	if err != nil {
+		return err
+	}
+	c := st.Cluster
+	if c == nil || c.MetaLeader == "" || len(c.Nodes) != 3 {
+		return fmt.Errorf("cluster %+v", c)
+	}
+	for _, n := range c.Nodes {
+		if isDown := slices.Contains(down, n.Name); isDown != n.Offline || !isDown && !n.Current {
+			return fmt.Errorf("node %+v", n)
+		}
+	}
+	for _, s := range st.Spaces[0].Streams {
+		if s.Replicas != 3 || s.Leader == "" || slices.Contains(down, s.Leader) || len(s.Followers) != 2 {
+			return fmt.Errorf("stream %+v", s)
+		}
+		for _, f := range s.Followers {
+			if !slices.Contains(down, f.Name) && !f.Current {
+				return fmt.Errorf("stream %s follower %+v", s.Name, f)
+			}
+		}
+	}
+	return nil
 }
 
 // TestAStandaloneDataDirectoryIsRefusedAsAClusterNode: the streams of a mesh that ran alone

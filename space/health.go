@@ -14,7 +14,8 @@ type ComponentHealth struct {
 	Err  error
 }
 
-// Health reports every component of the mesh: the broker with JetStream, and per space the
+// Health reports every component of the mesh: the broker with JetStream, on a cluster node
+// the cluster (a metadata leader, a leader for every stream it holds), and per space the
 // provisioner connection and the delivery loops. A mesh is healthy only when all are.
 func (m *Mesh) Health() []ComponentHealth {
 	out := []ComponentHealth{{Name: "broker", Err: m.broker.Healthy()}}
@@ -27,6 +28,9 @@ func (m *Mesh) Health() []ComponentHealth {
 	m.mu.Unlock()
 	if closed {
 		return []ComponentHealth{{Name: "mesh", Err: ErrClosed}}
+	}
+	if m.opts.clustered() {
+		out = append(out, ComponentHealth{Name: "cluster", Err: m.clusterHealth()})
 	}
 	sort.Slice(rts, func(i, j int) bool { return rts[i].name < rts[j].name })
 	for _, rt := range rts {

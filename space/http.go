@@ -53,7 +53,14 @@ func (m *Mesh) serveOps(addr string) (*opsServer, error) {
 		return nil, fmt.Errorf("http listener %s: %w", addr, err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// A cluster node's cotal metrics carry its server name as a constant label, so series
+	// scraped from every node stay apart even behind one scrape target name.
+	var cotal prometheus.Registerer = reg
+	if m.opts.clustered() {
+		cotal = prometheus.WrapRegistererWith(prometheus.Labels{"node": m.broker.Server().Name()}, reg)
+	}
+	cotal.MustRegister(collector{m})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", m.handleHealthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

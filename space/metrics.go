@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cotal-go/cotal/endpoint"
@@ -39,13 +40,17 @@ var (
 		"Connections the broker closed just after they connected because their identity already held limits.connections_per_identity.", nil, nil)
 	descReconcile = prometheus.NewDesc("cotal_consumer_reconcile_total",
 		"Consumer reconciliation (issue 12) by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away), purged_dms (DMs to ids that are no agent of the space, or acknowledged ones while the DM stream ran full).", []string{"space", "outcome"}, nil)
+	descReplicaCurrent = prometheus.NewDesc("cotal_stream_replica_current",
+		"On a cluster node, 1 when the replica of the stream on the node named replica has everything its leader has (the leader counts as current), else 0.", []string{"space", "stream", "replica"}, nil)
+	descReplicaLag = prometheus.NewDesc("cotal_stream_replica_lag",
+		"On a cluster node, how many RAFT entries the replica of the stream on the node named replica is behind its leader.", []string{"space", "stream", "replica"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
-		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descUp} {
+		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descUp} {
 		ch <- d
 	}
 }
@@ -70,12 +75,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, rt := range rts {
-		collectSpace(ctx, ch, rt)
+		collectSpace(ctx, ch, rt, c.m.opts.clustered())
 	}
 	collectEndpoints(ch, eps)
 }
 
-func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRuntime) {
+func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRuntime, clustered bool) {
 	n := rt.names
 	kinds := map[string]string{n.ChatStream(): "channel", n.DMStream(): "dm", n.TaskStream(): "anycast"}
 	for _, name := range []string{n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream(),
@@ -85,6 +90,9 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 			continue
 		}
 		st := s.CachedInfo().State
+		if clustered {
+			collectReplicas(ch, rt.name, s.CachedInfo())
+		}
 		if kind, ok := kinds[name]; ok {
 			ch <- prometheus.MustNewConstMetric(descMessages, prometheus.CounterValue, float64(st.LastSeq), rt.name, kind)
 		}
@@ -116,6 +124,25 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(st.FanoutLag), rt.name, "fanout")
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(st.ReaderLag), rt.name, "reader")
 	ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.Restarts), rt.name)
+}
+
+// collectReplicas reports every replica of a stream, its leader first, as the leader sees
+// them; a stream without a leader reports none (cotal_component_up{component="cluster"} is 0).
+func collectReplicas(ch chan<- prometheus.Metric, space string, info *jetstream.StreamInfo) {
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return
+	}
+	name := info.Config.Name
+	ch <- prometheus.MustNewConstMetric(descReplicaCurrent, prometheus.GaugeValue, 1, space, name, info.Cluster.Leader)
+	ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, 0, space, name, info.Cluster.Leader)
+	for _, p := range info.Cluster.Replicas {
+		current := 0.0
+		if p.Current {
+			current = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descReplicaCurrent, prometheus.GaugeValue, current, space, name, p.Name)
+		ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, float64(p.Lag), space, name, p.Name)
+	}
 }
 
 func collectEndpoints(ch chan<- prometheus.Metric, eps []*endpoint.Endpoint) {

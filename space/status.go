@@ -42,6 +42,12 @@ type StreamStatus struct {
 	Bytes     uint64 `json:"bytes"`
 	Consumers int    `json:"consumers"`
 	LastSeq   uint64 `json:"lastSeq"`
+	// Replicas is how many copies the stream keeps, Leader the node whose copy takes the
+	// writes ("" while the group elects one) and Followers the other copies with their current
+	// state and lag. Set on a cluster node only.
+	Replicas  int    `json:"replicas,omitempty"`
+	Leader    string `json:"leader,omitempty"`
+	Followers []Peer `json:"followers,omitempty"`
 }
 
 // Backlog is what one bind-only consumer holds for its instance (SPEC §8): messages not yet
@@ -90,12 +96,14 @@ type Status struct {
 	Connections int               `json:"connections"`
 	Health      []ComponentStatus `json:"health"`
 	Spaces      []SpaceStatus     `json:"spaces"`
+	// Cluster is the NATS cluster as this node sees it; nil on a mesh that runs alone.
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }
 
 // Status builds the operator's view of the mesh. Members are the space's active agent
 // credentials; an instance without a credential (open mode) has no registry entry to list.
 func (m *Mesh) Status(ctx context.Context) (*Status, error) {
-	st := &Status{Dir: m.dir, Connections: m.broker.Server().NumClients()}
+	st := &Status{Dir: m.dir, Connections: m.broker.Server().NumClients(), Cluster: m.clusterStatus()}
 	for _, h := range m.Health() {
 		c := ComponentStatus{Name: h.Name, OK: h.Err == nil}
 		if h.Err != nil {
@@ -126,8 +134,12 @@ func (m *Mesh) spaceStatus(ctx context.Context, name string) (SpaceStatus, error
 		if err != nil {
 			return ss, err
 		}
-		ss.Streams = append(ss.Streams, StreamStatus{Name: s, Messages: info.State.Msgs,
-			Bytes: info.State.Bytes, Consumers: info.State.Consumers, LastSeq: info.State.LastSeq})
+		stream := StreamStatus{Name: s, Messages: info.State.Msgs,
+			Bytes: info.State.Bytes, Consumers: info.State.Consumers, LastSeq: info.State.LastSeq}
+		if m.opts.clustered() {
+			streamReplicas(&stream, info)
+		}
+		ss.Streams = append(ss.Streams, stream)
 	}
 	recs, err := m.activeAgents(name)
 	if err != nil {

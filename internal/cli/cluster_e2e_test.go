@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,8 @@ import (
 
 // TestAClusterOfThreeUpProcesses runs the README's cluster commands as three `cotal up`
 // processes on loopback (issue 14): a credential minted on the key-store node after start
-// posts through node 1 and reads the post back through node 3, and node 3 says where to mint.
+// posts through node 1 and reads the post back through node 3, node 3 says where to mint, and
+// `cotal status` on the key-store node shows the cluster and each stream's replicas.
 func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)
@@ -52,6 +54,17 @@ func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "hello from node 1") {
 		t.Fatalf("history through node 3 exited %d:\n%s%s", code, out, errOut)
 	}
+	// Streams are provisioned on the key-store node, so its status shows their replicas; right
+	// after the start a follower may still be catching up.
+	await.Check(t, 10*time.Second, 100*time.Millisecond, func() error {
+		out, errOut, code := runCotal(t, bin, "status", "--dir", dirs[0])
+		for _, want := range []string{"cluster demo, this node", "meta leader cotal-", "R3 leader cotal-"} {
+			if code != 0 || !strings.Contains(out, want) {
+				return fmt.Errorf("status exited %d without %q:\n%s%s", code, want, out, errOut)
+			}
+		}
+		return nil
+	})
 	for _, n := range nodes {
 		n.stop(t)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,11 @@ and delivery loops), the client connections, each space's streams with messages 
 the durable backstop's lag (CHAT messages not yet fanned out, backstop entries not yet
 re-authorized), and for every active agent what waits in its consumers: DMs (dm_<id>),
 durable copies (dlv_<id>) and its role's anycasts (svc_<role>), each as pending+unacknowledged. It exits 1 when any component is unhealthy, so scripts can check it.
+
+On a cluster node it also shows every node of the JetStream cluster (current, behind, or
+offline), the metadata group's leader, and each stream's replicas: the leader and the
+followers with their lag. The cluster component is unhealthy when there is no metadata
+leader or a stream this node holds has no leader; one node of three down leaves it healthy.
 
 status runs beside "cotal up" only: no client credential may read these figures. From
 elsewhere, "cotal channels list" and "cotal who" show the channels and who is online.`,
@@ -96,6 +102,9 @@ func printStatus(w io.Writer, st *space.Status, only string) error {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.Name, status)
 	}
 	_ = tw.Flush()
+	if st.Cluster != nil {
+		printClusterStatus(w, st.Cluster)
+	}
 	for _, s := range st.Spaces {
 		if only != "" && s.Name != only {
 			continue
@@ -105,12 +114,77 @@ func printStatus(w io.Writer, st *space.Status, only string) error {
 	return nil
 }
 
+// printClusterStatus lists the nodes of the JetStream metadata group with its leader.
+func printClusterStatus(w io.Writer, c *space.ClusterStatus) {
+	leader := c.MetaLeader
+	if leader == "" {
+		leader = "NONE (no majority of the nodes is up and connected)"
+	}
+	fmt.Fprintf(w, "\ncluster %s, this node %s, meta leader %s\n", c.Name, c.Node, leader)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NODE\tSTATE\tLAST SEEN")
+	for _, n := range c.Nodes {
+		seen := "-"
+		if n.Active > 0 {
+			seen = n.Active.Round(time.Millisecond).String() + " ago"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.Name, nodeState(n), seen)
+	}
+	_ = tw.Flush()
+}
+
+// peerState is "current", "behind N" or "OFFLINE".
+func peerState(p space.Peer) string {
+	switch {
+	case p.Offline:
+		return "OFFLINE"
+	case p.Current:
+		return "current"
+	}
+	return fmt.Sprintf("behind %d", p.Lag)
+}
+
+// nodeState is a node's peerState, or "UNREACHABLE" when it is online to the cluster but this
+// node has no route to it.
+func nodeState(n space.Peer) string {
+	if !n.Offline && !n.Connected {
+		return "UNREACHABLE"
+	}
+	return peerState(n)
+}
+
+// replicasText is a stream's "R3 leader node0, node1 current, node2 behind 4", or "-" on a
+// mesh that runs alone.
+func replicasText(s space.StreamStatus) string {
+	if s.Replicas == 0 {
+		return "-"
+	}
+	leader := s.Leader
+	if leader == "" {
+		leader = "NONE"
+	}
+	parts := []string{fmt.Sprintf("R%d leader %s", s.Replicas, leader)}
+	for _, f := range s.Followers {
+		parts = append(parts, f.Name+" "+peerState(f))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
 	fmt.Fprintf(w, "\nspace %s  %s\n", s.Name, dash(s.Link))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  STREAM\tMESSAGES\tBYTES\tCONSUMERS\tLAST SEQ")
+	clustered := len(s.Streams) > 0 && s.Streams[0].Replicas > 0
+	if clustered {
+		fmt.Fprintln(tw, "  STREAM\tMESSAGES\tBYTES\tCONSUMERS\tLAST SEQ\tREPLICAS")
+	} else {
+		fmt.Fprintln(tw, "  STREAM\tMESSAGES\tBYTES\tCONSUMERS\tLAST SEQ")
+	}
 	for _, st := range s.Streams {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\n", st.Name, st.Messages, st.Bytes, st.Consumers, st.LastSeq)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d", st.Name, st.Messages, st.Bytes, st.Consumers, st.LastSeq)
+		if clustered {
+			fmt.Fprintf(tw, "\t%s", replicasText(st))
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	b := s.Backstop
