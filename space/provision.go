@@ -50,11 +50,14 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 // for want of peers; ensureStream asks again until they have joined or ctx ends. A request
 // that times out (a store recovering after a crash on a loaded machine has answered an update
 // after 7 s, past the client's 5 s) is asked again up to provisionTimeouts times: create and
-// update are idempotent.
+// update are idempotent. A cluster's meta leader may not yet hold the space account's
+// JetStream limits pushed from the key-store node a moment earlier ("JetStream not enabled
+// for account"); that is asked again for up to accountPendingTries rounds, so an account
+// really without JetStream still fails in seconds.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool) (jetstream.Stream, error) {
 	retry := time.NewTicker(clusterRetry)
 	defer retry.Stop()
-	timeouts := 0
+	timeouts, accountPending := 0, 0
 	for {
 		var st jetstream.Stream
 		var err error
@@ -70,7 +73,11 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		if timedOut {
 			timeouts++
 		}
-		if !waitingForPeers(err) && (!timedOut || timeouts >= provisionTimeouts) {
+		if jsNotEnabled(err) {
+			accountPending++
+		}
+		if !waitingForPeers(err) && (!timedOut || timeouts >= provisionTimeouts) &&
+			(!jsNotEnabled(err) || accountPending >= accountPendingTries) {
 			return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
 		select {
@@ -82,10 +89,12 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 }
 
 // clusterRetry is how often provisioning asks again while a cluster lacks the nodes a
-// stream's replicas need; provisionTimeouts how many timed-out requests it sends in all.
+// stream's replicas need; provisionTimeouts how many timed-out requests it sends in all;
+// accountPendingTries how many refusals for an account without JetStream it takes.
 const (
-	clusterRetry      = 250 * time.Millisecond
-	provisionTimeouts = 4
+	clusterRetry        = 250 * time.Millisecond
+	provisionTimeouts   = 4
+	accountPendingTries = 20
 )
 
 // waitingForPeers reports whether err is JetStream refusing a stream for want of cluster
@@ -101,6 +110,13 @@ func waitingForPeers(err error) bool {
 		return true
 	}
 	return false
+}
+
+// jsNotEnabled reports whether err is JetStream refusing for an account it holds no
+// JetStream limits of (10039).
+func jsNotEnabled(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10039
 }
 
 // writeDefaults writes the `=defaults` record with class unless one is there already.
