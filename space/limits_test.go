@@ -242,7 +242,9 @@ func sendAndAwaitCopy(ctx context.Context, t *testing.T, m *space.Mesh, sender *
 func TestPresenceConsumersAreBounded(t *testing.T) {
 	t.Parallel()
 	const limit = 20
-	m, mallory, victim := limitedMesh(t, func(l *space.Limits) { l.WatchConsumers = limit })
+	// The per-identity cap is lifted to the bucket's: mallory stands for as many colluding
+	// identities as it takes to hold the whole cap (TestAnIdentityKeepsOnlyItsShareOfThePresenceWatches).
+	m, mallory, victim := limitedMesh(t, func(l *space.Limits) { l.WatchConsumers, l.WatchesPerIdentity = limit, limit })
 	n := wire.NewNames("main")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -332,7 +334,7 @@ func TestAMeshStartsAndFansOutUnderAFullPresenceConsumerCap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	opts := space.Options{Dir: t.TempDir(), ReconcileInterval: -1}
-	opts.Limits.WatchConsumers = limit
+	opts.Limits.WatchConsumers, opts.Limits.WatchesPerIdentity = limit, limit
 	start := func() *space.Mesh {
 		m, err := space.Start(ctx, opts)
 		if err != nil {
