@@ -116,6 +116,11 @@ type Limits struct {
 	// WatchConsumers is the most consumers on the presence and on the channel registry
 	// bucket, where every agent creates its own watches. Default 2000, at least 10.
 	WatchConsumers int `koanf:"watch_consumers"`
+	// WatchesPerIdentity is the most consumers one identity may hold on the presence bucket,
+	// and on the channel registry bucket; each one past it is deleted as it is created, so
+	// one agent cannot take watch_consumers from the others. Default 8 (an Endpoint holds one
+	// watch of each), at least 2.
+	WatchesPerIdentity int `koanf:"watches_per_identity"`
 	// ViolationLogInterval is how often each identity's refused publishes and subscriptions
 	// may write a log line: the first is logged, the rest within the interval are counted
 	// in one summary line. Default 10s; 0 logs every refusal.
@@ -155,7 +160,7 @@ func defaults(dir string) Config {
 		Log:          Log{Format: "text", Level: "info"},
 		Expiry:       24 * time.Hour,
 		Limits: Limits{Connections: 1000, ConnectionsPerIdentity: 32, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
-			DMBytes: 256 << 20, TaskBytes: 256 << 20, PerSubject: 100_000, WatchConsumers: 2000,
+			DMBytes: 256 << 20, TaskBytes: 256 << 20, PerSubject: 100_000, WatchConsumers: 2000, WatchesPerIdentity: 8,
 			ViolationLogInterval: 10 * time.Second},
 	}
 }
@@ -187,6 +192,7 @@ func (c Config) values() map[string]any {
 		"limits.task_bytes":               c.Limits.TaskBytes,
 		"limits.per_subject":              c.Limits.PerSubject,
 		"limits.watch_consumers":          c.Limits.WatchConsumers,
+		"limits.watches_per_identity":     c.Limits.WatchesPerIdentity,
 		"limits.violation_log_interval":   c.Limits.ViolationLogInterval,
 
 		"cluster.name":        c.Cluster.Name,

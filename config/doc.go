@@ -13,8 +13,8 @@
 // http_public, spaces, tls.cert, tls.key, sync, sync_interval, open, open_insecure_bind,
 // log.format, log.level, expiry, and the limits section: limits.connections,
 // limits.connections_per_identity, limits.subscriptions, limits.payload, limits.space_bytes, limits.dm_bytes,
-// limits.task_bytes, limits.per_subject, limits.watch_consumers and
-// limits.violation_log_interval (see Limits for each default and why), and the cluster
+// limits.task_bytes, limits.per_subject, limits.watch_consumers,
+// limits.watches_per_identity and limits.violation_log_interval (see Limits for each default and why), and the cluster
 // section, all empty by default: cluster.name, cluster.listen, cluster.peers,
 // cluster.server_name and cluster.trust (see Cluster). Durations, in every layer, take the
 // one syntax of ParseDuration, which the commands' duration flags share: counts with s, m, h,

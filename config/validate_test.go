@@ -85,6 +85,7 @@ func TestValidate(t *testing.T) {
 		{"a tiny DM stream is refused", func(c *Config) { c.Limits.DMBytes = 1000 }, "limits.dm_bytes: 1000 is below"},
 		{"a zero per-subject limit is refused", func(c *Config) { c.Limits.PerSubject = 0 }, "limits.per_subject: 0 is below"},
 		{"too few watch consumers are refused", func(c *Config) { c.Limits.WatchConsumers = 1 }, "limits.watch_consumers: 1 is below"},
+		{"too few watches per identity are refused", func(c *Config) { c.Limits.WatchesPerIdentity = 1 }, "limits.watches_per_identity: 1 is below"},
 		{"space storage below its DM and task streams is refused", func(c *Config) { c.Limits.SpaceBytes = 100 << 20 },
 			"limits.space_bytes: 104857600 does not hold the space's streams"},
 		{"a negative violation log interval is refused", func(c *Config) { c.Limits.ViolationLogInterval = -time.Second },

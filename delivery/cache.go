@@ -20,8 +20,11 @@ type kvCache[T any] struct {
 	decode func(key string, data []byte) (T, error)
 	// quick, when set, takes a value from the key's previous row without decoding, when the
 	// value differs from it only in what needs no validation (a presence heartbeat's ts).
-	quick   func(prev T, data []byte) (T, bool)
-	gate    *gate // open while rows is complete and the watch runs
+	quick func(prev T, data []byte) (T, bool)
+	gate  *gate // open while rows is complete and the watch runs
+	// loaded opens once rows was first complete and never closes: the fan-out routes on the
+	// last known rows of a cache whose watch is down (see Service.waitViews).
+	loaded  *gate
 	invalid *atomic.Int64
 	log     *slog.Logger
 
@@ -30,7 +33,7 @@ type kvCache[T any] struct {
 }
 
 func newKVCache[T any](bucket string, decode func(string, []byte) (T, error), invalid *atomic.Int64, log *slog.Logger) *kvCache[T] {
-	return &kvCache[T]{bucket: bucket, decode: decode, gate: newGate(), invalid: invalid, log: log, rows: map[string]T{}}
+	return &kvCache[T]{bucket: bucket, decode: decode, gate: newGate(), loaded: newGate(), invalid: invalid, log: log, rows: map[string]T{}}
 }
 
 // get returns the row under key.
@@ -77,8 +80,7 @@ func (c *kvCache[T]) run(ctx context.Context, kv jetstream.KeyValue, up func()) 
 				c.rows = staged
 				c.mu.Unlock()
 				staged = nil
-				c.gate.set(true)
-				up()
+				c.open(up)
 			case e == nil:
 			case staged != nil:
 				c.apply(staged, prev, e)
@@ -91,24 +93,36 @@ func (c *kvCache[T]) run(ctx context.Context, kv jetstream.KeyValue, up func()) 
 	}
 }
 
+// open marks the rows complete and current, and reports up.
+func (c *kvCache[T]) open(up func()) {
+	c.gate.set(true)
+	c.loaded.set(true)
+	up()
+}
+
 // apply records e in dst; an invalid value keeps prev's row for the key.
 func (c *kvCache[T]) apply(dst, prev map[string]T, e jetstream.KeyValueEntry) {
-	key := e.Key()
-	if e.Operation() != jetstream.KeyValuePut {
+	c.applyValue(dst, prev, e.Key(), e.Operation(), e.Value(), e.Revision())
+}
+
+// applyValue records a key's new value, or its deletion for any operation but a put, in dst;
+// an invalid value keeps prev's row for the key. rev is for the log only (zero if unknown).
+func (c *kvCache[T]) applyValue(dst, prev map[string]T, key string, op jetstream.KeyValueOp, value []byte, rev uint64) {
+	if op != jetstream.KeyValuePut {
 		delete(dst, key)
 		return
 	}
 	if p, ok := prev[key]; ok && c.quick != nil {
-		if v, ok := c.quick(p, e.Value()); ok {
+		if v, ok := c.quick(p, value); ok {
 			dst[key] = v
 			return
 		}
 	}
-	v, err := c.decode(key, e.Value())
+	v, err := c.decode(key, value)
 	if err != nil {
 		c.invalid.Add(1)
 		c.log.Warn("dropping an invalid value; keeping the last valid one",
-			"bucket", c.bucket, "key", key, "revision", e.Revision(), "err", err)
+			"bucket", c.bucket, "key", key, "revision", rev, "err", err)
 		if p, ok := prev[key]; ok {
 			dst[key] = p
 		}

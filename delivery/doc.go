@@ -17,9 +17,12 @@
 //     member's current read ACL (Config.ACL, SPEC §9 item 6) and, for a durable channel, its
 //     membership interval, then hands the copy to cotal.<s>.dlv.<member>, where the member's
 //     bind-only dlv_<id> consumer reads it with ack semantics;
-//   - watches of the channel registry and the presence directory, which the fan-out reads from
-//     memory (LAYOUT.md trap "One consumer per message"); a presence heartbeat that changes
-//     only ts is taken without decoding the row again.
+//   - a watch of the channel registry and a follow of the presence directory, which the
+//     fan-out reads from memory (LAYOUT.md trap "One consumer per message"); a presence
+//     heartbeat that changes only ts is taken without decoding the row again. Presence is
+//     followed without a consumer (follow.go), since agents can hold the bucket's consumer
+//     cap, and the fan-out does not wait for it once loaded: it feeds @mentions only, which
+//     resolve on the last known rows while the follow restarts (Stats.MentionsStalePresence).
 //
 // # Guarantees
 //

@@ -41,10 +41,12 @@ func (s *Service) runFanout(ctx context.Context, up func()) error {
 	}
 }
 
-// waitViews blocks until the membership view is loaded and the channel and presence caches
-// are current.
+// waitViews blocks until the membership view is loaded, the channel cache is current and the
+// presence cache was loaded once. Presence serves @mention resolution only, so a presence
+// cache that is not current (its follow restarting) does not hold durable copies back:
+// mentions are resolved on its last known rows, counted and logged (noteStalePresence).
 func (s *Service) waitViews(ctx context.Context) error {
-	for _, g := range []*gate{s.members.loaded, s.channels.gate, s.presence.gate} {
+	for _, g := range []*gate{s.members.loaded, s.channels.gate, s.presence.loaded} {
 		if err := g.wait(ctx); err != nil {
 			return err
 		}
@@ -154,6 +156,9 @@ func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, durable bool, 
 	}
 	var out []recipient
 	seen := map[string]bool{}
+	if len(msg.Mentions) > 0 {
+		s.noteStalePresence()
+	}
 	for _, name := range msg.Mentions {
 		id, ok := resolveMention(s.presence, name, at)
 		if !ok || id == sub.Sender || seen[id] {
@@ -165,6 +170,20 @@ func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, durable bool, 
 		}
 	}
 	return out, ReasonLiveMention
+}
+
+// noteStalePresence counts a message whose mentions are resolved while the presence cache is
+// not current, and logs the first of each such stretch.
+func (s *Service) noteStalePresence() {
+	if s.presence.gate.isOpen() {
+		s.stalePresenceLogged.Store(false)
+		return
+	}
+	s.stats.mentionsStalePresence.Add(1)
+	if s.stalePresenceLogged.CompareAndSwap(false, true) {
+		s.log.Warn("resolving @mentions on the last known presence rows: the presence cache is not current",
+			"loop", LoopPresence)
+	}
 }
 
 // publishEntry starts the INBOX write of one entry.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,9 +33,12 @@ type Service struct {
 	backlog  *backlog
 	stats    counters
 	sup      *supervisor
-	cancel   context.CancelFunc
+	// stalePresenceLogged is set once a stretch of mentions resolved on a presence cache that
+	// is not current was logged (noteStalePresence).
+	stalePresenceLogged atomic.Bool
+	cancel              context.CancelFunc
 
-	channelsKV, presenceKV jetstream.KeyValue
+	channelsKV jetstream.KeyValue
 }
 
 // Start opens the space's buckets, starts every loop and returns once each has been up once:
@@ -89,8 +93,9 @@ func (s *Service) openRegistries(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	presenceKV, err := bind(n.PresenceBucket())
-	if err != nil {
+	// The presence cache follows the bucket's subjects rather than watching it (follow.go);
+	// binding it only checks that it exists.
+	if _, err := bind(n.PresenceBucket()); err != nil {
 		return err
 	}
 	s.members = &registry{
@@ -101,7 +106,7 @@ func (s *Service) openRegistries(ctx context.Context) error {
 	s.channels = newKVCache(n.ChannelsBucket(), decodeChannelRow, &s.stats.registryInvalid, s.log)
 	s.presence = newKVCache(n.PresenceBucket(), decodePresenceRow, &s.stats.registryInvalid, s.log)
 	s.presence.quick = presenceRow.heartbeat
-	s.presenceKV, s.channelsKV = presenceKV, channelsKV
+	s.channelsKV = channelsKV
 	return nil
 }
 
@@ -113,7 +118,7 @@ func (s *Service) loops() []*loop {
 			return s.channels.run(ctx, s.channelsKV, up)
 		}),
 		newLoop(LoopPresence, func(ctx context.Context, up func()) error {
-			return s.presence.run(ctx, s.presenceKV, up)
+			return s.presence.follow(ctx, s.cfg.Conn, s.js, up)
 		}),
 		newLoop(LoopFanout, s.runFanout),
 		newLoop(LoopReader, s.runReader),

@@ -49,6 +49,9 @@ type Stats struct {
 	// ControlDuplicates counts control requests dropped as a second copy of one already
 	// admitted (same sender and wire.RequestIDHeader).
 	ControlDuplicates int64 `json:"controlDuplicates"`
+	// MentionsStalePresence counts CHAT messages whose @mentions were resolved on the last
+	// known presence rows because the presence cache was not current (its follow restarting).
+	MentionsStalePresence int64 `json:"mentionsStalePresence"`
 	// RegistryInvalid counts registry values (members, channels, presence) that did not decode.
 	RegistryInvalid int64 `json:"registryInvalid"`
 	// RegistryRepairs counts membership records rewritten after someone else wrote their key.
@@ -69,7 +72,7 @@ type counters struct {
 	droppedFull                                                                        atomic.Int64
 	readerGaps, readerGapEntries                                                       atomic.Int64
 	refusedReply, refusedBusy, registryInvalid, registryRepairs                        atomic.Int64
-	controlDuplicates                                                                  atomic.Int64
+	controlDuplicates, mentionsStalePresence                                           atomic.Int64
 	fanoutLag, readerLag                                                               atomic.Uint64
 }
 
@@ -83,7 +86,8 @@ func (c *counters) snapshot() Stats {
 		ReaderGaps:        c.readerGaps.Load(), ReaderGapEntries: c.readerGapEntries.Load(),
 		ReaderMalformed: c.readerMalformed.Load(), ControlRefusedReplySubject: c.refusedReply.Load(),
 		ControlRefusedBusy: c.refusedBusy.Load(), ControlDuplicates: c.controlDuplicates.Load(),
-		RegistryInvalid: c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),
+		MentionsStalePresence: c.mentionsStalePresence.Load(),
+		RegistryInvalid:       c.registryInvalid.Load(), RegistryRepairs: c.registryRepairs.Load(),
 		FanoutLag: c.fanoutLag.Load(), ReaderLag: c.readerLag.Load(),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -147,4 +148,32 @@ func TestCloseLeavesNoGoroutineBehind(t *testing.T) {
 	h := newHarness(t)
 	h.newAgent("bob", "team").join("team")
 	h.stop()
+}
+
+// Presence serves @mention resolution only: while the presence loop is down, durable copies
+// are still fanned out and mentions resolve on the last known rows, each such message counted.
+// Once it is back, the follow takes presence written meanwhile (issue 12 item 4).
+func TestFanoutRoutesOnTheLastKnownPresenceWhileItsLoopIsDown(t *testing.T) {
+	h := newHarness(t)
+	h.setChannel("lobby", wire.ChannelConfig{DeliveryClass: wire.DeliveryLive})
+	await.Check(t, waitFor, pollEvery, func() error { return h.classIs("lobby", wire.DeliveryLive) })
+	alice, bob, carol := h.newAgent("alice", ">"), h.newAgent("bob", ">"), h.newAgent("carol", ">")
+	bob.join("team")
+	bob.announce(time.Now())
+	h.waitPresence(bob)
+
+	release := h.svc.StopLoop(t, LoopPresence)
+	durable, _ := alice.publish("team")
+	mention, _ := alice.publish("lobby", "bob")
+	sameIDs(t, bob.received(), ids(durable, mention))
+	if got := h.svc.Stats().MentionsStalePresence; got != 1 {
+		t.Fatalf("mentions resolved on stale presence = %d, want 1", got)
+	}
+
+	carol.announce(time.Now())
+	release()
+	await.Check(t, waitFor, pollEvery, h.svc.Healthy)
+	h.waitPresence(carol)
+	late, _ := alice.publish("lobby", "carol")
+	sameIDs(t, carol.received(), ids(late))
 }

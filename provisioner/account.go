@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Keys of a space bucket (spaces/<name>). The credential registry is a nested bucket.
@@ -180,11 +182,23 @@ func (s *Store) refreshLimits(tx *bbolt.Tx, b *bbolt.Bucket) error {
 	if err != nil {
 		return err
 	}
-	if !s.changesLimits(agents, s.applyLimits) {
+	if !s.changesLimits(agents, s.applyLimits) && sharesRequester(agents) {
 		return nil
 	}
 	_, err = storeAccount(tx, b, agents)
 	return err
+}
+
+// sharesRequester reports whether the agent account's JetStream API import shares the
+// requester's identity (wire.SharedServiceSubject); an account signed before it did is
+// re-signed at start.
+func sharesRequester(claims *jwt.AccountClaims) bool {
+	for _, im := range claims.Imports {
+		if string(im.Subject) == wire.SharedServiceSubject && im.Type == jwt.Service {
+			return im.Share
+		}
+	}
+	return false
 }
 
 // changesLimits applies apply to claims and reports whether their limits changed.

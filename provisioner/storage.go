@@ -120,7 +120,8 @@ func (s *Store) applyStorageLimits(claims *jwt.AccountClaims) {
 func agentImports(b *bbolt.Bucket, space, storage string, now time.Time) (jwt.Imports, error) {
 	var imports jwt.Imports
 	for _, subj := range wire.NewNames(space).StorageServiceSubjects() {
-		imports.Add(&jwt.Import{Name: subj, Subject: jwt.Subject(subj), Account: storage, Type: jwt.Service})
+		imports.Add(&jwt.Import{Name: subj, Subject: jwt.Subject(subj), Account: storage, Type: jwt.Service,
+			Share: subj == wire.SharedServiceSubject})
 	}
 	var ids []string
 	err := b.Bucket(bucketCredentials).ForEach(func(k, v []byte) error {

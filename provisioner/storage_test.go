@@ -129,3 +129,46 @@ func TestInfrastructureCredentialsBelongToStorage(t *testing.T) {
 		t.Errorf("agent credential of account %s, want the agent account %s", got, a.PublicKey)
 	}
 }
+
+// TestOnlyTheJetStreamAPIImportSharesTheRequester: the JetStream API import shares the
+// requester's identity, so the API audit names who created a consumer, and no other import
+// does (a shared import writes its requester's details into the headers of stored messages);
+// an agent account signed before is re-signed with it when the space is next opened.
+func TestOnlyTheJetStreamAPIImportSharesTheRequester(t *testing.T) {
+	s := openStore(t)
+	check := func(t *testing.T) {
+		t.Helper()
+		a, err := s.Space("alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range decodeAccount(t, a.JWT).Imports {
+			if want := string(im.Subject) == wire.SharedServiceSubject; im.Share != want {
+				t.Errorf("import of %s shares the requester: %v, want %v", im.Subject, im.Share, want)
+			}
+		}
+	}
+	check(t)
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b, err := spaceBucket(tx, "alpha")
+		if err != nil {
+			return err
+		}
+		claims, err := accountClaims(b)
+		if err != nil {
+			return err
+		}
+		for _, im := range claims.Imports {
+			im.Share = false
+		}
+		_, err = storeClaims(tx, b, agentKeys, claims)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsureSpace("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	check(t)
+}

@@ -32,6 +32,10 @@ type Limits struct {
 	PerSubject int64
 	// WatchConsumers is the max_consumers of the presence and channel-registry buckets.
 	WatchConsumers int
+	// WatchesPerIdentity is the most consumers one identity may hold on the presence bucket
+	// and, separately, on the channel-registry bucket; the on-create check deletes each one
+	// past it (issue 12 item 4). An Endpoint holds one watch of each.
+	WatchesPerIdentity int
 	// HandoffPerSubject is how many durable copies DLV_<s> keeps per member; zero is
 	// wire.BackstopPerSubject. Past it the trusted reader reports new copies as gaps.
 	HandoffPerSubject int64
@@ -40,6 +44,11 @@ type Limits struct {
 	ViolationLogInterval time.Duration
 }
 
+// DefaultWatchesPerIdentity is Limits.WatchesPerIdentity's default: an Endpoint's watch, a
+// few more of tools the same credential runs, and the leftovers of reconnects, which live
+// wire.WatchInactiveLimit.
+const DefaultWatchesPerIdentity = 8
+
 // DefaultLimits returns the limits config.Default documents, sized for a laptop mesh of
 // hundreds of agents: 2 GiB of JetStream per space (its streams take 1856 MiB), 1000
 // connections per space and 32 per identity (so one credential takes at most 3 % of its
@@ -47,7 +56,8 @@ type Limits struct {
 func DefaultLimits() Limits {
 	return Limits{Connections: 1000, ConnectionsPerIdentity: DefaultConnectionsPerIdentity, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
 		DMBytes: wire.DefaultDMBytes, TaskBytes: wire.DefaultTaskBytes, PerSubject: wire.DefaultPerSubject,
-		WatchConsumers: wire.DefaultWatchConsumers, ViolationLogInterval: broker.DefaultViolationLogInterval}
+		WatchConsumers: wire.DefaultWatchConsumers, WatchesPerIdentity: DefaultWatchesPerIdentity,
+		ViolationLogInterval: broker.DefaultViolationLogInterval}
 }
 
 // DefaultConnectionsPerIdentity is Limits.ConnectionsPerIdentity's default: an agent holds
@@ -75,6 +85,7 @@ func (l Limits) withDefaults() Limits {
 		TaskBytes:              orDefault(l.TaskBytes, d.TaskBytes),
 		PerSubject:             orDefault(l.PerSubject, d.PerSubject),
 		WatchConsumers:         orDefault(l.WatchConsumers, d.WatchConsumers),
+		WatchesPerIdentity:     orDefault(l.WatchesPerIdentity, d.WatchesPerIdentity),
 		HandoffPerSubject:      l.HandoffPerSubject,
 		ViolationLogInterval:   orDefault(l.ViolationLogInterval, d.ViolationLogInterval),
 	}
@@ -98,7 +109,7 @@ func (l Limits) validate() error {
 		v    int64
 	}{{"connections", int64(l.Connections)}, {"connections per identity", int64(l.ConnectionsPerIdentity)}, {"subscriptions", int64(l.Subscriptions)}, {"payload", int64(l.Payload)},
 		{"DM bytes", l.DMBytes}, {"task bytes", l.TaskBytes}, {"per-subject limit", l.PerSubject},
-		{"watch consumers", int64(l.WatchConsumers)}, {"handoff per-subject limit", l.HandoffPerSubject}}
+		{"watch consumers", int64(l.WatchConsumers)}, {"watches per identity", int64(l.WatchesPerIdentity)}, {"handoff per-subject limit", l.HandoffPerSubject}}
 	for _, b := range bounds {
 		if b.v < 0 {
 			return fmt.Errorf("limit on %s is %d; use a positive bound, or 0 for the default", b.name, b.v)

@@ -467,18 +467,67 @@ func TestPayloadPastTheLimitIsRefused(t *testing.T) {
 	}
 }
 
+// fillWatchCap creates durable pull consumers on stream as p until the broker refuses, and
+// returns how many it created; the refusal must be the maximum consumers one, within limit.
+func fillWatchCap(t *testing.T, p *peer, stream string, limit int) int {
+	t.Helper()
+	created, refusal := 0, error(nil)
+	for ; created < 10*limit && refusal == nil; created++ {
+		refusal = createHog(t, p, stream, fmt.Sprintf("hog%d", created))
+	}
+	var apiErr *jetstream.APIError
+	if !errors.As(refusal, &apiErr) || apiErr.ErrorCode != jetstream.ErrorCode(server.JSMaximumConsumersLimitErr) {
+		t.Fatalf("after %d consumers: %v; want the maximum consumers refusal", created, refusal)
+	}
+	if created-1 > limit {
+		t.Fatalf("the attacker created %d consumers on %s; the limit is %d", created-1, stream, limit)
+	}
+	return created - 1
+}
+
+// createHog creates one durable pull consumer named name on stream as p, through the raw API.
+func createHog(t *testing.T, p *peer, stream, name string) error {
+	t.Helper()
+	body, err := json.Marshal(createBody(stream, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckNonePolicy}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.request("$JS.API.CONSUMER.CREATE."+stream+"."+name, "", nil, body)
+	return err
+}
+
+// sendAndAwaitCopy publishes one message on general as sender and waits until member, offline
+// and a durable member of general, has want durable copies waiting.
+func sendAndAwaitCopy(ctx context.Context, t *testing.T, m *space.Mesh, sender *peer, member string, want int) {
+	t.Helper()
+	n := wire.NewNames("main")
+	if _, err := sender.request(n.ChatSubject(sender.cred.ID, "general"), "", nil, envelope(t, sender.cred, "general", "still routed")); err != nil {
+		t.Fatal(err)
+	}
+	await.True(t, 10*time.Second, fmt.Sprintf("%d durable copies waiting for %s", want, member), func() bool {
+		b, err := m.Pending(ctx, "main", member)
+		return err == nil && b.Durable.Pending == uint64(want)
+	})
+}
+
 // An agent that creates consumers on the presence bucket until the broker refuses stops at
 // Limits.WatchConsumers; each of them dies WatchInactiveLimit after it goes idle, a restart
 // included; a watch a victim already holds keeps working, and the mesh still creates a new
-// agent's own consumers, which live on streams agents cannot create consumers on. While the
-// attacker holds the rest, a new watch, an agent's or the mesh's own, is refused.
+// agent's own consumers, which live on streams agents cannot create consumers on. The
+// delivery service follows presence without a consumer, so a restart of its presence loop
+// under the full cap comes back and durable copies keep being fanned out. While the attacker
+// holds the rest, a new agent's own watch is refused.
 func TestPresenceConsumersAreBounded(t *testing.T) {
 	t.Parallel()
 	const limit = 20
-	m, mallory, victim := limitedMesh(t, func(l *space.Limits) { l.WatchConsumers = limit })
+	// The per-identity cap is lifted to the bucket's: mallory stands for as many colluding
+	// identities as it takes to hold the whole cap (TestAnIdentityKeepsOnlyItsShareOfThePresenceWatches).
+	m, mallory, victim := limitedMesh(t, func(l *space.Limits) { l.WatchConsumers, l.WatchesPerIdentity = limit, limit })
 	n := wire.NewNames("main")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	carol := mint(t, m, "carol", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	joinDurablyAndLeave(ctx, t, m, carol, "general")
 	v := newPeer(t, m, victim)
 	kv, err := v.jetStream(t).KeyValue(ctx, n.PresenceBucket())
 	if err != nil {
@@ -492,23 +541,7 @@ func TestPresenceConsumersAreBounded(t *testing.T) {
 
 	p := newPeer(t, m, mallory)
 	stream := wire.KVStream(n.PresenceBucket())
-	created, refusal := 0, error(nil)
-	for ; created < 10*limit && refusal == nil; created++ {
-		name := fmt.Sprintf("hog%d", created)
-		cfg := jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckNonePolicy}
-		body, err := json.Marshal(createBody(stream, cfg))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, refusal = p.request("$JS.API.CONSUMER.CREATE."+stream+"."+name, "", nil, body)
-	}
-	var apiErr *jetstream.APIError
-	if !errors.As(refusal, &apiErr) || apiErr.ErrorCode != jetstream.ErrorCode(server.JSMaximumConsumersLimitErr) {
-		t.Fatalf("after %d consumers: %v; want the maximum consumers refusal", created, refusal)
-	}
-	if created > limit {
-		t.Fatalf("the attacker created %d consumers on %s; the limit is %d", created-1, stream, limit)
-	}
+	fillWatchCap(t, p, stream, limit)
 	info, err := p.jetStream(t).Consumer(ctx, stream, "hog0")
 	if err != nil {
 		t.Fatal(p.explain(err))
@@ -548,7 +581,7 @@ func TestPresenceConsumersAreBounded(t *testing.T) {
 			t.Fatalf("a new agent's presence watch: %v; want the maximum consumers refusal (if it now works, update RELIABILITY.md)", err)
 		}
 	})
-	t.Run("the delivery service's own presence watch, restarted, stays down and health says so", func(t *testing.T) {
+	t.Run("the delivery service's presence loop, restarted under the full cap, comes back and durable copies are still fanned out", func(t *testing.T) {
 		svc, err := m.Delivery("main")
 		if err != nil {
 			t.Fatal(err)
@@ -557,21 +590,11 @@ func TestPresenceConsumersAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The attacker takes the slot the stopped watch gave back, as a loop of creates would.
-		await.True(t, 10*time.Second, "the attacker to take the freed slot", func() bool {
-			name := fmt.Sprintf("hog%d", created)
-			body, err := json.Marshal(createBody(stream, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckNonePolicy}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = p.request("$JS.API.CONSUMER.CREATE."+stream+"."+name, "", nil, body)
-			return err == nil
-		})
+		// While it is down, a durable copy is still routed: presence serves @mentions only.
+		sendAndAwaitCopy(ctx, t, m, v, "carol", 1)
 		release()
-		await.True(t, 10*time.Second, "health to name the presence watch refused", func() bool {
-			err := svc.Healthy()
-			return err != nil && strings.Contains(err.Error(), "presence watch is down") && strings.Contains(err.Error(), "maximum consumers")
-		})
+		await.True(t, 10*time.Second, "the delivery service to be healthy again", func() bool { return svc.Healthy() == nil })
+		sendAndAwaitCopy(ctx, t, m, v, "carol", 2)
 	})
 	t.Run("the mesh still creates a new agent's consumers", func(t *testing.T) {
 		late := mint(t, m, "late", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
@@ -579,6 +602,38 @@ func TestPresenceConsumersAreBounded(t *testing.T) {
 			t.Fatalf("a new agent cannot bind its dm_: %v", err)
 		}
 	})
+}
+
+// A mesh restarted while an attacker's durable consumers hold the whole presence consumer cap
+// starts, and fans a durable copy out to an offline member (issue 12 item 4).
+func TestAMeshStartsAndFansOutUnderAFullPresenceConsumerCap(t *testing.T) {
+	t.Parallel()
+	const limit = 10
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := space.Options{Dir: t.TempDir(), ReconcileInterval: -1}
+	opts.Limits.WatchConsumers, opts.Limits.WatchesPerIdentity = limit, limit
+	start := func() *space.Mesh {
+		m, err := space.Start(ctx, opts)
+		if err != nil {
+			t.Fatalf("start the mesh: %v", err)
+		}
+		t.Cleanup(func() { _ = m.Close(context.Background()) })
+		return m
+	}
+	m := start()
+	grants := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}
+	mallory := mint(t, m, "mallory", provisioner.ProfileAgent, grants)
+	bob := mint(t, m, "bob", provisioner.ProfileAgent, grants)
+	carol := mint(t, m, "carol", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	joinDurablyAndLeave(ctx, t, m, carol, "general")
+	fillWatchCap(t, newPeer(t, m, mallory), wire.KVStream(wire.NewNames("main").PresenceBucket()), limit)
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	m = start()
+	sendAndAwaitCopy(ctx, t, m, newPeer(t, m, bob), "carol", 1)
 }
 
 // 20 000 publishes the broker denies write a bounded number of log lines, the first of them

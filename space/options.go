@@ -98,7 +98,7 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 			Subscriptions: c.Limits.Subscriptions,
 			Payload:       c.Limits.Payload, SpaceBytes: c.Limits.SpaceBytes, DMBytes: c.Limits.DMBytes,
 			TaskBytes: c.Limits.TaskBytes, PerSubject: c.Limits.PerSubject, WatchConsumers: c.Limits.WatchConsumers,
-			ViolationLogInterval: c.Limits.ViolationLogInterval},
+			WatchesPerIdentity: c.Limits.WatchesPerIdentity, ViolationLogInterval: c.Limits.ViolationLogInterval},
 		Cluster: ClusterOptions{Name: c.Cluster.Name, Listen: c.Cluster.Listen, Peers: c.Cluster.Peers,
 			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust},
 	}

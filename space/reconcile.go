@@ -86,7 +86,7 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime, cause passCause)
 	defer m.forgetExpired(rt)
 	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
 	present, errs := m.reconcileStreams(ctx, rt, r, &rep)
-	errs = append(errs, m.restoreMissing(ctx, rt, r, cause, present, &rep))
+	errs = append(errs, m.restoreMissing(ctx, rt, r, cause, present, &rep), m.capAllWatches(ctx, rt, recs))
 	rt.reconciled.passes.Add(1)
 	rt.reconciled.deleted.Add(int64(rep.Deleted))
 	rt.reconciled.restored.Add(int64(rep.Restored))
@@ -248,15 +248,8 @@ func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r roster, c
 }
 
 // reconcileLoop re-checks rt's consumers every interval, and each consumer created or updated
-// as it happens, until stop is closed.
-func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, stop <-chan struct{}) {
-	news := make(chan created, createdQueue)
-	sub, err := watchCreates(rt, news)
-	if err != nil {
-		m.log.Error("watching consumer creates failed; only the periodic pass runs", "space", rt.name, "err", err)
-	} else {
-		defer func() { _ = sub.Unsubscribe() }()
-	}
+// as it happens (queued on news by watchCreates), until stop is closed.
+func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, news <-chan created, stop <-chan struct{}) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -285,10 +278,23 @@ func (m *Mesh) startReconcilers() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, rt := range m.spaces {
+		// Subscribed before Start returns, so that the creator of every consumer made after it
+		// is known (watchcap.go).
+		news := make(chan created, createdQueue)
+		sub, err := watchCreates(rt, news)
+		if err == nil {
+			err = rt.prov.Flush()
+		}
+		if err != nil {
+			m.log.Error("watching consumer creates failed; only the periodic pass runs", "space", rt.name, "err", err)
+		}
 		m.watcher.Add(1)
 		go func() {
 			defer m.watcher.Done()
-			m.reconcileLoop(rt, m.opts.ReconcileInterval, m.stopping)
+			if sub != nil {
+				defer func() { _ = sub.Unsubscribe() }()
+			}
+			m.reconcileLoop(rt, m.opts.ReconcileInterval, news, m.stopping)
 		}()
 	}
 }

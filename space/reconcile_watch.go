@@ -3,6 +3,7 @@ package space
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,9 +24,13 @@ const createdQueue = 256
 type created struct {
 	stream, name string
 	config       jetstream.ConsumerConfig
+	// creator is the user key of the identity whose request created it, as the API audit
+	// names it (wire.SharedServiceSubject); empty if the audit does not say.
+	creator string
 }
 
-// watchCreates queues every successful consumer create or update in rt's account on out, so
+// watchCreates records the creator of every consumer of the watched buckets (watchcap.go) and
+// queues every successful consumer create or update in rt's account on out, so
 // the rule judges it within milliseconds rather than at the next periodic pass: a push
 // consumer made under one's own name (which no grant can refuse) delivers nothing for long.
 // Consumer updates send no advisory of their own, hence the API audit rather than the
@@ -36,6 +41,9 @@ func watchCreates(rt *spaceRuntime, out chan<- created) (*nats.Subscription, err
 		var audit struct {
 			Subject  string `json:"subject"`
 			Response string `json:"response"`
+			Client   struct {
+				User string `json:"user"`
+			} `json:"client"`
 		}
 		if json.Unmarshal(msg.Data, &audit) != nil || !consumerCreate(audit.Subject) {
 			return
@@ -47,8 +55,13 @@ func watchCreates(rt *spaceRuntime, out chan<- created) (*nats.Subscription, err
 		if json.Unmarshal([]byte(audit.Response), &resp) != nil || resp.Error != nil || resp.Name == "" {
 			return
 		}
+		// The creator is recorded here, before the queue, so a create the queue drops still
+		// counts against its creator's watch cap at the next check or pass.
+		if audit.Client.User != "" && slices.Contains(rt.watchedStreams(), resp.Stream) {
+			rt.watches.record(resp.Stream, resp.Name, audit.Client.User)
+		}
 		select {
-		case out <- created{stream: resp.Stream, name: resp.Name, config: resp.Config}:
+		case out <- created{stream: resp.Stream, name: resp.Name, config: resp.Config, creator: audit.Client.User}:
 		default:
 		}
 	})
@@ -77,6 +90,13 @@ func (m *Mesh) checkCreated(rt *spaceRuntime, c created) {
 	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
 	j := r.judge(c.stream, c.name, c.config)
 	if j.verdict == keep {
+		if c.creator == "" || !slices.Contains(rt.watchedStreams(), c.stream) {
+			return
+		}
+		if err := m.capWatches(ctx, rt, c.stream, c.creator, recs); err != nil {
+			rt.reconciled.failures.Add(1)
+			m.log.Error("capping an identity's watches failed", "space", rt.name, "err", err)
+		}
 		return
 	}
 	// Made just now for an identity that can no longer connect: not what its end left behind.

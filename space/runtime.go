@@ -33,6 +33,8 @@ type spaceRuntime struct {
 	// deliveryInbox is dlvConn's inbox prefix, where the delivery service's KV watches push.
 	deliveryInbox string
 	reconciled    reconcileStats
+	// watches records who created each consumer on the watched buckets (watchcap.go).
+	watches watchLedger
 
 	mintMu sync.Mutex // serializes mint, revoke and consumer reconciliation: broker update, ACL record, pass
 }

@@ -31,6 +31,14 @@ func (n Names) StorageServiceSubjects() []string {
 	}
 }
 
+// SharedServiceSubject is the one service import of StorageServiceSubjects that shares the
+// requester's identity (jwt Import.Share): the JetStream API, so that the broker's API audit
+// names the user behind each consumer create and the mesh can bound consumers per identity
+// (issue 12 item 4). No other import shares: a shared import writes the requester's details
+// (user key, credential, host) into the Nats-Request-Info header of every message crossing it,
+// and chat, DM and task messages are stored with their headers.
+const SharedServiceSubject = "$JS.API.>"
+
 // StorageStreamSubject is what the agent account imports as a stream for identity id: its
 // inbox, where push consumers created in storage (KV watches) deliver.
 func StorageStreamSubject(id string) string { return InboxPrefix(id) + ".>" }

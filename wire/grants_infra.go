@@ -77,11 +77,18 @@ func deliveryPermissions(p *Permissions, n Names) {
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a
 	// compare-and-set conflict.
 	p.Pub.Allow.add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", KVStream(n.MembersBucket())))
-	// One long-lived watch each on members, channel registry and presence (LAYOUT.md trap
-	// "One consumer per message"): bind, an ordered consumer with flow control, its delete.
-	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.PresenceBucket()} {
+	// One long-lived watch each on members and the channel registry (LAYOUT.md trap "One
+	// consumer per message"): bind, an ordered consumer with flow control, its delete.
+	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket()} {
 		s := KVStream(b)
 		p.Pub.Allow.add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
 			consumerAPI("DELETE", s, ">"), "$JS.FC."+s+".>")
 	}
+	// Presence is followed without a consumer, which agents could starve by holding the
+	// bucket's max_consumers (issue 12 item 4; delivery/follow.go): every write to the bucket
+	// as it is published in storage, and a snapshot of the current rows, listed by subject and
+	// read one by one.
+	presence := KVStream(n.PresenceBucket())
+	p.Sub.Allow.add("$KV." + n.PresenceBucket() + ".>")
+	p.Pub.Allow.add(streamAPI("INFO", presence), streamAPI("MSG.GET", presence))
 }

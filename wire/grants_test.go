@@ -13,11 +13,12 @@ func TestSubjectListKeepsFirstOccurrenceOrder(t *testing.T) {
 	}
 }
 
-// The delivery service's connection subscribes to its control requests and its own inbox and
-// nothing else, and needs no deny: it is granted nothing it must be kept from.
-func TestDeliveryPermissionsSubscribeToControlAndInboxOnly(t *testing.T) {
+// The delivery service's connection subscribes to its control requests, its own inbox and the
+// presence bucket's writes (followed without a consumer, issue 12 item 4) and nothing else,
+// and needs no deny: it is granted nothing it must be kept from.
+func TestDeliveryPermissionsSubscribeToControlInboxAndPresenceOnly(t *testing.T) {
 	p := DeliveryPermissions(NewNames("main"), "_INBOX_delivery")
-	if want := (SubjectList{"_INBOX_delivery.>", "cotal.main.ctl.delivery.*"}); !slices.Equal(p.Sub.Allow, want) {
+	if want := (SubjectList{"_INBOX_delivery.>", "cotal.main.ctl.delivery.*", "$KV.cotal_presence_main.>"}); !slices.Equal(p.Sub.Allow, want) {
 		t.Fatalf("sub.allow = %q, want %q", p.Sub.Allow, want)
 	}
 	if len(p.Pub.Deny) != 0 || len(p.Sub.Deny) != 0 {
