@@ -645,9 +645,16 @@ func TestDeniedPublishesWriteBoundedLogLines(t *testing.T) {
 	mallory := mint(t, m, "mallory", provisioner.ProfileAgent, provisioner.Grants{})
 	p := newPeer(t, m, mallory)
 	denied := wire.NewNames("main").ChatSubject("someone-else", "general")
-	for range 20000 {
+	for i := range 20000 {
 		if err := p.nc.Publish(denied, []byte("x")); err != nil {
 			t.Fatal(err)
+		}
+		// A round trip now and then keeps the broker's -ERR replies from piling up unread on
+		// a loaded machine, where the server would close the connection as a slow consumer.
+		if i%1000 == 999 {
+			if err := p.nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := p.settle(); !errors.Is(err, nats.ErrPermissionViolation) {
