@@ -82,6 +82,12 @@ func ackedCount(t *testing.T, journals ...string) int {
 // cluster to count as serving again: more than the two publishers can have had in flight.
 const resumedAfter = 20
 
+// publishGap paces each publisher. r3 is away for an outage plus its node's restart, and the
+// trusted reader refuses durable copies past DLV's per-member bound (1000, delivery/dlvroom.go)
+// as a reported gap; two publishers at this pace owe r3 at most 25 channel copies a second,
+// which keeps the long tier's outages well under it.
+const publishGap = 40 * time.Millisecond
+
 // TestAClusterMemberKilledUnderLoadLosesNothing covers issue 14's member-kill test for a node
 // that does not hold the key store (backstop failover is not built): three `cotal up`
 // processes (sync always, R3 streams), publishers sending numbered DMs and durable-channel
@@ -96,6 +102,9 @@ const resumedAfter = 20
 // connection the kill cut would wait out the consumer's 60 s ack wait before redelivery (the
 // receiver-crash test covers that), and would hide how long the node takes to catch up.
 func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
+	if tier.clusterKills == 0 {
+		t.Skip("a member kill waits out a RAFT election and may wait out a 60 s ack wait; the long tier (make chaos) runs it")
+	}
 	t.Parallel()
 	b := binaries(t)
 	c := startClusterProcs(t, b)
@@ -114,22 +123,30 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 		})
 		joinedDurable(t, ep, "ledger")
 	}
-	startR3 := func() {
+	// startR3 starts r3's next incarnation through node 2 and returns the state its ledger
+	// join reached at connect. The first must be durable; a later one may come back "durable
+	// backstop unavailable" when the control service answers after the endpoint's 2 s budget
+	// (issue 13), since its membership record from the first incarnation holds either way.
+	startR3 := func() string {
 		t.Helper()
 		r3.incarnation++
 		inc := fmt.Sprintf("%s.%d", r3.cred.Name, r3.incarnation)
 		r3.proc = startAgent(t, b, inc, "-link", victim.Link(), "-creds", r3.cred.Creds, "-journal", r3.journal,
 			"-incarnation", inc, "-join", "ledger")
-		if !await.Until(time.Minute, func() bool { return joinedAll(t, r3) }) {
-			var joins []chaos.Entry
+		var state string
+		joined := await.Until(time.Minute, func() bool {
 			for _, e := range readJournals(t, r3.journal) {
-				if e.Event == chaos.EventJoined {
-					joins = append(joins, e)
+				if e.Event == chaos.EventJoined && e.Incarnation == inc {
+					state = e.Kind
 				}
 			}
-			t.Fatalf("%s did not join ledger durable through node 2 within a minute; joins %+v; output:\n%s\nnode 2:\n%s",
-				inc, joins, tail(r3.proc.out.String(), 3000), tail(victim.out.String(), 3000))
+			return state != ""
+		})
+		if !joined || (r3.incarnation == 1 && state != string(endpoint.JoinedDurable)) {
+			t.Fatalf("%s joined ledger through node 2 as %q; output:\n%s\nnode 2:\n%s",
+				inc, state, tail(r3.proc.out.String(), 3000), tail(victim.out.String(), 3000))
 		}
+		return state
 	}
 	startR3()
 	t.Logf("receivers: r1 %s on node 1, r2 %s on node 3, r3 %s on node 2", r1.ID, r2.ID, r3.cred.ID)
@@ -139,7 +156,7 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 	for i, node := range []*meshProc{keys, other} {
 		cred := mintCLI(t, b, dir, fmt.Sprintf("p%d", i), "--allow-publish", "ledger")
 		p := &publisher{cred: cred, journal: filepath.Join(dir, cred.Name+".jsonl"),
-			args: []string{"-dm", strings.Join([]string{r1.ID, r2.ID, r3.cred.ID}, ","), "-channel", "ledger"}}
+			args: []string{"-dm", strings.Join([]string{r1.ID, r2.ID, r3.cred.ID}, ","), "-channel", "ledger", "-gap", publishGap.String()}}
 		p.start(t, b, node.Link(), untilStopped)
 		pubs, journals = append(pubs, p), append(journals, p.journal)
 	}
@@ -156,6 +173,7 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 
 	var during []int
 	var catchUps, stalls, downs []time.Duration
+	var rejoins []string // join states short of durable when r3 came back
 	for range tier.clusterKills {
 		time.Sleep(tier.clusterOutage / 2) // publishing with all three nodes up
 		r3.proc.stop(t)
@@ -181,7 +199,9 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 		downs = append(downs, restarted.Sub(killed))
 		// What was acknowledged up to the restart, the third receiver must read through node 2.
 		owed, _ := chaos.FromJournal(readJournals(t, journals...))
-		startR3()
+		if st := startR3(); st != string(endpoint.JoinedDurable) {
+			rejoins = append(rejoins, st)
+		}
 		onlyR3 := func(p chaos.Publish) chaos.Audience {
 			a := audience(p)
 			if !slices.Contains(a.Receivers, r3.cred.ID) {
@@ -216,6 +236,7 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 			fmt.Sprintf("kill to %d publishes acked through the survivors ", resumedAfter)+durations(stalls),
 			"member down (kill to join link) "+durations(downs),
 			"restart to its receiver caught up "+durations(catchUps),
+			fmt.Sprintf("rejoins through node 2 not durable at connect %d of %d", len(rejoins), tier.clusterKills),
 			fmt.Sprintf("drained %v after publishing stopped", drainTime.Round(time.Millisecond))))
 	if err := f.Err(); err != nil {
 		t.Errorf("after %d member kills: %v", tier.clusterKills, err)

@@ -19,8 +19,8 @@ var tier = tierParams{
 	remints:         2,
 	slowMessages:    600,
 	slowPayload:     16 << 10,
-	clusterKills:    1,
-	clusterOutage:   3 * time.Second,
+	clusterKills:    0,
+	clusterOutage:   0,
 	leakMeshes:      10,
 	drain:           90 * time.Second,
 }
