@@ -64,3 +64,4 @@ func BenchmarkSpace(b *testing.B)     { benchmarkWorkload(b, "space") }
 func BenchmarkMemory(b *testing.B)    { benchmarkWorkload(b, "memory") }
 func BenchmarkSync(b *testing.B)      { benchmarkWorkload(b, "sync") }
 func BenchmarkJoin(b *testing.B)      { benchmarkWorkload(b, "join") }
+func BenchmarkCluster(b *testing.B)   { benchmarkWorkload(b, "cluster") }

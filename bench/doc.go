@@ -4,11 +4,13 @@
 //
 // Each workload runs its cotal side and its raw side back to back, alternating which goes
 // first, on one mesh started for that workload case. Every figure is the median of
-// Config.Runs runs with the spread (min–max) beside it. The workloads are the ten row
+// Config.Runs runs with the spread (min–max) beside it. The workloads are the eleven row
 // groups of BENCHMARKS.md: live multicast, DM, anycast, durable channel, join with backfill,
-// presence, per-test space, memory per endpoint, the two file-storage sync modes, and the
+// presence, per-test space, memory per endpoint, the two file-storage sync modes, the
 // durableJoin round trip under concurrent joins, which has no raw side (raw NATS has no
-// durable membership) and is judged against absolute budgets.
+// durable membership) and is judged against absolute budgets, and DM through a three-node
+// cluster, whose two sides are both cotal: the cluster in the cotal column, one node in the
+// raw column, so that its ratio is cluster/single.
 //
 // # Fairness
 //

@@ -49,4 +49,11 @@ costs even when other load stretches wall time.
   the live heap growth after GC divided by the number of endpoints, broker side included.
   Presence and memory run at the fleet sizes that fit on this machine (the presence target is
   stated for 1 000 endpoints; row 6's note says why 1 000 do not fit).
+- **Cluster (row 11)** compares cotal with cotal: the cotal column is DM from an agent on node
+  1 to an agent on node 3 of a three-node cluster started in this process (routes on loopback,
+  R3 memory streams, the key store on node 1), the raw column the same DM workload on one
+  authenticated memory node. Both sides' agents are minted credentials connected over
+  loopback TCP, the way a cluster's agents connect. cotal/raw is cluster/single: what
+  replicating every DM to three nodes and crossing two routes costs. Process CPU counts all
+  three nodes.
 `

@@ -63,6 +63,11 @@ var notes = map[string]string{
 		"records), ten streams and buckets instead of one, the delivery service's consumers and " +
 		"watches, two mints (JWT, ACL record, bind-only consumers) and two connects (JWT auth, " +
 		"presence write, roster watch, bindings); start alone is past 3× raw.",
+	titleCluster: "Both columns are cotal: the cluster over one node. Each DM is stored on the " +
+		"DM stream's leader, replicated to the two other nodes and acknowledged to the sender " +
+		"only once a majority holds it (RAFT), then delivered from the consumer's leader through " +
+		"a route to the receiver's node; each ack crosses back and is replicated too. Three " +
+		"in-process servers also share the two cores the single node has to itself.",
 	titleSync: "The bounds of rows 2 and 4 hold on file storage. Under sync always every stored " +
 		"message is fsynced, so the durable channel's 21 stored messages per message against " +
 		"raw's one widen its gap; DM under sync always is paced by the fsync on both sides.",

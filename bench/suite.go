@@ -64,6 +64,7 @@ func Workloads() []Workload {
 		{"memory", titleMemory, "heap per connected idle endpoint", memoryCases},
 		{"sync", titleSync, "DM and durable channel on file storage, sync always and interval", syncCases},
 		{"join", titleJoin, "50 endpoints joining durable channels at once under publish load", joinCases},
+		{"cluster", titleCluster, "DM from node 1 to node 3 of a three-node R3 cluster against one node", clusterCases},
 	}
 }
 

@@ -11,7 +11,8 @@
 //     load, ten leak-checked meshes;
 //   - the long tier (`-tags chaos`, `make chaos`) runs the same tests with the numbers of
 //     RELIABILITY.md, plus the receiver crashes that must wait out a consumer's 60 s ack wait
-//     (LAYOUT.md "Consumers").
+//     (LAYOUT.md "Consumers") and the kill -9 of a member of a three-node cluster of `cotal
+//     up` processes (issue 14), which waits out a RAFT election.
 //
 // The helper process chaos/internal/agentproc is a publisher or receiver connected over TCP
 // with a join link and a .creds file, so that `kill -9` can hit it, or the mesh under it, at

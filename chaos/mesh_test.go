@@ -31,6 +31,7 @@ type meshProc struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	exited   chan struct{}
+	banner   *bannerWriter
 	link     string
 	httpURL  string
 	restarts []time.Duration // kill to join link, per restart
@@ -45,19 +46,30 @@ var (
 // join link; extra flags are added to every start. The test's cleanup kills it.
 func startMesh(t *testing.T, b bins, dir string, extra ...string) *meshProc {
 	t.Helper()
+	m := launchMesh(t, b, dir, extra...)
+	m.ready()
+	return m
+}
+
+// launchMesh starts `cotal up` as startMesh does without waiting for its join link: a cluster
+// node prints it only once the other nodes are up. ready waits for it.
+func launchMesh(t *testing.T, b bins, dir string, extra ...string) *meshProc {
+	t.Helper()
 	m := &meshProc{t: t, bin: b.cotal, dir: dir, extra: extra, listen: "127.0.0.1:0", out: &lockedBuffer{}}
 	t.Cleanup(m.kill)
-	m.start()
-	l, err := wire.ParseLink(m.link)
-	if err != nil {
-		t.Fatalf("cotal up printed an invalid join link %q: %v", m.link, err)
-	}
-	m.listen = net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
+	m.launch()
 	return m
 }
 
 // start launches one incarnation and waits for its join link (and health URL with --http).
 func (m *meshProc) start() {
+	m.t.Helper()
+	m.launch()
+	m.ready()
+}
+
+// launch starts one incarnation; ready waits for its banner.
+func (m *meshProc) launch() {
 	m.t.Helper()
 	args := append([]string{"up", "--dir", m.dir, "--listen", m.listen, "--sync", "always"}, m.extra...)
 	cmd := exec.Command(m.bin, args...)
@@ -71,10 +83,22 @@ func (m *meshProc) start() {
 		_ = cmd.Wait()
 		close(exited)
 	}()
+	m.mu.Lock()
+	m.cmd, m.exited, m.banner, m.link, m.httpURL = cmd, exited, banner, "", ""
+	m.mu.Unlock()
+}
+
+// ready waits until the incarnation launch started prints its join link, and fixes the
+// client port of later incarnations to the first one's.
+func (m *meshProc) ready() {
+	m.t.Helper()
+	m.mu.Lock()
+	cmd, exited, banner := m.cmd, m.exited, m.banner
+	m.mu.Unlock()
 	select {
 	case got := <-banner.ready:
 		m.mu.Lock()
-		m.cmd, m.exited, m.link, m.httpURL = cmd, exited, got[0], got[1]
+		m.link, m.httpURL = got[0], got[1]
 		m.mu.Unlock()
 	case <-exited:
 		m.t.Fatalf("cotal up exited before it was ready; output:\n%s", tail(m.out.String(), 4000))
@@ -83,6 +107,14 @@ func (m *meshProc) start() {
 		<-exited
 		m.t.Fatalf("cotal up printed no join link within 60s; output:\n%s", tail(m.out.String(), 4000))
 	}
+	if m.listen != "127.0.0.1:0" {
+		return
+	}
+	l, err := wire.ParseLink(m.Link())
+	if err != nil {
+		m.t.Fatalf("cotal up printed an invalid join link %q: %v", m.Link(), err)
+	}
+	m.listen = net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
 }
 
 // bannerWriter is the stdout of `cotal up`: it keeps the output and reports the join link

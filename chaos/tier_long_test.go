@@ -19,6 +19,8 @@ var tier = tierParams{
 	remints:         12,
 	slowMessages:    1600,
 	slowPayload:     32 << 10,
+	clusterKills:    3,
+	clusterOutage:   10 * time.Second,
 	leakMeshes:      100,
 	drain:           150 * time.Second,
 }

@@ -19,6 +19,8 @@ var tier = tierParams{
 	remints:         2,
 	slowMessages:    600,
 	slowPayload:     16 << 10,
+	clusterKills:    0,
+	clusterOutage:   0,
 	leakMeshes:      10,
 	drain:           90 * time.Second,
 }

@@ -31,6 +31,11 @@ type tierParams struct {
 	slowMessages int
 	slowPayload  int
 
+	// Cluster member kill (issue 14): a node without the key store is killed clusterKills
+	// times, each time down for clusterOutage while publishers go on through the survivors.
+	clusterKills  int
+	clusterOutage time.Duration
+
 	// leakMeshes meshes are started and closed under goleak.
 	leakMeshes int
 
