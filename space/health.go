@@ -36,7 +36,7 @@ func (m *Mesh) Health() []ComponentHealth {
 	for _, rt := range rts {
 		out = append(out,
 			ComponentHealth{Name: "space " + rt.name + " provisioner", Err: connHealth(rt.prov)},
-			ComponentHealth{Name: "space " + rt.name + " delivery", Err: rt.delivery.Healthy()})
+			ComponentHealth{Name: "space " + rt.name + " delivery", Err: rt.deliveryHealth()})
 	}
 	return out
 }
