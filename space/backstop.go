@@ -31,6 +31,10 @@ const (
 	backstopCloseTimeout = 10 * time.Second
 )
 
+// memberGrace is how long a node without the key store waits, once the lease bucket exists,
+// before it first contends for the lease.
+const memberGrace = 2 * time.Second
+
 // backstop runs one space's durable backstop on a cluster node while the node holds the
 // space's lease (issue 14 item 3): the delivery service starts when the lease is taken and
 // stops when it is lost or the mesh closes. Every node that may hold the lease uses the same
@@ -97,6 +101,12 @@ func (b *backstop) run(ctx context.Context) {
 		select {
 		case <-loaded:
 		case <-ctx.Done():
+			return
+		}
+		// The key-store node contends as soon as it has provisioned the bucket; the others
+		// leave it that moment, so a cluster starting together runs the backstop where the
+		// registry is, the read ACL's source that never lags.
+		if !pause(ctx, memberGrace) {
 			return
 		}
 	}
@@ -200,6 +210,8 @@ type BackstopHolder struct {
 	// Node is the holder's server name; empty while no node holds the lease (for up to
 	// wire.BackstopLeaseTTL after its holder died).
 	Node string `json:"node"`
+	// Error says why the lease could not be read, if it could not.
+	Error string `json:"error,omitempty"`
 }
 
 // backstopHolders reads, for each space this node contends for, who holds its lease.
@@ -213,8 +225,15 @@ func (m *Mesh) backstopHolders(ctx context.Context) []BackstopHolder {
 	sort.Slice(bs, func(i, j int) bool { return bs[i].space < bs[j].space })
 	out := make([]BackstopHolder, 0, len(bs))
 	for _, b := range bs {
-		h, _ := b.holder(ctx)
-		out = append(out, BackstopHolder{Space: b.space, Node: h})
+		// While the bucket's stream elects a leader no one answers; say so rather than wait.
+		rctx, done := context.WithTimeout(ctx, leaseTick)
+		h, err := b.holder(rctx)
+		done()
+		bh := BackstopHolder{Space: b.space, Node: h}
+		if err != nil {
+			bh.Error = err.Error()
+		}
+		out = append(out, bh)
 	}
 	return out
 }
