@@ -23,6 +23,13 @@ type stallingKV struct {
 
 var errStalled = errors.New("stalled")
 
+func (k *stallingKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if k.stalled.Load() {
+		return 0, errStalled
+	}
+	return k.KeyValue.Create(ctx, key, value, opts...)
+}
+
 func (k *stallingKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	if k.stalled.Load() {
 		return 0, errStalled
