@@ -100,6 +100,18 @@ func TestTheBackstopSurvivesItsNode(t *testing.T) {
 	})
 	t.Logf("the backstop moved from node0 to %s %v after node 0's server began to stop", holder, time.Since(stopped))
 	closing.Wait()
+	survivor := nodes[1]
+	if holder == "node2" {
+		survivor = nodes[2]
+	}
+	await.Check(t, 20*time.Second, 100*time.Millisecond, func() error {
+		for _, h := range survivor.Health() {
+			if h.Name == "space main delivery" {
+				return h.Err
+			}
+		}
+		return fmt.Errorf("%s reports no delivery health: %+v", holder, survivor.Health())
+	})
 	for i := 40; i < 60; i++ {
 		send(i)
 	}
