@@ -15,6 +15,10 @@ type Cluster struct {
 	// Trust is the cluster trust file (cluster-trust.json) copied from the node that holds the
 	// key store; set on every other node, which then holds no keys.
 	Trust string `koanf:"trust"`
+	// Backstop is the cluster backstop file (cluster-backstop.json) copied from the node that
+	// holds the key store, beside Trust: it lets this node take over each space's durable
+	// backstop when the node running it dies. It holds secrets, like a .creds file.
+	Backstop string `koanf:"backstop"`
 }
 
 // check reports the cluster keys that cannot work.
@@ -22,7 +26,7 @@ func (c Cluster) check() []error {
 	var errs []error
 	add := func(key, problem string) { errs = append(errs, fieldError{key: key, problem: problem}) }
 	if c.Name == "" {
-		if c.Listen != "" || len(c.Peers) > 0 || c.Trust != "" || c.ServerName != "" {
+		if c.Listen != "" || len(c.Peers) > 0 || c.Trust != "" || c.ServerName != "" || c.Backstop != "" {
 			add("cluster.name", "empty while other cluster keys are set; set the name every node shares, or drop the cluster keys")
 		}
 		return errs
@@ -31,6 +35,9 @@ func (c Cluster) check() []error {
 		add("cluster.listen", "empty; set this node's route listener, e.g. 127.0.0.1:6222")
 	} else if err := checkAddr(c.Listen); err != nil {
 		add("cluster.listen", c.Listen+" is not host:port; use e.g. 127.0.0.1:6222")
+	}
+	if c.Backstop != "" && c.Trust == "" {
+		add("cluster.backstop", "set without cluster.trust; the node with the key store writes the file, set it only on the other nodes")
 	}
 	if len(c.Peers) == 0 {
 		add("cluster.peers", "empty; list every node's route listener, this one's included")

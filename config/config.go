@@ -200,6 +200,7 @@ func (c Config) values() map[string]any {
 		"cluster.peers":       c.Cluster.Peers,
 		"cluster.server_name": c.Cluster.ServerName,
 		"cluster.trust":       c.Cluster.Trust,
+		"cluster.backstop":    c.Cluster.Backstop,
 	}
 }
 

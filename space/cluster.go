@@ -29,6 +29,11 @@ type ClusterOptions struct {
 	// Trust is the cluster trust file of the node that holds the key store; set on every
 	// other node.
 	Trust string
+	// Backstop is the cluster backstop file of the node that holds the key store (written as
+	// DIR/cluster-backstop.json, BackstopFile), copied beside Trust. With it this node may take
+	// over each space's durable backstop when the node running it dies; without it, it never
+	// runs one. Set only with Trust.
+	Backstop string
 }
 
 // TrustFile is the name of the cluster trust file the key-store node writes in its data
@@ -44,7 +49,7 @@ var ErrNoKeyStore = errors.New("this cluster node holds no key store: run it on 
 func (o Options) validateCluster() error {
 	c := o.Cluster
 	switch {
-	case !o.clustered() && (c.Listen != "" || len(c.Peers) > 0 || c.Trust != ""):
+	case !o.clustered() && (c.Listen != "" || len(c.Peers) > 0 || c.Trust != "" || c.Backstop != ""):
 		return fmt.Errorf("cluster settings without a cluster name: set the cluster name every node shares, or drop the cluster settings")
 	case !o.clustered():
 		return nil
@@ -56,6 +61,8 @@ func (o Options) validateCluster() error {
 		return fmt.Errorf("the cluster listener (cluster.listen) is empty: set this node's route host:port")
 	case len(c.Peers) == 0:
 		return fmt.Errorf("the cluster peers (cluster.peers) are empty: list every node's route host:port, this one's included")
+	case c.Backstop != "" && c.Trust == "":
+		return fmt.Errorf("the cluster backstop file (cluster.backstop) is set on the node with the key store, which writes it: set it only on the other nodes, beside cluster.trust")
 	}
 	return nil
 }
@@ -108,7 +115,10 @@ func (m *Mesh) clusterConfig(c *broker.Config) error {
 	if err != nil {
 		return err
 	}
-	return provisioner.WriteClusterTrust(filepath.Join(m.dir, TrustFile), t)
+	if err := provisioner.WriteClusterTrust(filepath.Join(m.dir, TrustFile), t); err != nil {
+		return err
+	}
+	return m.keyStoreBackstop()
 }
 
 // memberTrust is the trust chain of a node started from a trust file.

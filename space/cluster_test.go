@@ -25,7 +25,10 @@ import (
 // startCluster starts three meshes as one cluster on loopback: node 0 holds the key store
 // and serves HTTP, nodes 1 and 2 start from its trust file. All three must be up before JetStream has the
 // three peers its R3 streams need, so they start at once.
-func startCluster(t *testing.T) []*space.Mesh {
+//
+// With backstop, nodes 1 and 2 also get node 0's cluster backstop file, so either may take
+// over the spaces' durable backstop.
+func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -36,6 +39,9 @@ func startCluster(t *testing.T) []*space.Mesh {
 			Cluster: space.ClusterOptions{Name: "test", Listen: peers[i], Peers: peers, ServerName: fmt.Sprintf("node%d", i)}}
 		if i > 0 {
 			o.Cluster.Trust = filepath.Join(dirs[0], space.TrustFile)
+			if len(backstop) > 0 && backstop[0] {
+				o.Cluster.Backstop = filepath.Join(dirs[0], space.BackstopFile)
+			}
 		} else {
 			o.HTTP = "127.0.0.1:0"
 		}
@@ -45,9 +51,10 @@ func startCluster(t *testing.T) []*space.Mesh {
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	wg.Go(func() { meshes[0], errs[0] = space.Start(ctx, opts(0)) })
-	await.True(t, 30*time.Second, "the key-store node's trust file", func() bool {
+	await.True(t, 30*time.Second, "the key-store node's trust and backstop files", func() bool {
 		_, err := os.Stat(filepath.Join(dirs[0], space.TrustFile))
-		return err == nil
+		_, err2 := os.Stat(filepath.Join(dirs[0], space.BackstopFile))
+		return err == nil && err2 == nil
 	})
 	for i := 1; i < 3; i++ {
 		wg.Go(func() { meshes[i], errs[i] = space.Start(ctx, opts(i)) })

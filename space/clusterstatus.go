@@ -24,6 +24,9 @@ type ClusterStatus struct {
 	MetaLeader string `json:"metaLeader"`
 	// Nodes are the peers of the metadata group, this node included, by name.
 	Nodes []Peer `json:"nodes"`
+	// Backstops name, per space this node may run the durable backstop of, the node that
+	// runs it now (issue 14 item 3); empty on a node without the cluster backstop file.
+	Backstops []BackstopHolder `json:"backstops,omitempty"`
 }
 
 // Peer is one node of a RAFT group: of the metadata group in ClusterStatus.Nodes, of a

@@ -98,6 +98,8 @@ func keyRows(t *testing.T) map[string]keyRow {
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.ServerName == "n1" }},
 		"cluster.trust": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.trust": other},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Trust == other }},
+		"cluster.backstop": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.trust": other, "cluster.backstop": other},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Backstop == other }},
 		"expiry": {map[string]any{"expiry": "2h"},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Expiry == 2*time.Hour }},
 		"limits.connections": {map[string]any{"limits.connections": 77},

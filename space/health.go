@@ -16,13 +16,22 @@ type ComponentHealth struct {
 
 // Health reports every component of the mesh: the broker with JetStream, on a cluster node
 // the cluster (a metadata leader, a leader for every stream it holds), and per space the
-// provisioner connection and the delivery loops. A mesh is healthy only when all are.
+// provisioner connection and the delivery loops (in a cluster, those of the spaces whose
+// backstop this node runs; none while another node holds the lease). A mesh is healthy only
+// when all are.
 func (m *Mesh) Health() []ComponentHealth {
 	out := []ComponentHealth{{Name: "broker", Err: m.broker.Healthy()}}
 	m.mu.Lock()
 	rts := make([]*spaceRuntime, 0, len(m.spaces))
 	for _, rt := range m.spaces {
 		rts = append(rts, rt)
+	}
+	// A node without the key store has no space runtime, only the backstops it may run.
+	var held []*backstop
+	for name, b := range m.backstops {
+		if _, ok := m.spaces[name]; !ok {
+			held = append(held, b)
+		}
 	}
 	closed := m.closed
 	m.mu.Unlock()
@@ -36,7 +45,15 @@ func (m *Mesh) Health() []ComponentHealth {
 	for _, rt := range rts {
 		out = append(out,
 			ComponentHealth{Name: "space " + rt.name + " provisioner", Err: connHealth(rt.prov)},
-			ComponentHealth{Name: "space " + rt.name + " delivery", Err: rt.delivery.Healthy()})
+			ComponentHealth{Name: "space " + rt.name + " delivery", Err: rt.deliveryHealth()})
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i].space < held[j].space })
+	for _, b := range held {
+		var err error
+		if svc := b.service(); svc != nil {
+			err = svc.Healthy()
+		}
+		out = append(out, ComponentHealth{Name: "space " + b.space + " delivery", Err: err})
 	}
 	return out
 }

@@ -41,10 +41,18 @@ type Mesh struct {
 	doneOnce sync.Once
 	err      error // why the mesh stopped; written before done is closed
 
-	mu        sync.Mutex // guards spaces and closed; held across a mint so re-mints serialize
-	spaces    map[string]*spaceRuntime
-	endpoints []*endpoint.Endpoint // handed out in process; closed first
-	closed    bool
+	// backstopCreds are, on a cluster's key-store node, the delivery identities every node
+	// running a space's backstop uses (BackstopFile); written before the spaces start.
+	backstopCreds map[string]provisioner.BackstopCredential
+
+	mu     sync.Mutex // guards spaces, backstops, backstopConns and closed; held across a mint so re-mints serialize
+	spaces map[string]*spaceRuntime
+	// backstops are the spaces whose backstop lease this cluster node contends for, by space.
+	backstops map[string]*backstop
+	// backstopConns are the delivery connections of a node without the key store.
+	backstopConns []*nats.Conn
+	endpoints     []*endpoint.Endpoint // handed out in process; closed first
+	closed        bool
 }
 
 // Start starts a whole mesh and returns once every space is provisioned and ready: open (or
@@ -57,7 +65,7 @@ func Start(ctx context.Context, opts Options) (*Mesh, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("space: %w", err)
 	}
-	m := &Mesh{opts: opts, log: opts.Logger, spaces: map[string]*spaceRuntime{},
+	m := &Mesh{opts: opts, log: opts.Logger, spaces: map[string]*spaceRuntime{}, backstops: map[string]*backstop{},
 		stopping: make(chan struct{}), done: make(chan struct{})}
 	if err := m.start(ctx); err != nil {
 		_ = m.Close(context.WithoutCancel(ctx))
@@ -90,7 +98,13 @@ func (m *Mesh) start(ctx context.Context) error {
 		}
 		m.mu.Lock()
 		m.spaces[name] = rt
+		if rt.backstop != nil {
+			m.backstops[name] = rt.backstop
+		}
 		m.mu.Unlock()
+	}
+	if err := m.memberBackstops(); err != nil {
+		return err
 	}
 	if m.opts.HTTP != "" {
 		if m.ops, err = m.serveOps(m.opts.HTTP); err != nil {
@@ -267,7 +281,11 @@ func (m *Mesh) Delivery(space string) (*delivery.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rt.delivery, nil
+	svc := rt.service()
+	if svc == nil {
+		return nil, fmt.Errorf("%w %s: see the cluster status for the node that does", errNotHolder, space)
+	}
+	return svc, nil
 }
 
 // Broker is the embedded broker, for monitoring.
@@ -303,7 +321,11 @@ func (m *Mesh) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
-	spaces, endpoints := m.spaces, m.endpoints
+	spaces, endpoints, backstopConns := m.spaces, m.endpoints, m.backstopConns
+	backstops := make([]*backstop, 0, len(m.backstops))
+	for _, b := range m.backstops {
+		backstops = append(backstops, b)
+	}
 	m.mu.Unlock()
 	close(m.stopping)
 	m.watcher.Wait()
@@ -314,6 +336,16 @@ func (m *Mesh) Close(ctx context.Context) error {
 		errs = append(errs, m.ops.close(ctx))
 	}
 	errs = append(errs, closeEndpoints(ctx, endpoints))
+	// Each backstop stops its delivery loops and releases its lease, so another node takes
+	// over within a second; they stop at once, like the endpoints.
+	var stopping sync.WaitGroup
+	for _, b := range backstops {
+		stopping.Go(b.close)
+	}
+	stopping.Wait()
+	for _, nc := range backstopConns {
+		nc.Close()
+	}
 	for _, rt := range spaces {
 		errs = append(errs, rt.close(ctx))
 	}

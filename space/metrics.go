@@ -108,10 +108,11 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 		"purged_dms": r.purgedDMs.Load()} {
 		ch <- prometheus.MustNewConstMetric(descReconcile, prometheus.CounterValue, float64(v), rt.name, outcome)
 	}
-	if rt.delivery == nil {
+	svc := rt.service()
+	if svc == nil {
 		return
 	}
-	st := rt.delivery.Stats()
+	st := svc.Stats()
 	for event, v := range map[string]int64{
 		"fanout_durable": st.FannedOutDurable, "fanout_mention": st.FannedOutMention,
 		"delivered": st.ReaderDelivered, "dropped_unauthorized": st.ReaderDroppedUnauthorized,

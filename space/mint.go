@@ -234,10 +234,9 @@ func (m *Mesh) Credentials(space string) ([]CredentialInfo, error) {
 	return m.store.List(space)
 }
 
-// putACL writes rec's ACL record to cotal_acl_<s> for reference clients and observers, and
-// updates the in-memory copy the trusted reader authorizes against. The reader never trusts
-// the bucket: an agent can make JetStream write a PubAck onto any key it can name as a
-// reply subject (LAYOUT.md trap "Reply-subject injection").
+// putACL writes rec's ACL record to cotal_acl_<s> for reference clients, observers and a
+// cluster node that runs the backstop without the key store (bucketACL), and updates the
+// in-memory copy this node's trusted reader authorizes against.
 func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) error {
 	acl := provisioner.ACLFor(rec)
 	rt.acls.set(rec.ID, acl)

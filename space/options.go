@@ -100,7 +100,7 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 			TaskBytes: c.Limits.TaskBytes, PerSubject: c.Limits.PerSubject, WatchConsumers: c.Limits.WatchConsumers,
 			WatchesPerIdentity: c.Limits.WatchesPerIdentity, ViolationLogInterval: c.Limits.ViolationLogInterval},
 		Cluster: ClusterOptions{Name: c.Cluster.Name, Listen: c.Cluster.Listen, Peers: c.Cluster.Peers,
-			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust},
+			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust, Backstop: c.Cluster.Backstop},
 	}
 	if c.Limits.ViolationLogInterval == 0 {
 		// The config's 0 logs every refusal; a zero Options field would take the default.

@@ -28,8 +28,10 @@ type spaceRuntime struct {
 	streams map[string]jetstream.Stream
 	acls    *aclTable
 
-	dlvConn  *nats.Conn // delivery identity: fan-out, trusted reader, the delivery ctl service
-	delivery *delivery.Service
+	dlvConn  *nats.Conn        // delivery identity: fan-out, trusted reader, the delivery ctl service
+	delivery *delivery.Service // on a mesh alone; nil in a cluster, where backstop runs it
+	// backstop runs the delivery service in a cluster while this node holds the space's lease.
+	backstop *backstop
 	// deliveryInbox is dlvConn's inbox prefix, where the delivery service's KV watches push.
 	deliveryInbox string
 	reconciled    reconcileStats
@@ -74,7 +76,13 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 func (m *Mesh) connectInfra(rt *spaceRuntime) error {
 	var dlvErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { rt.dlvConn, dlvErr = m.infraConn(rt.name, provisioner.ProfileDelivery) })
+	wg.Go(func() {
+		if c, ok := m.backstopCreds[rt.name]; ok {
+			rt.dlvConn, dlvErr = m.backstopConn(rt.name, c)
+			return
+		}
+		rt.dlvConn, dlvErr = m.infraConn(rt.name, provisioner.ProfileDelivery)
+	})
 	var err error
 	rt.prov, err = m.infraConn(rt.name, provisioner.ProfileProvisioner)
 	wg.Wait()
@@ -145,8 +153,17 @@ func (m *Mesh) infraConn(space string, p provisioner.Profile) (*nats.Conn, error
 // startDelivery runs the space's durable backstop (SPEC §4, §8) on its own connection,
 // opened by connectInfra. In open mode there is no registry, so every instance reads every
 // channel.
+//
+// In a cluster the service runs on whichever node holds the space's lease (backstop); this
+// node contends for it and waits until it runs here or elsewhere.
 func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
 	rt.deliveryInbox = rt.dlvConn.Opts.InboxPrefix
+	if m.opts.clustered() {
+		rt.backstop = m.startBackstop(rt.name, rt.dlvConn, rt.acls)
+		sctx, done := context.WithTimeout(ctx, backstopStartTimeout)
+		defer done()
+		return rt.backstop.settle(sctx)
+	}
 	cfg := delivery.DefaultConfig()
 	cfg.Names, cfg.Conn, cfg.Logger = rt.names, rt.dlvConn, m.log // the service adds the space itself
 	cfg.ACL = rt.acls
@@ -165,6 +182,9 @@ func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
 // not acked is redelivered after the next start.
 func (rt *spaceRuntime) close(ctx context.Context) error {
 	var err error
+	if rt.backstop != nil {
+		rt.backstop.close()
+	}
 	if rt.delivery != nil {
 		err = rt.delivery.Close(ctx)
 	}
@@ -174,4 +194,21 @@ func (rt *spaceRuntime) close(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// service is the space's delivery service while this node runs it, else nil.
+func (rt *spaceRuntime) service() *delivery.Service {
+	if rt.backstop != nil {
+		return rt.backstop.service()
+	}
+	return rt.delivery
+}
+
+// deliveryHealth is the delivery service's health while this node runs it; a cluster node
+// whose lease another node holds has nothing of it to judge.
+func (rt *spaceRuntime) deliveryHealth() error {
+	if svc := rt.service(); svc != nil {
+		return svc.Healthy()
+	}
+	return nil
 }

@@ -104,6 +104,9 @@ type Status struct {
 // credentials; an instance without a credential (open mode) has no registry entry to list.
 func (m *Mesh) Status(ctx context.Context) (*Status, error) {
 	st := &Status{Dir: m.dir, Connections: m.broker.Server().NumClients(), Cluster: m.clusterStatus()}
+	if st.Cluster != nil {
+		st.Cluster.Backstops = m.backstopHolders(ctx)
+	}
 	for _, h := range m.Health() {
 		c := ComponentStatus{Name: h.Name, OK: h.Err == nil}
 		if h.Err != nil {
@@ -126,7 +129,10 @@ func (m *Mesh) spaceStatus(ctx context.Context, name string) (SpaceStatus, error
 	if err != nil {
 		return SpaceStatus{}, err
 	}
-	ss := SpaceStatus{Name: name, Backstop: rt.delivery.Stats(), Members: []MemberBacklog{}}
+	ss := SpaceStatus{Name: name, Members: []MemberBacklog{}}
+	if svc := rt.service(); svc != nil {
+		ss.Backstop = svc.Stats()
+	}
 	ss.Link, _ = m.Link(name)
 	n := rt.names
 	for _, s := range []string{n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream()} {
@@ -239,8 +245,8 @@ func (rt *spaceRuntime) backlog(ctx context.Context, rec provisioner.Record) (Me
 	if b.Durable, err = consumerBacklog(ctx, rt.js, n.DLVStream(), n.DLVConsumer(rec.ID)); err != nil {
 		return b, err
 	}
-	if rt.delivery != nil {
-		b.Dropped = rt.delivery.DroppedCopies(rec.ID)
+	if svc := rt.service(); svc != nil {
+		b.Dropped = svc.DroppedCopies(rec.ID)
 	}
 	if rec.Grants.Role != "" {
 		svc, err := consumerBacklog(ctx, rt.js, n.TaskStream(), n.SvcConsumer(rec.Grants.Role))

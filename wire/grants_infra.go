@@ -41,8 +41,9 @@ func provisionerPermissions(p *Permissions, n Names) {
 // backstop" and "Control service delivery") to one space: exactly what the delivery service
 // uses, and the delivery tests run the service under nothing more. It reads chat content
 // through its own fanout consumer only and writes nothing an agent reads except DLV handoffs
-// and control replies. The read ACL comes from the registry in process, never from the
-// cotal_acl_<s> bucket.
+// and control replies. The read ACL comes from the registry in process on the node with the
+// key store; a cluster node without it reads the cotal_acl_<s> records, which only the
+// provisioner writes and, with the agents in their own account, no PubAck can reach.
 func deliveryPermissions(p *Permissions, n Names) {
 	chat := n.ChatStream()
 	ctl := n.Prefix() + ".ctl." + DeliveryService
@@ -77,9 +78,10 @@ func deliveryPermissions(p *Permissions, n Names) {
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a
 	// compare-and-set conflict.
 	p.Pub.Allow.add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", KVStream(n.MembersBucket())))
-	// One long-lived watch each on members and the channel registry (LAYOUT.md trap "One
-	// consumer per message"): bind, an ordered consumer with flow control, its delete.
-	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket()} {
+	// One long-lived watch each on members, the channel registry and, on a cluster node
+	// without the key store, the ACL records (LAYOUT.md trap "One consumer per message"):
+	// bind, an ordered consumer with flow control, its delete.
+	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.ACLBucket()} {
 		s := KVStream(b)
 		p.Pub.Allow.add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
 			consumerAPI("DELETE", s, ">"), "$JS.FC."+s+".>")
@@ -91,4 +93,8 @@ func deliveryPermissions(p *Permissions, n Names) {
 	presence := KVStream(n.PresenceBucket())
 	p.Sub.Allow.add("$KV." + n.PresenceBucket() + ".>")
 	p.Pub.Allow.add(streamAPI("INFO", presence), streamAPI("MSG.GET", presence))
+	// The backstop lease of a cluster (BackstopBucket): create, renew by compare-and-set and
+	// release its one key, and read it back when a create finds a deleted one.
+	p.Pub.Allow.add("$KV." + n.BackstopBucket() + "." + BackstopLeaseKey)
+	p.Pub.Allow.add(kvGetGrants(n.BackstopBucket())...)
 }

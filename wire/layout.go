@@ -13,6 +13,9 @@ const (
 	// BackstopDuplicateWindow is INBOX_<s>'s and DLV_<s>'s duplicate window: a fan-out or
 	// reader retry within it stores no second copy.
 	BackstopDuplicateWindow = 2 * time.Hour
+	// BackstopLeaseTTL is how long the backstop lease outlives its holder's last renewal: the
+	// age at which the server drops cotal_backstop_<s>'s one record, so another node may take it.
+	BackstopLeaseTTL = 5 * time.Second
 	// MembershipMaxBytes caps the display-only membership bucket.
 	MembershipMaxBytes = 64 << 20
 )
@@ -231,6 +234,7 @@ func (n Names) BucketStreams(l StreamLimits) []StreamSpec {
 		kv(n.MembersBucket(), 0),
 		kv(n.ACLBucket(), 0),
 		membership,
+		kv(n.BackstopBucket(), BackstopLeaseTTL),
 	}
 }
 

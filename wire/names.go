@@ -61,6 +61,14 @@ func (n Names) MembersBucket() string { return "cotal_members_" + n.space }
 // ACLBucket is cotal_acl_<s>, the read-ACL records the trusted reader checks (LAYOUT.md).
 func (n Names) ACLBucket() string { return "cotal_acl_" + n.space }
 
+// BackstopBucket is cotal_backstop_<s>, where the nodes of a cluster hold the lease on the
+// space's durable backstop (BackstopLeaseKey): whoever holds it runs the fan-out and the
+// trusted reader.
+func (n Names) BackstopBucket() string { return "cotal_backstop_" + n.space }
+
+// BackstopLeaseKey is the one key of BackstopBucket: the name of the node holding the lease.
+const BackstopLeaseKey = "lease"
+
 // MembershipBucket is the display-only membership feed cotal_membership_<s> (SPEC §8).
 func (n Names) MembershipBucket() string { return "cotal_membership_" + n.space }
 

@@ -24,14 +24,15 @@ func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	cluster := func(i int) []string {
 		return []string{"--cluster-name", "demo", "--cluster-listen", peers[i], "--cluster-peers", strings.Join(peers, ",")}
 	}
-	trust := filepath.Join(dirs[0], space.TrustFile)
+	trust, backstop := filepath.Join(dirs[0], space.TrustFile), filepath.Join(dirs[0], space.BackstopFile)
 	nodes := []*upProcess{launchUp(t, bin, dirs[0], cluster(0)...)}
-	await.True(t, 30*time.Second, "the key-store node's trust file", func() bool {
+	await.True(t, 30*time.Second, "the key-store node's trust and backstop files", func() bool {
 		_, err := os.Stat(trust)
-		return err == nil
+		_, err2 := os.Stat(backstop)
+		return err == nil && err2 == nil
 	})
 	for i := 1; i < 3; i++ {
-		nodes = append(nodes, launchUp(t, bin, dirs[i], append(cluster(i), "--cluster-trust", trust)...))
+		nodes = append(nodes, launchUp(t, bin, dirs[i], append(cluster(i), "--cluster-trust", trust, "--cluster-backstop", backstop)...))
 	}
 	for _, n := range nodes {
 		n.waitLink(t)
@@ -62,6 +63,13 @@ func TestAClusterOfThreeUpProcesses(t *testing.T) {
 			if code != 0 || !strings.Contains(out, want) {
 				return fmt.Errorf("status exited %d without %q:\n%s%s", code, want, out, errOut)
 			}
+		}
+		return nil
+	})
+	await.Check(t, 10*time.Second, 100*time.Millisecond, func() error {
+		out, errOut, code := runCotal(t, bin, "status", "--dir", dirs[2])
+		if want := "space main backstop: runs on cotal-"; code != 0 || !strings.Contains(out, want) {
+			return fmt.Errorf("node 3's status exited %d without %q:\n%s%s", code, want, out, errOut)
 		}
 		return nil
 	})

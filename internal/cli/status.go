@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // errUnhealthy: at least one component of the mesh is down.
@@ -131,6 +132,16 @@ func printClusterStatus(w io.Writer, c *space.ClusterStatus) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.Name, nodeState(n), seen)
 	}
 	_ = tw.Flush()
+	for _, b := range c.Backstops {
+		switch {
+		case b.Error != "":
+			fmt.Fprintf(w, "  space %s backstop: lease unreadable (%s)\n", b.Space, b.Error)
+		case b.Node == "":
+			fmt.Fprintf(w, "  space %s backstop: NO NODE (its holder died less than %v ago, or none may take it)\n", b.Space, wire.BackstopLeaseTTL)
+		default:
+			fmt.Fprintf(w, "  space %s backstop: runs on %s\n", b.Space, b.Node)
+		}
+	}
 }
 
 // peerState is "current", "behind N" or "OFFLINE".

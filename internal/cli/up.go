@@ -27,6 +27,7 @@ var upConfigFlags = map[string]string{
 	"log-format": "log.format", "log-level": "log.level",
 	"cluster-name": "cluster.name", "cluster-listen": "cluster.listen", "cluster-peers": "cluster.peers",
 	"server-name": "cluster.server_name", "cluster-trust": "cluster.trust",
+	"cluster-backstop": "cluster.backstop",
 }
 
 // dirConfigFlags are the config flags of every other command: they only locate the mesh, and
@@ -97,6 +98,7 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 	f.StringSlice("cluster-peers", nil, "every node's route listener host:port, this one's included (comma-separated or repeated)")
 	f.String("server-name", "", "this node's name, unique in the cluster (default cotal-<route port>)")
 	f.String("cluster-trust", "", "cluster-trust.json copied from the node that holds the key store (every other node)")
+	f.String("cluster-backstop", "", "cluster-backstop.json copied from the node that holds the key store: this node may take over the durable backstop (secret, like a .creds file)")
 	return cmd
 }
 
@@ -225,6 +227,7 @@ func printClusterBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 	fmt.Fprintf(w, "  cluster:  %s, node %s, route %s, %d peers, streams %s\n", c.Name, m.Broker().Server().Name(), c.Listen, len(c.Peers), replicas)
 	if c.Trust == "" {
 		fmt.Fprintf(w, "  every other node starts with --cluster-trust %s (copy it there; it holds no secret)\n", filepath.Join(m.Dir(), space.TrustFile))
+		fmt.Fprintf(w, "  and, to take over the durable backstop if this node dies, --cluster-backstop %s (copy it as you would a .creds file)\n", filepath.Join(m.Dir(), space.BackstopFile))
 	}
 }
 

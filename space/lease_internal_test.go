@@ -1,0 +1,130 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// stallingKV is a lease bucket that, once stalled, fails every write: a holder cut off from
+// JetStream, which can neither renew nor release.
+type stallingKV struct {
+	jetstream.KeyValue
+	stalled atomic.Bool
+}
+
+var errStalled = errors.New("stalled")
+
+func (k *stallingKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if k.stalled.Load() {
+		return 0, errStalled
+	}
+	return k.KeyValue.Create(ctx, key, value, opts...)
+}
+
+func (k *stallingKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if k.stalled.Load() {
+		return 0, errStalled
+	}
+	return k.KeyValue.Update(ctx, key, value, rev)
+}
+
+func (k *stallingKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	if k.stalled.Load() {
+		return errStalled
+	}
+	return k.KeyValue.Delete(ctx, key, opts...)
+}
+
+// holders counts who runs what a lease guards, and fails the test if two ever do at once.
+type holders struct {
+	t       *testing.T
+	running atomic.Int32
+	mu      sync.Mutex
+	log     []string
+}
+
+func (h *holders) run(name string) func(context.Context) {
+	return func(ctx context.Context) {
+		if n := h.running.Add(1); n > 1 {
+			h.t.Errorf("%s took the lease while another holder still ran (%d running)", name, n)
+		}
+		h.mu.Lock()
+		h.log = append(h.log, name)
+		h.mu.Unlock()
+		<-ctx.Done()
+		h.running.Add(-1)
+	}
+}
+
+func (h *holders) took() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.log...)
+}
+
+// TestTheBackstopLeaseHasOneHolder: of two contenders one wins; a winner that can no longer
+// renew stops before the other takes over, once the record expires; a winner that stops
+// releases the lease, and the other takes it within a tick. The lease is held through the
+// delivery identity's grants.
+func TestTheBackstopLeaseHasOneHolder(t *testing.T) {
+	t.Parallel()
+	m := startTestMesh(t, Options{Memory: true})
+	rt, err := m.space("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(rt.dlvConn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	raw, err := js.KeyValue(ctx, rt.names.BackstopBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &holders{t: t}
+	contend := func(name string, kv jetstream.KeyValue) (stop func()) {
+		l := &lease{kv: kv, holder: name, tick: 100 * time.Millisecond, renewWithin: time.Second}
+		lctx, lcancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { l.hold(lctx, h.run(name)) })
+		return func() { lcancel(); wg.Wait() }
+	}
+	a := &stallingKV{KeyValue: raw}
+	stopA := contend("a", a)
+	defer stopA()
+	await.True(t, 5*time.Second, "a takes the free lease", func() bool { return len(h.took()) == 1 })
+	stopB := contend("b", raw)
+	defer stopB()
+	time.Sleep(500 * time.Millisecond) // b tries five times while a renews
+	if got := h.took(); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("holders %v, want a alone", got)
+	}
+
+	stalled := time.Now()
+	a.stalled.Store(true)
+	await.True(t, wire.BackstopLeaseTTL+3*time.Second, "b takes the lease a can no longer renew", func() bool { return len(h.took()) == 2 })
+	t.Logf("b took over %v after a stalled (record TTL %v)", time.Since(stalled), wire.BackstopLeaseTTL)
+	if got := h.took(); got[1] != "b" {
+		t.Fatalf("holders %v", got)
+	}
+	if holder, err := leaseHolder(ctx, raw); err != nil || holder != "b" {
+		t.Fatalf("the lease names %q (%v), want b", holder, err)
+	}
+
+	a.stalled.Store(false)
+	released := time.Now()
+	stopB()
+	await.True(t, 2*time.Second, "a takes the lease b released", func() bool { return len(h.took()) == 3 })
+	t.Logf("a took over %v after b released the lease", time.Since(released))
+}
