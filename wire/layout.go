@@ -18,6 +18,8 @@ const (
 	BackstopLeaseTTL = 5 * time.Second
 	// MembershipMaxBytes caps the display-only membership bucket.
 	MembershipMaxBytes = 64 << 20
+	// LeaseMaxBytes caps the backstop lease bucket, which holds one small record.
+	LeaseMaxBytes = 64 << 10
 )
 
 // StreamLimits bound what the space's streams hold (issue 12 item 4: one agent must not be
@@ -44,7 +46,8 @@ type StreamLimits struct {
 	// keeps. The trusted reader refuses, and reports as a gap, a copy that would evict one the
 	// member has not acknowledged (issue 12 item 9). Zero is BackstopPerSubject.
 	HandoffPerSubject int64
-	// BucketBytes is the max_bytes of each KV bucket but membership (MembershipMaxBytes).
+	// BucketBytes is the max_bytes of each KV bucket but membership (MembershipMaxBytes) and the
+	// backstop lease (LeaseMaxBytes).
 	BucketBytes int64
 	// WatchConsumers is the max_consumers of the presence and channel-registry buckets, the
 	// two streams on which agents create their own (watch) consumers.
@@ -84,7 +87,7 @@ func DefaultStreamLimits() StreamLimits {
 // Total is the sum of every stream's max_bytes under l: the account storage a space needs
 // for its streams never to hit the account limit before their own.
 func (l StreamLimits) Total() int64 {
-	return l.ChatBytes + l.DMBytes + l.TaskBytes + 2*l.BackstopBytes + 4*l.BucketBytes + MembershipMaxBytes
+	return l.ChatBytes + l.DMBytes + l.TaskBytes + 2*l.BackstopBytes + 4*l.BucketBytes + MembershipMaxBytes + LeaseMaxBytes
 }
 
 // Retention is a stream's retention policy.
@@ -228,13 +231,15 @@ func (n Names) BucketStreams(l StreamLimits) []StreamSpec {
 	presence.MaxMsgSize = PresenceMaxMsgSize
 	membership := kv(n.MembershipBucket(), 0)
 	membership.MaxBytes = MembershipMaxBytes
+	lease := kv(n.BackstopBucket(), BackstopLeaseTTL)
+	lease.MaxBytes = LeaseMaxBytes
 	return []StreamSpec{
 		presence,
 		watched(kv(n.ChannelsBucket(), 0)),
 		kv(n.MembersBucket(), 0),
 		kv(n.ACLBucket(), 0),
 		membership,
-		kv(n.BackstopBucket(), BackstopLeaseTTL),
+		lease,
 	}
 }
 

@@ -106,7 +106,7 @@ func TestStreamsKeepTheLayoutSettings(t *testing.T) {
 					return false
 				}
 			}
-			return len(m) == 10
+			return len(m) == 11
 		}},
 	}
 	for _, tt := range tests {
