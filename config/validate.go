@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/cotal-go/cotal/wire"
 )
 
 // spaceToken is a space name SPEC §3 sanitization leaves unchanged; notToken is one character
@@ -21,10 +23,12 @@ var (
 // resolution, and a sub-second fsync interval is "always" in all but name.
 const minDuration = time.Second
 
-// otherStreamBytes is what a space's streams other than DM and TASK take: CHAT 512 MiB, INBOX
-// and DLV 256 MiB each, five KV buckets 64 MiB each (wire.StreamLimits.Total; a test in
-// package space keeps the two equal).
-const otherStreamBytes = 1344 << 20
+// otherStreamBytes is what a space's streams other than DM and TASK take (CHAT, INBOX, DLV and
+// the KV buckets), from the layout's own total.
+var otherStreamBytes = func() int64 {
+	l := wire.DefaultStreamLimits()
+	return l.Total() - l.DMBytes - l.TaskBytes
+}()
 
 // maxPayload is nats-server's default max_payload, which the broker keeps: a credential's
 // payload limit above it changes nothing.
