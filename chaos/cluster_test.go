@@ -2,7 +2,6 @@ package chaos_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // clusterProcs are three `cotal up` processes forming one cluster on loopback, as the
@@ -29,7 +29,7 @@ type clusterProcs struct {
 // so it is launched first, the others once the file exists, and all three are waited for.
 func startClusterProcs(t *testing.T, b bins) clusterProcs {
 	t.Helper()
-	routes := []string{freeRoute(t), freeRoute(t), freeRoute(t)}
+	routes := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
 	c := clusterProcs{dirs: []string{t.TempDir(), t.TempDir(), t.TempDir()}}
 	args := func(i int) []string {
 		a := []string{"--cluster-name", "chaos", "--cluster-listen", routes[i], "--cluster-peers", strings.Join(routes, ","),
@@ -51,18 +51,6 @@ func startClusterProcs(t *testing.T, b bins) clusterProcs {
 		n.ready()
 	}
 	return c
-}
-
-// freeRoute is a loopback address with a port free a moment ago, for a route listener every
-// node must know before any starts.
-func freeRoute(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // ackedCount counts the acknowledged publishes in journals so far.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -32,7 +32,7 @@ func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	peers := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	peers := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	opts := func(i int) space.Options {
 		o := space.Options{Dir: dirs[i], Memory: true, Listen: "127.0.0.1:0",
@@ -74,18 +74,6 @@ func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 		t.Fatalf("start the cluster: %v", err)
 	}
 	return meshes
-}
-
-// freeAddr is a loopback address with a port free a moment ago, for a route listener every
-// node must know before any starts.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // joinAt connects cred's Endpoint to node over TCP, joined to channels, its deliveries sent
@@ -276,7 +264,7 @@ func TestAStandaloneDataDirectoryIsRefusedAsAClusterNode(t *testing.T) {
 	if err := alone.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	peer := freeAddr(t)
+	peer := spacetest.FreeAddr(t)
 	m, err := space.Start(ctx, space.Options{Dir: dir, Listen: "127.0.0.1:0",
 		Cluster: space.ClusterOptions{Name: "test", Listen: peer, Peers: []string{peer}}})
 	if err == nil {

@@ -23,6 +23,17 @@ type stallingKV struct {
 
 var errStalled = errors.New("stalled")
 
+// countingKV counts the creates a contender sends, so a test can wait for it to have tried.
+type countingKV struct {
+	jetstream.KeyValue
+	creates atomic.Int64
+}
+
+func (k *countingKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	k.creates.Add(1)
+	return k.KeyValue.Create(ctx, key, value, opts...)
+}
+
 func (k *stallingKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
 	if k.stalled.Load() {
 		return 0, errStalled
@@ -104,9 +115,10 @@ func TestTheBackstopLeaseHasOneHolder(t *testing.T) {
 	stopA := contend("a", a)
 	defer stopA()
 	await.True(t, 5*time.Second, "a takes the free lease", func() bool { return len(h.took()) == 1 })
-	stopB := contend("b", raw)
+	b := &countingKV{KeyValue: raw}
+	stopB := contend("b", b)
 	defer stopB()
-	time.Sleep(500 * time.Millisecond) // b tries five times while a renews
+	await.True(t, 5*time.Second, "b to try for the lease five times while a renews", func() bool { return b.creates.Load() >= 5 })
 	if got := h.took(); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("holders %v, want a alone", got)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // streamProc is a running streaming command (tail, who --watch) whose stdout lines a test
@@ -500,12 +500,7 @@ func TestClientCommandsAgainstAnOpenMesh(t *testing.T) {
 func TestTailSaysWhenItLosesAndRegainsTheMesh(t *testing.T) {
 	bin := cotalBin(t)
 	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := spacetest.FreeAddr(t)
 	up := startUp(t, bin, dir, "--listen", addr)
 	alice, _ := mintCreds(t, bin, dir, "alice", "--subscribe", "general")
 	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", alice)

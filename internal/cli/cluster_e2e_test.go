@@ -10,6 +10,7 @@ import (
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // TestAClusterOfThreeUpProcesses runs the README's cluster commands as three `cotal up`
@@ -19,7 +20,7 @@ import (
 func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)
-	peers := []string{freePort(t), freePort(t), freePort(t)}
+	peers := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	cluster := func(i int) []string {
 		return []string{"--cluster-name", "demo", "--cluster-listen", peers[i], "--cluster-peers", strings.Join(peers, ",")}

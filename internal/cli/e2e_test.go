@@ -21,6 +21,7 @@ import (
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -354,24 +355,12 @@ func mintOntoALink(t *testing.T, bin, dir, name string) {
 	}
 }
 
-// freePort is a TCP port nothing listened on a moment ago, for a `cotal up` whose port the
-// test must know before the banner.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestMintAsSoonAsThePortAnswers is the script "start up, mint once the port answers": the
 // client listener opens last, so the mint must reach a ready mesh every time.
 func TestMintAsSoonAsThePortAnswers(t *testing.T) {
 	bin := cotalBin(t)
 	for i := range 10 {
-		dir, addr := t.TempDir(), freePort(t)
+		dir, addr := t.TempDir(), spacetest.FreeAddr(t)
 		up := exec.Command(bin, "up", "--dir", dir, "--listen", addr)
 		out := &lockedBuffer{}
 		up.Stdout, up.Stderr = out, out

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/mcpserver"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // mcpAgent is an MCP client driving a `cotal mcp` process over its stdin and stdout.
@@ -190,7 +191,7 @@ func TestMCPWithoutACredentialSaysHowToMintOne(t *testing.T) {
 func TestMCPServerRecoversFromAMeshRestart(t *testing.T) {
 	bin := cotalBin(t)
 	dir := t.TempDir()
-	listen := freePort(t)
+	listen := spacetest.FreeAddr(t)
 	up := startUp(t, bin, dir, "--listen", listen)
 	alice := startMCP(t, bin, up.link, mintAgent(t, bin, dir, "alice"), "alice")
 	bob := startMCP(t, bin, up.link, mintAgent(t, bin, dir, "bob"), "bob")

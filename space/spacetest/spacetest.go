@@ -5,6 +5,7 @@ package spacetest
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -39,4 +40,17 @@ func New(t testing.TB, configure ...func(*space.Options)) *space.Mesh {
 		}
 	})
 	return m
+}
+
+// FreeAddr is a loopback address whose port was free a moment ago, for a listener (a client
+// port, a cluster route) that must be known before the process or mesh that binds it starts.
+// Another process may take the port in between; a test that cannot bear that must retry.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
