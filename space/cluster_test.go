@@ -22,6 +22,16 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
+// clusterSlot lets one test's cluster run at a time: two clusters are six servers
+// replicating R3 streams, and beside the other packages' tests under -race on two cores
+// their stream creation took past 20 s in CI.
+var clusterSlot = make(chan struct{}, 1)
+
+// clusterStartBudget bounds startCluster. Starting is not what the cluster tests measure, so
+// it is generous: a loaded CI machine may take tens of seconds to elect the JetStream meta
+// leader and place eleven R3 streams.
+const clusterStartBudget = 90 * time.Second
+
 // startCluster starts three meshes as one cluster on loopback: node 0 holds the key store
 // and serves HTTP, nodes 1 and 2 start from its trust file. All three must be up before JetStream has the
 // three peers its R3 streams need, so they start at once.
@@ -30,7 +40,9 @@ import (
 // over the spaces' durable backstop.
 func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	clusterSlot <- struct{}{}
+	t.Cleanup(func() { <-clusterSlot })
+	ctx, cancel := context.WithTimeout(context.Background(), clusterStartBudget)
 	defer cancel()
 	peers := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
