@@ -63,6 +63,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	err = b.run(ctx)
 	if err == nil {
+		err = b.loadAccounts()
+	}
+	if err == nil {
 		err = b.connectSystem()
 	}
 	if err == nil {
