@@ -41,9 +41,9 @@ func durableCases(c Config) []Case {
 }
 
 // durableCase: one publisher, durableMembers members of a durable channel (SPEC §4, §7).
-// cotal's copies go CHAT → fan-out → INBOX → trusted reader → DLV → dlv_<id> → Handler → ack
-// (LAYOUT.md "The durable backstop"), beside the live copy each member also gets and
-// deduplicates. Raw publishes to a stream like CHAT read by one pull consumer per member
+// cotal's copies go CHAT → fan-out → DLV → dlv_<id> → Handler → ack (delivery/doc.go; every
+// member's ACL is known, so no copy waits in INBOX), beside the live copy each member also
+// gets and deduplicates. Raw publishes to a stream like CHAT read by one pull consumer per member
 // with explicit acks. The clock stops when every member's copies are acked; the lag is the
 // time from the last publish acknowledgement to that point.
 func (s *suite) durableCase(ctx context.Context, o envOptions, title, caseName string, size int) ([]Row, error) {

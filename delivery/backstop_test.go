@@ -1,10 +1,14 @@
 package delivery
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/wire"
 
@@ -65,14 +69,13 @@ func TestLeaveIsAHardReadBoundary(t *testing.T) {
 	h := newHarness(t)
 	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
 	gen := bob.join("team").Generation
-	// Hold the reader so the pre-leave entries are still in INBOX when bob leaves.
-	release := h.svc.StopLoop(t, LoopReader)
+	// Hold the fan-out so the pre-leave messages are handed over only after bob has left.
+	release := h.svc.StopLoop(t, LoopFanout)
 	var before []*wire.CotalMessage
 	for range 3 {
 		m, _ := alice.publish("team")
 		before = append(before, m)
 	}
-	await.Check(t, waitFor, pollEvery, h.fannedOut(3))
 	if r := bob.leave("team", gen); r.AlreadyLeft || r.Channel != "team" {
 		t.Fatalf("leave = %+v, want left", r)
 	}
@@ -80,7 +83,7 @@ func TestLeaveIsAHardReadBoundary(t *testing.T) {
 		alice.publish("team")
 	}
 	release()
-	t.Run("entries before the leave cursor are delivered, later ones are not", func(t *testing.T) {
+	t.Run("messages before the leave cursor are delivered, later ones are not", func(t *testing.T) {
 		sameIDs(t, bob.received(), ids(before...))
 	})
 	t.Run("leaving again answers alreadyLeft", func(t *testing.T) {
@@ -115,21 +118,79 @@ func TestRejoinTakesANewCursor(t *testing.T) {
 	sameIDs(t, bob.received(), ids(m1, m3))
 }
 
-func TestNarrowedACLDropsPendingEntries(t *testing.T) {
+// TestANarrowingBeforeTheHandOverStopsTheCopies: the read ACL is checked when a copy is
+// handed over, not when its message was published (SPEC §9 items 5, 6).
+func TestANarrowingBeforeTheHandOverStopsTheCopies(t *testing.T) {
 	h := newHarness(t)
 	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team", "other")
 	bob.join("team")
-	release := h.svc.StopLoop(t, LoopReader)
+	release := h.svc.StopLoop(t, LoopFanout)
 	for range 3 {
 		alice.publish("team")
 	}
-	await.Check(t, waitFor, pollEvery, h.fannedOut(3))
 	h.acl.set(bob.id, "other") // re-minted without team
 	release()
 	sameIDs(t, bob.received(), nil)
-	if st := h.svc.Stats(); st.ReaderDroppedUnauthorized != 3 {
-		t.Fatalf("dropped unauthorized = %d, want 3", st.ReaderDroppedUnauthorized)
+	if st := h.svc.Stats(); st.ReaderDroppedUnauthorized != 3 || st.ReaderDelivered != 0 {
+		t.Fatalf("dropped unauthorized = %d, delivered %d; want 3 and 0", st.ReaderDroppedUnauthorized, st.ReaderDelivered)
 	}
+}
+
+// TestCopiesWaitingForAnUnknownACLAreCheckedAtTheHandOver: a member the ACL source does not
+// know when its copy is routed gets it through INBOX and the trusted reader, which checks
+// the ACL and the membership interval of that later moment.
+func TestCopiesWaitingForAnUnknownACLAreCheckedAtTheHandOver(t *testing.T) {
+	h := newHarness(t)
+	alice := h.newAgent("alice", "team")
+	bob, carol := h.newAgent("bob", "team"), h.newAgent("carol", "team")
+	gen := bob.join("team").Generation
+	carol.join("team")
+	h.acl.forget(bob.id)
+	h.acl.forget(carol.id)
+	release := h.svc.StopLoop(t, LoopReader)
+	var before []*wire.CotalMessage
+	for range 2 {
+		m, _ := alice.publish("team")
+		before = append(before, m)
+	}
+	await.Check(t, waitFor, pollEvery, h.fannedOut(4))
+	bob.leave("team", gen)
+	alice.publish("team") // after bob's leave cursor
+	h.acl.set(bob.id, "team")
+	h.acl.set(carol.id, "other") // carol comes back narrowed
+	release()
+	t.Run("the member who left gets what preceded the leave", func(t *testing.T) {
+		sameIDs(t, bob.received(), ids(before...))
+	})
+	t.Run("the narrowed member gets nothing", func(t *testing.T) {
+		sameIDs(t, carol.received(), nil)
+	})
+	if st := h.svc.Stats(); st.ReaderDroppedUnauthorized != 3 {
+		t.Fatalf("dropped unauthorized = %d, want 3 (carol's)", st.ReaderDroppedUnauthorized)
+	}
+}
+
+// TestAHandOverRedoneAfterACrashIsStoredOnce: a fan-out that stored a message's DLV copies
+// and crashed before acking the CHAT message redoes the hand-over on redelivery; DLV
+// deduplicates it by Nats-Msg-Id, so the member gets each message once.
+func TestAHandOverRedoneAfterACrashIsStoredOnce(t *testing.T) {
+	h := newHarness(t)
+	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	bob.join("team")
+	release := h.svc.StopLoop(t, LoopFanout)
+	var sent []*wire.CotalMessage
+	for range 3 {
+		m, _ := alice.publish("team")
+		sent = append(sent, m)
+	}
+	for _, m := range sent[:2] { // what the crashed fan-out had stored
+		if _, err := h.js.PublishMsg(context.Background(), &nats.Msg{Subject: testNames.DLVSubject(bob.id),
+			Data: mustJSON(t, m)}, jetstream.WithMsgID(dlvMsgID(m.ID, bob.id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release()
+	sameIDs(t, bob.received(), ids(sent...))
 }
 
 func TestUnknownMemberIsRetriedThenGivenUpLoudly(t *testing.T) {
@@ -186,5 +247,44 @@ func TestMentionOnLiveChannel(t *testing.T) {
 	}
 	if st := h.svc.Stats(); st.FannedOutMention != 3 {
 		t.Fatalf("mention entries = %d, want 3 (bob, dave, frank)", st.FannedOutMention)
+	}
+}
+
+// TestNoCopyIsHandedOverUnderAJoinNotYetWritten: a copy routed while a join's record is being
+// written waits in INBOX, since the write may fail and the join be rolled back; the reader
+// hands it over once the record is written and drops it if the join was rolled back.
+func TestNoCopyIsHandedOverUnderAJoinNotYetWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		written bool
+	}{{"the join is written", true}, {"the join is rolled back", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+			v := h.svc.members.view
+			v.mu.Lock() // a join between its fence and its registry write (registry.join)
+			v.putLocked(member{rec: wire.Membership{Channel: "team", Owner: bob.id, State: wire.MemberDurableActive,
+				Activated: true, Generation: 1}, joining: true})
+			v.mu.Unlock()
+			m, _ := alice.publish("team")
+			await.Check(t, waitFor, pollEvery, h.fannedOut(1))
+			if got := h.svc.Stats().ReaderDelivered; got != 0 {
+				t.Fatalf("%d copies handed over under a join not yet written", got)
+			}
+			v.mu.Lock()
+			if tc.written {
+				rec, _ := v.lookupLocked("team", bob.id)
+				rec.joining = false
+				v.putLocked(rec)
+			} else {
+				v.removeLocked("team", bob.id)
+			}
+			v.mu.Unlock()
+			var want []string
+			if tc.written {
+				want = ids(m)
+			}
+			sameIDs(t, bob.received(), want)
+		})
 	}
 }

@@ -19,23 +19,27 @@ const fullLogEvery = time.Minute
 // oldest (LAYOUT.md), acknowledged or not, so a member offline past that bound would lose its
 // oldest owed copies with nothing reported. Refusing in the stream (discard new per subject)
 // does not fit: acknowledged copies stay in a limits stream, so a member that had read its
-// bound once would be refused for good. The reader therefore refuses the new copy itself
-// when the member's unacknowledged copies fill the bound, and reports it as a gap.
+// bound once would be refused for good. The fan-out and the reader therefore refuse the new
+// copy themselves when the member's unacknowledged copies fill the bound, and report it as a
+// gap.
 //
 // est is an upper bound of each member's unacknowledged copies: the count at the last refresh
-// plus every copy handed over since. Only the reader adds copies and a member's acks only
+// plus every copy admitted since. Only the backstop adds copies and a member's acks only
 // lower the count, so while est is under the bound no copy can be evicted unread, and the
-// consumer is asked only when est reaches it.
+// consumer is asked only when est reaches it, or for a member with no estimate yet (after a
+// start, whose earlier copies only the consumer knows).
 //
 // The consumer's num_pending cannot be the count on its own: the server raises it when the
 // stream signals the consumer, asynchronously after the PubAck, so copies handed over just
 // before the question are missing from it. undelivered keeps the stream sequence of every
-// copy handed over past the consumer's last delivered sequence, and the count takes the
-// larger of the two.
+// copy handed over past the consumer's last delivered sequence, and inflight counts the
+// copies admitted whose publish has not settled, which both loops may have in flight for one
+// member; the count adds them.
 type dlvRoom struct {
 	mu          sync.Mutex
 	bound       int64 // DLV_<s>'s max_msgs_per_subject; 0 or less means no bound
 	est         map[string]int64
+	inflight    map[string]int64
 	undelivered map[string][]uint64
 	logged      map[string]time.Time
 }
@@ -47,7 +51,8 @@ type handoffState struct {
 	delivered  uint64 // the stream sequence of the last copy delivered
 }
 
-// load reads the bound from DLV_<s> when the reader (re)starts and forgets the estimates.
+// load reads the bound from DLV_<s>; each loop that hands copies over calls it when it
+// (re)starts. The estimates stay: they remain upper bounds across a loop's restart.
 func (r *dlvRoom) load(ctx context.Context, js jetstream.JetStream, names wire.Names) error {
 	st, err := js.Stream(ctx, names.DLVStream())
 	if err != nil {
@@ -55,36 +60,46 @@ func (r *dlvRoom) load(ctx context.Context, js jetstream.JetStream, names wire.N
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.bound, r.est, r.undelivered = st.CachedInfo().Config.MaxMsgsPerSubject, map[string]int64{}, map[string][]uint64{}
-	if r.logged == nil {
+	r.bound = st.CachedInfo().Config.MaxMsgsPerSubject
+	if r.est == nil {
+		r.est, r.inflight, r.undelivered = map[string]int64{}, map[string]int64{}, map[string][]uint64{}
 		r.logged = map[string]time.Time{}
 	}
 	return nil
 }
 
-// handed records that a copy for member was stored at stream sequence seq.
-func (r *dlvRoom) handed(member string, seq uint64) {
+// settled records that an admitted copy for member was stored at stream sequence seq, or,
+// with seq 0, that its publish failed.
+func (r *dlvRoom) settled(member string, seq uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.bound > 0 {
+	if r.bound <= 0 {
+		return
+	}
+	if r.inflight[member]--; r.inflight[member] <= 0 {
+		delete(r.inflight, member)
+	}
+	if seq > 0 {
 		r.undelivered[member] = append(r.undelivered[member], seq)
 	}
 }
 
 // admit reports whether one more copy for member fits in its DLV subject without evicting an
-// unacknowledged one, and counts it if so. state asks the member's consumer; an error there
-// admits the copy, as the stream alone would.
+// unacknowledged one, and counts it if so; the caller then reports how its publish settled.
+// state asks the member's consumer; an error there admits the copy, as the stream alone
+// would.
 func (r *dlvRoom) admit(member string, state func() (handoffState, error)) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bound <= 0 {
 		return true, nil
 	}
-	if r.est[member] >= r.bound {
+	if est, ok := r.est[member]; !ok || est >= r.bound {
 		r.mu.Unlock()
 		st, err := state()
 		r.mu.Lock()
 		if err != nil {
+			r.inflight[member]++ // est stays as it was, so the next copy asks again
 			return true, err
 		}
 		r.est[member] = r.unacked(member, st)
@@ -93,11 +108,12 @@ func (r *dlvRoom) admit(member string, state func() (handoffState, error)) (bool
 		return false, nil
 	}
 	r.est[member]++
+	r.inflight[member]++
 	return true, nil
 }
 
-// unacked counts member's unacknowledged copies from its consumer's state and the copies
-// handed over that the consumer has not delivered, forgetting those it has.
+// unacked counts member's unacknowledged copies from its consumer's state, the copies handed
+// over that the consumer has not delivered, forgetting those it has, and the copies in flight.
 func (r *dlvRoom) unacked(member string, st handoffState) int64 {
 	seqs := r.undelivered[member]
 	i := 0
@@ -110,7 +126,7 @@ func (r *dlvRoom) unacked(member string, st handoffState) int64 {
 	} else {
 		r.undelivered[member] = seqs
 	}
-	return st.ackPending + max(st.pending, int64(len(seqs)))
+	return st.ackPending + max(st.pending, int64(len(seqs))) + r.inflight[member]
 }
 
 // shouldLog reports whether member's handoff is due a log line, at most once per
@@ -125,8 +141,7 @@ func (r *dlvRoom) shouldLog(member string, now time.Time) bool {
 	return true
 }
 
-// handoffState reads member's dlv_<id> consumer. The caller settles the reader's publishes in
-// flight first, so every copy handed over is in dlvRoom.undelivered.
+// handoffState reads member's dlv_<id> consumer.
 func (s *Service) handoffState(ctx context.Context, member string) (handoffState, error) {
 	c, err := s.js.Consumer(ctx, s.names.DLVStream(), s.names.DLVConsumer(member))
 	if err != nil {

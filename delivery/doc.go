@@ -7,16 +7,20 @@
 //     by a long-lived watch that afterwards restores any record someone else overwrote;
 //   - the delivery control service on cotal.<s>.ctl.delivery.<sender>: durableJoin,
 //     durableLeave, listMemberships;
-//   - the fan-out writer (consumer fanout on CHAT_<s>): a durable channel's message becomes one
-//     INBOX entry per eligible member but the sender; a live channel's @mention becomes one
-//     entry for the instance that name resolves to (the unique live holder, or with none live
-//     the unique last-seen holder, so an offline target still gets it, SPEC §4) when its
-//     current read ACL covers the channel. A live channel's message whose bytes cannot hold
-//     @mentions (no "mentions" key and no escape) is acked without being decoded;
-//   - the trusted reader (consumer reader on INBOX_<s>): re-authorizes every entry against the
-//     member's current read ACL (Config.ACL, SPEC §9 item 6) and, for a durable channel, its
-//     membership interval, then hands the copy to cotal.<s>.dlv.<member>, where the member's
-//     bind-only dlv_<id> consumer reads it with ack semantics;
+//   - the fan-out (consumer fanout on CHAT_<s>), which is also the trusted reader of SPEC §9
+//     item 5 for every member whose read ACL it knows: a durable channel's message is handed
+//     to the DLV subject cotal.<s>.dlv.<member> of every eligible member but the sender, and a
+//     live channel's @mention to the instance that name resolves to (the unique live holder,
+//     or with none live the unique last-seen holder, so an offline target still gets it,
+//     SPEC §4), each after checking the member's current read ACL (Config.ACL, SPEC §9 item
+//     6) at that moment; the member's bind-only dlv_<id> consumer reads it with ack
+//     semantics. A live channel's message whose bytes cannot hold @mentions (no "mentions"
+//     key and no escape) is acked without being decoded;
+//   - the deferred hand-over (consumer reader on INBOX_<s>): a member the ACL source does not
+//     know yet when the fan-out routes its copy (absent from the ACL registry) gets an INBOX
+//     entry instead, which the reader re-authorizes later against the member's read ACL and,
+//     for a durable channel, its membership interval, before it hands the copy over the same
+//     way;
 //   - a watch of the channel registry and a follow of the presence directory, which the
 //     fan-out reads from memory (LAYOUT.md trap "One consumer per message"); a presence
 //     heartbeat that changes only ts is taken without decoding the row again. Presence is
@@ -29,13 +33,13 @@
 // A member of a durable channel receives, at least once, every message of that channel whose
 // CHAT sequence is greater than its join cursor and, once it has left, not greater than its
 // leave cursor (SPEC §4, §7), within retention (below). Messages outside the interval are
-// never copied; leave is a hard read boundary. An entry is acknowledged on CHAT only after
-// every INBOX write for it is stored, and on INBOX only after its DLV copy is stored, so a
-// crash anywhere redelivers and loses nothing stored; redelivered writes carry the same
-// Nats-Msg-Id and are deduplicated. A copy whose channel the member's current read ACL no
-// longer covers is dropped, never delivered. The class of a channel is resolved fresh for
-// every message through wire.EffectiveClass, the one resolution every path uses. Nothing is
-// dropped silently: every drop has a Stats counter and a log line.
+// never copied; leave is a hard read boundary. A CHAT message is acknowledged only after every
+// DLV copy and INBOX entry written for it is stored, and an INBOX entry only after its DLV copy
+// is stored, so a crash anywhere redelivers and loses nothing stored; a hand-over redone
+// carries the same Nats-Msg-Id and is deduplicated. A copy whose channel the member's read ACL
+// does not cover when it is handed over is dropped, never delivered. The class of a channel is
+// resolved fresh for every message through wire.EffectiveClass, the one resolution every path
+// uses. Nothing is dropped silently: every drop has a Stats counter and a log line.
 //
 // # The join fence
 //
@@ -75,13 +79,15 @@
 //   - INBOX keeps 1000 entries per member. The fan-out waits while a member has close to that
 //     many entries the reader has not taken (backpressure), moving the pressure to CHAT; an
 //     INBOX jump is still counted (Stats.ReaderGaps) and logged.
-//   - DLV keeps 1000 copies per member and drops the oldest. The reader never lets that drop
-//     one the member has not acknowledged: once a member has 1000 unacknowledged copies (its
-//     dlv_<id> consumer's pending plus ack-pending), it refuses the new copy instead, so the
-//     member keeps the oldest copies it was owed (SPEC §4's "within retention"). Each refused
-//     copy is counted (Stats.ReaderDroppedFull), logged at most once a minute per member,
-//     acked in INBOX and, for a durable channel, listed as a one-sequence gap of the
-//     membership in listMemberships (issue 12 item 9).
+//   - DLV keeps 1000 copies per member and drops the oldest. No hand-over lets that drop one
+//     the member has not acknowledged: once a member has 1000 unacknowledged copies (its
+//     dlv_<id> consumer's pending plus ack-pending, plus the copies in flight), the new copy
+//     is refused instead, so the member keeps the oldest copies it was owed (SPEC §4's "within
+//     retention"). Each refused copy is counted (Stats.ReaderDroppedFull), logged at most once
+//     a minute per member and, for a durable channel, listed as a one-sequence gap of the
+//     membership in listMemberships (issue 12 item 9). The hand-over does not wait for a
+//     member, so one that reads slower than its channels are written for 1000 copies sees
+//     gaps, as an offline one does; it never slows the others.
 //   - Losses are kept in the membership record, under "lost" (lost.go): the count of refused
 //     copies and the latest 256 gap ranges, written by compare-and-set as soon as they are
 //     counted and again at Close, so a restart lists them again. A crash (kill -9) between a
@@ -91,7 +97,8 @@
 //     CHAT store time: an instance that came online after the publish can count as present.
 //     Offline holders of a name are remembered since the mesh started; after a restart, one
 //     whose presence row expired (6 s TTL) is unknown until it heartbeats again.
-//   - No ordering across channels or between redelivered and new copies (SPEC §4).
+//   - No ordering across channels, between redelivered and new copies, or between a copy
+//     that waited in INBOX for its member's ACL and later ones (SPEC §4).
 //   - Duplicates: at-least-once means a member may see a copy twice; receivers deduplicate by
 //     id (SPEC §4, §8). DLV copies carry Nats-Msg-Id <id>:<member>, deduplicated for 2 h.
 //   - One Service per space. Its in-memory view is authoritative; a second Service on the same
@@ -100,6 +107,7 @@
 // # Lock order
 //
 // A member key's lock (registry.keyLock) before memberView.mu; at most one key's lock is held
-// at a time. memberView.mu also guards the losses of every membership (lost.go). Every other lock (registry.revMu, controlPool.mu, kvCache.mu, backlog.mu,
-// gapLog.mu, loop.mu, gate.mu) is a leaf: no other lock is taken while it is held.
+// at a time. memberView.mu also guards the losses of every membership (lost.go). Every other
+// lock (registry.revMu, controlPool.mu, kvCache.mu, backlog.mu, dlvRoom.mu, gapLog.mu,
+// loop.mu, gate.mu) is a leaf: no other lock is taken while it is held.
 package delivery

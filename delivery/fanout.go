@@ -12,9 +12,9 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// runFanout is the fan-out writer (SPEC §4, §8; LAYOUT.md "The durable backstop"). It starts
-// once the membership, channel and presence views are loaded, so it never routes a message
-// against a partial view.
+// runFanout is the fan-out and, for every copy it can decide, the trusted hand-over (SPEC §4,
+// §8, §9 item 5; doc.go). It starts once the membership, channel and presence views are
+// loaded, so it never routes a message against a partial view.
 func (s *Service) runFanout(ctx context.Context, up func()) error {
 	if err := s.waitViews(ctx); err != nil {
 		return err
@@ -22,6 +22,9 @@ func (s *Service) runFanout(ctx context.Context, up func()) error {
 	cons, err := s.js.CreateOrUpdateConsumer(ctx, s.names.ChatStream(), jsconfig.Consumer(s.names.FanoutConsumerSpec()))
 	if err != nil {
 		return fmt.Errorf("create consumer %s on %s: %w", wire.FanoutConsumer, s.names.ChatStream(), err)
+	}
+	if err := s.room.load(ctx, s.js, s.names); err != nil {
+		return err
 	}
 	s.gaps.resume(cons.CachedInfo().Delivered.Stream)
 	it, err := cons.Messages(jetstream.PullMaxMessages(pullBatch))
@@ -54,7 +57,7 @@ func (s *Service) waitViews(ctx context.Context) error {
 	return nil
 }
 
-// fanoutBatch routes every message of batch and acks each once its entries are stored.
+// fanoutBatch routes every message of batch and acks each once its copies are stored.
 func (s *Service) fanoutBatch(ctx context.Context, batch []jetstream.Msg) error {
 	var pend []pendingMsg
 	inFlight := 0
@@ -62,29 +65,29 @@ func (s *Service) fanoutBatch(ctx context.Context, batch []jetstream.Msg) error 
 		// A cache whose watch is restarting is not fresh; wait rather than route on it.
 		if err := s.waitViews(ctx); err != nil {
 			nakAll(batch[i:])
-			return settle(ctx, pend, s.fanoutFailed)
+			return s.settle(ctx, pend, s.fanoutFailed)
 		}
 		p := s.fanoutOne(ctx, m)
 		pend = append(pend, p)
 		inFlight += len(p.futures)
 		if inFlight >= flushAt {
-			if err := settle(ctx, pend, s.fanoutFailed); err != nil {
+			if err := s.settle(ctx, pend, s.fanoutFailed); err != nil {
 				nakAll(batch[i+1:])
 				return err
 			}
 			pend, inFlight = pend[:0], 0
 		}
 	}
-	return settle(ctx, pend, s.fanoutFailed)
+	return s.settle(ctx, pend, s.fanoutFailed)
 }
 
 func (s *Service) fanoutFailed(p pendingMsg, err error) {
-	s.log.Warn("fan-out entry not stored; the CHAT message will be redelivered",
+	s.log.Warn("fan-out copy not stored; the CHAT message will be redelivered",
 		"subject", p.msg.Subject(), "err", err)
 }
 
-// fanoutOne validates one CHAT message and starts publishing its entries. A message that is
-// not a valid chat delivery is counted and settled with no entries.
+// fanoutOne validates one CHAT message and starts publishing its copies. A message that is
+// not a valid chat delivery is counted and settled with no copies.
 func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 	meta, err := m.Metadata()
 	if err != nil {
@@ -108,7 +111,7 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 	}
 	durable := classOf(s.channels, sub.Rest) == wire.DeliveryDurable
 	if !durable && !mayMention(m.Data()) {
-		// A live message without mentions has no entries (SPEC §4): it is acked undecoded.
+		// A live message without mentions has no copies (SPEC §4): it is acked undecoded.
 		return pendingMsg{msg: m}
 	}
 	sub, msg, err := wire.CheckDelivery(m.Subject(), m.Data())
@@ -118,31 +121,68 @@ func (s *Service) fanoutOne(ctx context.Context, m jetstream.Msg) pendingMsg {
 	}
 	targets, reason := s.route(sub, msg, durable, seq, meta.Timestamp)
 	p := pendingMsg{msg: m}
-	if p.err = s.reserveInbox(ctx, targets); p.err != nil {
-		return p
-	}
-	head, err := newEntryHead(m.Data(), sub.Rest, seq, reason)
-	if err != nil {
-		p.err = err
-		return p
-	}
-	for _, t := range targets {
-		f, err := s.publishEntry(head, msg.ID, t)
-		if err != nil {
-			p.err = err
-			break
-		}
-		p.futures = append(p.futures, f)
+	c := copyRef{channel: sub.Rest, id: msg.ID, seq: seq, durable: reason == ReasonDurableChannel}
+	if waiting := s.handOverAll(ctx, &p, c, m.Data(), targets); p.err == nil && len(waiting) > 0 {
+		p.err = s.writeEntries(ctx, &p, c, m.Data(), waiting)
 	}
 	counter := &s.stats.fannedOutDurable
 	if reason == ReasonLiveMention {
 		counter = &s.stats.fannedOutMention
 	}
-	p.onStored = func([]*jetstream.PubAck) { counter.Add(int64(len(targets))) }
+	p.onStored = func() { counter.Add(int64(len(targets))) }
 	return p
 }
 
-// route decides who gets an entry. durable is the channel's class, resolved fresh from the
+// handOverAll hands c to every target whose current read ACL is known, checked now, at the
+// hand-over (SPEC §9 item 5): a target the ACL covers gets its DLV copy, one it does not
+// gets nothing. Membership was checked when the targets were chosen, under the join fence,
+// which is also the hand-over's moment. It returns the targets the hand-over cannot decide
+// yet, whose ACL the source does not know or whose join is still being written: their
+// copies wait in INBOX for the trusted reader, which decides later.
+func (s *Service) handOverAll(ctx context.Context, p *pendingMsg, c copyRef, data []byte, targets []recipient) []recipient {
+	var waiting []recipient
+	for _, t := range targets {
+		c.member = t.id
+		acl, known := s.cfg.ACL.ReadACL(t.id)
+		switch {
+		case !known || t.joining:
+			waiting = append(waiting, t)
+		case !acl.Covers(c.channel):
+			s.dropUnauthorized(c)
+		default:
+			s.handOver(ctx, p, c, data)
+		}
+		if p.err != nil {
+			return nil
+		}
+	}
+	return waiting
+}
+
+// writeEntries starts the INBOX writes of c for targets, once each has room in its backlog.
+func (s *Service) writeEntries(ctx context.Context, p *pendingMsg, c copyRef, data []byte, targets []recipient) error {
+	if err := s.reserveInbox(ctx, targets); err != nil {
+		return err
+	}
+	reason := ReasonLiveMention
+	if c.durable {
+		reason = ReasonDurableChannel
+	}
+	head, err := newEntryHead(data, c.channel, c.seq, reason)
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		f, err := s.publishEntry(head, c.id, t)
+		if err != nil {
+			return err
+		}
+		p.add(f, "")
+	}
+	return nil
+}
+
+// route decides who gets a copy. durable is the channel's class, resolved fresh from the
 // channel registry through wire.EffectiveClass (SPEC §7) when the message was read. Durable:
 // every eligible member but the sender, decided under the join fence (doc.go). Live: each
 // @mention resolving to one present instance whose current read ACL covers the channel

@@ -14,7 +14,8 @@ import (
 )
 
 // setHandoffBound sets DLV_<s>'s max_msgs_per_subject to bound (wire.Unlimited: none) and
-// restarts the reader, which reads the bound when it starts, waiting until it is up again.
+// restarts the fan-out and the reader, which read the bound when they start, waiting until
+// both are up again.
 func (h *harness) setHandoffBound(bound int64) {
 	h.t.Helper()
 	spec := testNames.MessageStreams(wire.DefaultStreamLimits())[4]
@@ -22,13 +23,15 @@ func (h *harness) setHandoffBound(bound int64) {
 	if _, err := h.js.UpdateStream(context.Background(), jsconfig.Stream(spec, jetstream.FileStorage)); err != nil {
 		h.t.Fatalf("update %s: %v", spec.Name, err)
 	}
-	h.svc.StopLoop(h.t, LoopReader)()
-	await.Check(h.t, waitFor, pollEvery, func() error {
-		if h.svc.sup.isDown(LoopReader) {
-			return fmt.Errorf("the reader is not up again")
-		}
-		return nil
-	})
+	for _, name := range []string{LoopFanout, LoopReader} {
+		h.svc.StopLoop(h.t, name)()
+		await.Check(h.t, waitFor, pollEvery, func() error {
+			if h.svc.sup.isDown(name) {
+				return fmt.Errorf("loop %s is not up again", name)
+			}
+			return nil
+		})
+	}
 }
 
 // gapCount sums the sequences in ranges.

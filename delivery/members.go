@@ -28,6 +28,9 @@ func (p pastInterval) eligible(seq uint64) bool { return p.JoinCursor < seq && s
 type member struct {
 	rec  wire.Membership
 	past []pastInterval
+	// joining is set while the join that wrote rec is not yet persisted and may still be
+	// rolled back (registry.join): no copy is handed over under its generation until then.
+	joining bool
 }
 
 // storedMember is the persisted form: the LAYOUT.md record plus the closed intervals and the
@@ -79,10 +82,12 @@ func newMemberView() *memberView {
 		dirty: map[membershipKey]bool{}}
 }
 
-// recipient is a member a durable entry is written for, with the generation it is tagged with.
+// recipient is a member a copy is routed to, with the generation it is tagged with; joining
+// marks a generation whose join is not yet persisted.
 type recipient struct {
 	id         string
 	generation uint64
+	joining    bool
 }
 
 // eligibleLocked appends to dst every member of channel, except the sender, with a membership
@@ -93,7 +98,7 @@ func (v *memberView) eligibleLocked(dst []recipient, channel, sender string, seq
 			continue
 		}
 		if m.rec.Eligible(seq) {
-			dst = append(dst, recipient{id: owner, generation: m.rec.Generation})
+			dst = append(dst, recipient{id: owner, generation: m.rec.Generation, joining: m.joining})
 			continue
 		}
 		for _, p := range m.past {
@@ -147,6 +152,15 @@ func (v *memberView) authorizes(channel, owner string, generation, seq uint64) b
 		return true
 	}
 	return m.rec.Eligible(seq)
+}
+
+// joining reports whether owner's record on channel is of generation and its join is not yet
+// persisted.
+func (v *memberView) joining(channel, owner string, generation uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	m, ok := v.lookupLocked(channel, owner)
+	return ok && m.joining && m.rec.Generation == generation
 }
 
 // active returns owner's memberships that have not been left, by channel.

@@ -15,6 +15,7 @@ const (
 	flushAt     = 1024                  // unconfirmed publishes before a batch waits for them
 	retryDelay  = time.Second           // redelivery delay after a publish that was not stored
 	drainWait   = 50 * time.Millisecond // how long a stopping loop waits for each buffered message
+	joinWait    = 20 * time.Millisecond // redelivery delay of an entry whose join is being written
 )
 
 // nextBatch blocks for one message, then takes whatever else is buffered, up to max.
@@ -49,22 +50,33 @@ func releaseBuffered(it jetstream.MessagesContext) {
 
 // pendingMsg is a consumed message waiting for the publishes it caused.
 type pendingMsg struct {
-	msg      jetstream.Msg
-	futures  []jetstream.PubAckFuture
-	err      error                     // a publish that could not even be sent
-	onStored func([]*jetstream.PubAck) // counts what was delivered, once every publish is stored
+	msg     jetstream.Msg
+	futures []jetstream.PubAckFuture
+	// dlv names the member of each DLV copy among futures, index for index; "" marks an
+	// INBOX entry. The room (dlvroom.go) counts each copy until its publish settles.
+	dlv      []string
+	err      error  // a publish that could not even be sent
+	onStored func() // counts what was routed, once every publish is stored
+}
+
+// add records one started publish: a DLV copy for member, or an INBOX entry when member is "".
+func (p *pendingMsg) add(f jetstream.PubAckFuture, member string) {
+	p.futures = append(p.futures, f)
+	p.dlv = append(p.dlv, member)
 }
 
 // settle waits for each pending message's publishes and acks it only when all of them were
 // stored; otherwise it naks it for redelivery, which republishes under the same Nats-Msg-Id,
 // so what was stored already is deduplicated. When ctx ends, the rest are nak'ed at once.
-func settle(ctx context.Context, pend []pendingMsg, onFail func(pendingMsg, error)) error {
+// Either way the room learns how each DLV copy ended.
+func (s *Service) settle(ctx context.Context, pend []pendingMsg, onFail func(pendingMsg, error)) error {
 	for _, p := range pend {
 		err := p.err
 		var acks []*jetstream.PubAck
 		if err == nil {
 			acks, err = awaitAll(ctx, p.futures)
 		}
+		s.handedOver(p, acks)
 		switch {
 		case ctx.Err() != nil:
 			_ = p.msg.Nak()
@@ -74,11 +86,27 @@ func settle(ctx context.Context, pend []pendingMsg, onFail func(pendingMsg, erro
 		default:
 			_ = p.msg.Ack()
 			if p.onStored != nil {
-				p.onStored(acks)
+				p.onStored()
 			}
 		}
 	}
 	return ctx.Err()
+}
+
+// handedOver tells the room how each DLV copy of p ended, stored at its acknowledged sequence
+// or, with acks nil, not known to be stored, and counts the copies stored.
+func (s *Service) handedOver(p pendingMsg, acks []*jetstream.PubAck) {
+	for i, member := range p.dlv {
+		if member == "" {
+			continue
+		}
+		var seq uint64
+		if acks != nil {
+			seq = acks[i].Sequence
+			s.stats.delivered.Add(1)
+		}
+		s.room.settled(member, seq)
+	}
 }
 
 // awaitAll waits until every publish is stored, one fails, or ctx ends, and returns the

@@ -4,18 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/wire"
 )
 
-// runReader is the trusted reader (SPEC §8, §9 item 5): it re-authorizes every INBOX entry
-// against the member's current read ACL and membership interval, and hands what passes to the
-// member's DLV subject, acking the entry only once that copy is stored.
+// runReader is the trusted reader (SPEC §8, §9 item 5) of the copies the fan-out could not
+// decide (doc.go): it re-authorizes every INBOX entry against the member's current read ACL
+// and membership interval, and hands what passes to the member's DLV subject, acking the entry
+// only once that copy is stored.
 func (s *Service) runReader(ctx context.Context, up func()) error {
 	if err := s.members.loaded.wait(ctx); err != nil {
 		return err
@@ -49,23 +48,19 @@ func (s *Service) runReader(ctx context.Context, up func()) error {
 // readBatch handles every entry of batch.
 func (s *Service) readBatch(ctx context.Context, batch []jetstream.Msg) error {
 	var pend []pendingMsg
-	flush := func() error {
-		err := settle(ctx, pend, s.handoffFailed)
-		pend = pend[:0]
-		return err
-	}
 	for i, m := range batch {
-		if p, ok := s.readOne(ctx, m, flush); ok {
+		if p, ok := s.readOne(ctx, m); ok {
 			pend = append(pend, p)
 		}
 		if len(pend) >= flushAt {
-			if err := flush(); err != nil {
+			if err := s.settle(ctx, pend, s.handoffFailed); err != nil {
 				nakAll(batch[i+1:])
 				return err
 			}
+			pend = pend[:0]
 		}
 	}
-	return flush()
+	return s.settle(ctx, pend, s.handoffFailed)
 }
 
 func (s *Service) handoffFailed(p pendingMsg, err error) {
@@ -73,8 +68,8 @@ func (s *Service) handoffFailed(p pendingMsg, err error) {
 }
 
 // readOne re-authorizes one entry. It settles refused entries itself and returns the pending
-// handoff of an authorized one. flush settles the handoffs pending so far.
-func (s *Service) readOne(ctx context.Context, m jetstream.Msg, flush func() error) (pendingMsg, bool) {
+// handoff of an authorized one.
+func (s *Service) readOne(ctx context.Context, m jetstream.Msg) (pendingMsg, bool) {
 	meta, err := m.Metadata()
 	if err != nil {
 		s.malformed(m, err)
@@ -102,71 +97,29 @@ func (s *Service) readOne(ctx context.Context, m jetstream.Msg, flush func() err
 		s.malformed(m, err)
 		return pendingMsg{}, false
 	}
+	c := copyRef{member: member, channel: e.Channel, id: msg.ID, seq: e.Seq, durable: e.Reason == ReasonDurableChannel}
 	acl, known := s.cfg.ACL.ReadACL(member)
 	switch {
 	case !known:
 		s.unknownMember(m, meta, member, msg.ID)
 		return pendingMsg{}, false
 	case !acl.Covers(e.Channel):
-		s.stats.droppedUnauthorized.Add(1)
-		s.log.Info("dropping a backstop entry outside the member's read ACL",
-			"member", member, "channel", e.Channel, "id", msg.ID)
+		s.dropUnauthorized(c)
 		_ = m.Ack()
 		return pendingMsg{}, false
-	case e.Reason == ReasonDurableChannel && !s.members.view.authorizes(e.Channel, member, e.Generation, e.Seq):
+	case c.durable && s.members.view.joining(e.Channel, member, e.Generation):
+		_ = m.NakWithDelay(joinWait) // the join may still be rolled back; decide once it is written
+		return pendingMsg{}, false
+	case c.durable && !s.members.view.authorizes(e.Channel, member, e.Generation, e.Seq):
 		s.stats.droppedNotEligible.Add(1)
 		s.log.Info("dropping a backstop entry outside the member's membership interval",
 			"member", member, "channel", e.Channel, "seq", e.Seq, "generation", e.Generation, "id", msg.ID)
 		_ = m.Ack()
 		return pendingMsg{}, false
 	}
-	if !s.hasRoom(ctx, member, flush) {
-		s.handoffFull(m, member, e, msg.ID)
-		return pendingMsg{}, false
-	}
-	f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DLVSubject(member), Data: e.Msg},
-		jetstream.WithMsgID(dlvMsgID(msg.ID, member)), jetstream.WithExpectStream(s.names.DLVStream()))
-	p := pendingMsg{msg: m, err: err, onStored: func(acks []*jetstream.PubAck) {
-		s.stats.delivered.Add(1)
-		for _, a := range acks {
-			s.room.handed(member, a.Sequence)
-		}
-	}}
-	if err == nil {
-		p.futures = []jetstream.PubAckFuture{f}
-	}
+	p := pendingMsg{msg: m}
+	s.handOver(ctx, &p, c, e.Msg)
 	return p, true
-}
-
-// hasRoom reports whether member's DLV subject takes one more copy without evicting one the
-// member has not acknowledged. When it must ask the member's consumer, the handoffs in flight
-// are settled first so that the answer counts them.
-func (s *Service) hasRoom(ctx context.Context, member string, flush func() error) bool {
-	ok, err := s.room.admit(member, func() (handoffState, error) {
-		if err := flush(); err != nil {
-			return handoffState{}, err
-		}
-		return s.handoffState(ctx, member)
-	})
-	if err != nil && s.room.shouldLog(member, time.Now()) {
-		s.log.Warn("cannot count a member's unacknowledged durable copies; handing copies over anyway",
-			"member", member, "err", err)
-	}
-	return ok
-}
-
-// handoffFull reports a copy refused because member's handoff is full (issue 12 item 9): it
-// is counted, recorded as a gap of the membership it was written for and acked, so the loss
-// is reported once instead of retried against a backlog that may never drain.
-func (s *Service) handoffFull(m jetstream.Msg, member string, e *entry, id string) {
-	s.stats.droppedFull.Add(1)
-	s.members.view.refused(e.Channel, member, e.Seq, e.Reason == ReasonDurableChannel)
-	s.members.kickFlush()
-	if s.room.shouldLog(member, time.Now()) {
-		s.log.Error("a member's durable handoff is full of unacknowledged copies; dropping new copies as gaps",
-			"member", member, "channel", e.Channel, "seq", e.Seq, "id", id)
-	}
-	_ = m.Ack()
 }
 
 // unknownMember retries an entry whose member the ACL source does not know yet, and gives up,

@@ -98,7 +98,8 @@ func (r *registry) join(ctx context.Context, channel, owner string) (wire.Member
 				JoinCursor: cursor, Activated: true, Generation: prev.rec.Generation + 1,
 				WriterIdentity: WriterIdentity, UpdatedAt: time.Now().UnixMilli(),
 			},
-			past: closePast(prev, had, cursor, floor),
+			past:    closePast(prev, had, cursor, floor),
+			joining: true,
 		}
 		r.view.putLocked(next)
 	})
@@ -110,6 +111,10 @@ func (r *registry) join(ctx context.Context, channel, owner string) (wire.Member
 		r.restore(channel, owner, prev, had)
 		return wire.Membership{}, err
 	}
+	r.view.mu.Lock()
+	next.joining = false
+	r.view.putLocked(next)
+	r.view.mu.Unlock()
 	return next.rec, nil
 }
 
@@ -182,8 +187,9 @@ func (r *registry) leave(ctx context.Context, channel, owner string, generation 
 	return true, nil
 }
 
-// restore puts back the state a failed write replaced. Entries fan-out wrote under the
-// replaced record carry its generation and fail authorizes, so nothing leaks.
+// restore puts back the state a failed write replaced. Copies the fan-out routed under a
+// rolled-back join waited in INBOX (member.joining), carry its generation and fail
+// authorizes, so nothing leaks.
 func (r *registry) restore(channel, owner string, prev member, had bool) {
 	r.view.mu.Lock()
 	defer r.view.mu.Unlock()

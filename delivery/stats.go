@@ -5,9 +5,10 @@ import "sync/atomic"
 // Stats is a snapshot of the Service's counters since Start. Nothing the backstop drops is
 // dropped silently: every drop has a counter here and a log line.
 type Stats struct {
-	// FannedOutDurable counts INBOX entries written for durable channels' members.
+	// FannedOutDurable counts durable channels' copies the fan-out routed to members: handed
+	// over to DLV, refused there (below), or written to INBOX for the reader.
 	FannedOutDurable int64 `json:"fannedOutDurable"`
-	// FannedOutMention counts INBOX entries written for @mentions on live channels.
+	// FannedOutMention counts the same for @mentions on live channels.
 	FannedOutMention int64 `json:"fannedOutMention"`
 	// FanoutSkipped counts CHAT messages that are not valid chat deliveries, acked unprocessed.
 	FanoutSkipped int64 `json:"fanoutSkipped"`
@@ -17,10 +18,11 @@ type Stats struct {
 	// GapMessages counts the CHAT sequences inside those gaps.
 	GapMessages int64 `json:"gapMessages"`
 
-	// ReaderDelivered counts copies handed to members' DLV subjects.
+	// ReaderDelivered counts copies stored on members' DLV subjects, by the fan-out or the
+	// reader (the name predates the fan-out's own hand-over).
 	ReaderDelivered int64 `json:"readerDelivered"`
-	// ReaderDroppedUnauthorized counts entries whose channel the member's current read ACL no
-	// longer covers (SPEC §9 item 5).
+	// ReaderDroppedUnauthorized counts copies whose channel the member's read ACL did not cover
+	// at the hand-over (SPEC §9 item 5).
 	ReaderDroppedUnauthorized int64 `json:"readerDroppedUnauthorized"`
 	// ReaderDroppedNotEligible counts durable-channel entries outside the member's membership
 	// interval, such as after a leave (SPEC §7).

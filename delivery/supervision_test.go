@@ -3,11 +3,14 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/cotal-go/cotal/wire"
@@ -53,23 +56,79 @@ func TestHealthTurnsRedWhenALoopDiesAndGreenAfterRestart(t *testing.T) {
 
 func TestMeshRestartLosesNothingStored(t *testing.T) {
 	h := newHarness(t)
-	alice, bob := h.newAgent("alice", "team"), h.newAgent("bob", "team")
+	alice, bob, carol := h.newAgent("alice", "team"), h.newAgent("bob", "team"), h.newAgent("carol", "team")
 	bob.join("team")
-	var sent []*wire.CotalMessage
-	// Entries wait in INBOX, unread, when the mesh stops.
+	carol.join("team")
+	// carol's ACL is unknown, so her copies wait in INBOX, unread, when the mesh stops; bob's
+	// messages wait in CHAT, their fan-out interrupted by the stop.
+	h.acl.forget(carol.id)
 	h.svc.StopLoop(t, LoopReader)
+	var sent []*wire.CotalMessage
 	for range 5 {
 		m, _ := alice.publish("team")
 		sent = append(sent, m)
 	}
-	await.Check(t, waitFor, pollEvery, h.fannedOut(5))
+	await.Check(t, waitFor, pollEvery, h.fannedOut(10))
 	h.restartMesh()
+	h.acl.set(carol.id, "team")
 	// The membership is reloaded from the registry, so later messages are fanned out too.
 	for range 5 {
 		m, _ := alice.publish("team")
 		sent = append(sent, m)
 	}
 	sameIDs(t, bob.received(), ids(sent...))
+	sameIDs(t, carol.received(), ids(sent...))
+}
+
+// TestStoppingTheFanOutMidBatchLosesAndDuplicatesNothing: the fan-out is stopped, as a
+// crash would stop it, while it is handing a burst over; the copies it had stored are
+// handed over again on redelivery and deduplicated.
+func TestStoppingTheFanOutMidBatchLosesAndDuplicatesNothing(t *testing.T) {
+	const members, burst = 4, 800
+	h := newHarness(t)
+	alice := h.newAgent("alice", "team")
+	var team []*agent
+	for i := range members {
+		a := h.newAgent(fmt.Sprintf("m%d", i), "team")
+		a.join("team")
+		team = append(team, a)
+	}
+	js, err := jetstream.New(h.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []*wire.CotalMessage
+	var acks []jetstream.PubAckFuture
+	for range burst {
+		m := wire.NewChannelMessage(testSpace, alice.ref(), "team", wire.Part{Kind: "text", Text: "hi"})
+		f, err := js.PublishMsgAsync(&nats.Msg{Subject: testNames.ChatSubject(alice.id, "team"), Data: mustJSON(t, m)},
+			jetstream.WithMsgID(m.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent, acks = append(sent, m), append(acks, f)
+	}
+	await.Check(t, waitFor, time.Millisecond, func() error {
+		if h.svc.Stats().ReaderDelivered == 0 {
+			return fmt.Errorf("no copy handed over yet")
+		}
+		return nil
+	})
+	h.svc.StopLoop(t, LoopFanout)()
+	stopped := h.svc.Stats().ReaderDelivered
+	for _, f := range acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatal(err)
+		}
+	}
+	if stopped >= members*burst {
+		t.Fatalf("the fan-out had handed over all %d copies when it stopped; the test proves nothing", stopped)
+	}
+	for _, a := range team {
+		sameIDs(t, a.received(), ids(sent...))
+	}
 }
 
 func TestJoinRacingPublishersMissesNothingAfterTheCursor(t *testing.T) {

@@ -66,13 +66,14 @@ func deliveryPermissions(p *Permissions, n Names) {
 	}
 	// The CHAT frontier (last sequence), taken as join and leave cursors.
 	p.Pub.Allow.add(streamAPI("INFO", chat))
-	// Fan-out writes backstop entries; the trusted reader hands re-authorized copies over.
+	// The fan-out hands copies to DLV, or writes INBOX entries the trusted reader hands over
+	// once it can decide them.
 	p.Pub.Allow.add(n.Prefix()+".dinbox.>", n.Prefix()+".dlv.>")
 	// A re-mint that narrows a member's read ACL takes the handed-over copies of the channels
 	// it lost back out of DLV, read and deleted one by one (issue 12 item 1).
 	dlv := n.DLVStream()
 	p.Pub.Allow.add(streamAPI("INFO", dlv), streamAPI("MSG.GET", dlv), streamAPI("MSG.DELETE", dlv))
-	// The trusted reader counts a member's unacknowledged copies on dlv_<id> before a handoff
+	// The hand-over counts a member's unacknowledged copies on dlv_<id> before a copy
 	// would evict one unread (issue 12 item 9).
 	p.Pub.Allow.add(consumerAPI("INFO", dlv, "*"))
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a

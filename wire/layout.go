@@ -43,7 +43,7 @@ type StreamLimits struct {
 	// BackstopBytes is the max_bytes of INBOX_<s> and of DLV_<s>, each.
 	BackstopBytes int64
 	// HandoffPerSubject is DLV_<s>'s max_msgs_per_subject: the copies one member's handoff
-	// keeps. The trusted reader refuses, and reports as a gap, a copy that would evict one the
+	// keeps. The hand-over refuses, and reports as a gap, a copy that would evict one the
 	// member has not acknowledged (issue 12 item 9). Zero is BackstopPerSubject.
 	HandoffPerSubject int64
 	// BucketBytes is the max_bytes of each KV bucket but membership (MembershipMaxBytes) and the

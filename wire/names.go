@@ -58,7 +58,7 @@ func (n Names) ChannelsBucket() string { return "cotal_channels_" + n.space }
 // MembersBucket is the durable membership registry cotal_members_<s> (LAYOUT.md).
 func (n Names) MembersBucket() string { return "cotal_members_" + n.space }
 
-// ACLBucket is cotal_acl_<s>, the read-ACL records the trusted reader checks (LAYOUT.md).
+// ACLBucket is cotal_acl_<s>, the read-ACL records the hand-over checks (LAYOUT.md).
 func (n Names) ACLBucket() string { return "cotal_acl_" + n.space }
 
 // BackstopBucket is cotal_backstop_<s>, where the nodes of a cluster hold the lease on the
