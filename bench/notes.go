@@ -31,21 +31,26 @@ var notes = map[string]string{
 	titleAnycast: "As for DM: the envelope is encoded by the sender and decoded, validated and " +
 		"deduplicated by the worker, each copy arms a keep-in-progress timer, and each copy is " +
 		"stored with a Nats-Msg-Id where raw's work queue stores bare bytes.",
-	titleDurable: "LAYOUT.md's backstop stores 21 messages for each message to 10 members (the CHAT " +
-		"message, 10 INBOX entries, 10 DLV copies, each with a Nats-Msg-Id in a 2 h duplicate " +
-		"window) where raw stores one message read by 10 consumers, and delivers and acks each " +
-		"copy three times (fan-out, trusted reader, member) where raw does once. Every member also " +
-		"gets the live copy and deduplicates it. The JSON on the way is now small: the fan-out " +
-		"encodes what a message's entries share once (it ran encoding/json's Marshal, which " +
-		"compacts the message, once per member) and the trusted reader reads entries in the " +
-		"fan-out's own layout without encoding/json (`decodeEntry` was 5.7 % of process samples, " +
-		"two thirds of it encoding/json). What is left in the profile is the broker storing, " +
-		"delivering and taking acks for the 21 messages, and nats.go's client paths. The backstop " +
-		"lag is the backlog the publisher may build (500 messages ahead of the fan-out, 5 000 " +
-		"copies) drained at that rate. Reaching 0.5 needs fewer stored copies, for example the " +
-		"fan-out writing DLV directly when a member's ACL and interval are known at fan-out time; " +
-		"that changes LAYOUT.md's trusted-reader design (SPEC §9 item 5) and its guarantees, and " +
-		"is not done.",
+	titleDurable: "The backstop stores 11 messages for each message to 10 members (the CHAT " +
+		"message and 10 DLV copies, each with a Nats-Msg-Id in a 2 h duplicate window) where raw " +
+		"stores one message read by 10 consumers, and each copy is delivered and acked twice (the " +
+		"fan-out reads the CHAT message once for every member, each member reads its DLV copy) " +
+		"against raw's once. Every member also gets the live copy and deduplicates it. LAYOUT.md's " +
+		"pipeline stored 21 (10 INBOX entries more) and delivered each copy three times; the " +
+		"fan-out now hands a copy to DLV itself, checking the member's read ACL at that moment, " +
+		"and keeps INBOX and the trusted reader for the copies it cannot decide yet (an absent " +
+		"ACL record, a join still being written; `delivery/doc.go`). That halved the backstop's " +
+		"own cost: `BenchmarkDurableFanout` (the fan-out to 10 members' DLV, nobody reading) used " +
+		"13.1 s of process CPU for 15 000 messages before and 6.3 s after, and in this row's " +
+		"profile the delivery loops fell from about 26 to 11 µs per copy. Four runs of rows 4 " +
+		"and 9 on each side, interleaved on the same busy machine (load 8–11 on two cores), " +
+		"lowered the median process CPU per copy by 25–40 % (128 B: 172 to 102 µs; sync always: " +
+		"407 to 271 µs) and raised the ratio (128 B: 0.05–0.11 before, 0.08–0.22 after; sync " +
+		"always: 0.04–0.12 before, 0.12–0.14 after). What is left is mostly the " +
+		"members' side: the broker delivering and taking acks for the DLV copies and the live " +
+		"copies, and each Endpoint decoding, checking and deduplicating both (as in row 2). The " +
+		"backstop lag is the backlog the publisher may build (500 messages ahead of the fan-out, " +
+		"5 000 copies) drained at the members' pace.",
 	titleBackfill: "`Join` surfaces every history copy through the same receive pipeline: subject " +
 		"parse, one-pass decode and validation, dedup claim, Handler, per copy. Raw's ordered " +
 		"consumer does no per-message work; the raw + encoding/json column shows what decoding " +
@@ -69,6 +74,6 @@ var notes = map[string]string{
 		"a route to the receiver's node; each ack crosses back and is replicated too. Three " +
 		"in-process servers also share the two cores the single node has to itself.",
 	titleSync: "The bounds of rows 2 and 4 hold on file storage. Under sync always every stored " +
-		"message is fsynced, so the durable channel's 21 stored messages per message against " +
+		"message is fsynced, so the durable channel's 11 stored messages per message against " +
 		"raw's one widen its gap; DM under sync always is paced by the fsync on both sides.",
 }
