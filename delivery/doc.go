@@ -17,10 +17,11 @@
 //     semantics. A live channel's message whose bytes cannot hold @mentions (no "mentions"
 //     key and no escape) is acked without being decoded;
 //   - the deferred hand-over (consumer reader on INBOX_<s>): a member the ACL source does not
-//     know yet when the fan-out routes its copy (absent from the ACL registry) gets an INBOX
-//     entry instead, which the reader re-authorizes later against the member's read ACL and,
-//     for a durable channel, its membership interval, before it hands the copy over the same
-//     way;
+//     know yet when the fan-out routes its copy (absent from the ACL registry), or whose join
+//     record is still being written and may be rolled back, gets an INBOX entry instead. The
+//     reader re-authorizes it later against the member's read ACL and, for a durable channel,
+//     its membership interval, retrying an unknown member a bounded number of times, before
+//     it hands the copy over the same way;
 //   - a watch of the channel registry and a follow of the presence directory, which the
 //     fan-out reads from memory (LAYOUT.md trap "One consumer per message"); a presence
 //     heartbeat that changes only ts is taken without decoding the row again. Presence is
