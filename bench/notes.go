@@ -42,11 +42,11 @@ var notes = map[string]string{
 		"ACL record, a join still being written; `delivery/doc.go`). That halved the backstop's " +
 		"own cost: `BenchmarkDurableFanout` (the fan-out to 10 members' DLV, nobody reading) used " +
 		"13.1 s of process CPU for 15 000 messages before and 6.3 s after, and in this row's " +
-		"profile the delivery loops fell from about 26 to 11 µs per copy. Four runs of rows 4 " +
-		"and 9 on each side, interleaved on the same busy machine (load 8–11 on two cores), " +
-		"lowered the median process CPU per copy by 25–40 % (128 B: 172 to 102 µs; sync always: " +
-		"407 to 271 µs) and raised the ratio (128 B: 0.05–0.11 before, 0.08–0.22 after; sync " +
-		"always: 0.04–0.12 before, 0.12–0.14 after). What is left is mostly the " +
+		"profile the delivery loops fell from about 26 to 11 µs per copy. Six runs of rows 4 " +
+		"and 9 before and five after, interleaved on the same busy machine (load 5–13 on two " +
+		"cores), lowered the median process CPU per copy by about 40 % (128 B: 172 to 101 µs; " +
+		"sync always: 437 to 269 µs) and raised the ratio (128 B: 0.05–0.16 before, 0.08–0.22 " +
+		"after; sync always: 0.04–0.12 before, 0.12–0.18 after). What is left is mostly the " +
 		"members' side: the broker delivering and taking acks for the DLV copies and the live " +
 		"copies, and each Endpoint decoding, checking and deduplicating both (as in row 2). The " +
 		"backstop lag is the backlog the publisher may build (500 messages ahead of the fan-out, " +
