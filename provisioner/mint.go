@@ -17,7 +17,7 @@ type MintRequest struct {
 	Space string
 	// Name is the display name, written as the JWT name.
 	Name string
-	// Profile is ProfileAgent, ProfileObserver or ProfileAdmin.
+	// Profile is ProfileAgent, ProfileObserver, ProfileAdmin or ProfileLeaf.
 	Profile Profile
 	// Grants are the agent's channel scope and role; they must be empty for other profiles.
 	Grants Grants
@@ -175,6 +175,10 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	}
 	if req.InProcessOnly {
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
+	}
+	if req.Profile == ProfileLeaf {
+		// A leaf link's grants would serve no client: refuse it anything but a leaf node.
+		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeLeafnode)
 	}
 	// The mesh's own infrastructure credentials are not bounded: only credentials handed
 	// to instances are.
@@ -352,7 +356,7 @@ func waitPastRevocation(acct *jwt.AccountClaims, id string) error {
 
 func (r MintRequest) validate() error {
 	if !r.Profile.Valid() || r.Profile.infra() {
-		return fmt.Errorf("%w %q: use agent, observer or admin", ErrUnknownProfile, r.Profile)
+		return fmt.Errorf("%w %q: use agent, observer, admin or leaf", ErrUnknownProfile, r.Profile)
 	}
 	if r.Name == "" {
 		return fmt.Errorf("%w: Name is empty; every credential needs a display name", ErrInvalidRequest)

@@ -21,6 +21,9 @@ const (
 	ProfileObserver Profile = wire.ProfileObserver
 	// ProfileAdmin is observer plus the whole space's live tap and DM history.
 	ProfileAdmin Profile = wire.ProfileAdmin
+	// ProfileLeaf links a leaf mesh to this one, its hub (issue 14): chat, DMs and presence
+	// cross the link (wire.LeafPermissions), and the credential connects only as a leaf node.
+	ProfileLeaf Profile = wire.ProfileLeaf
 )
 
 // The infrastructure profiles, minted only by InfraCredential for cotal's own in-process
@@ -37,7 +40,7 @@ const (
 // Valid reports whether p is one of the Profile constants.
 func (p Profile) Valid() bool {
 	switch p {
-	case ProfileAgent, ProfileObserver, ProfileAdmin, ProfileProvisioner, ProfileDelivery:
+	case ProfileAgent, ProfileObserver, ProfileAdmin, ProfileLeaf, ProfileProvisioner, ProfileDelivery:
 		return true
 	}
 	return false
@@ -72,12 +75,14 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 		w = wire.ObserverPermissions(names, id)
 	case ProfileAdmin:
 		w = wire.AdminPermissions(names, id)
+	case ProfileLeaf:
+		w = wire.LeafPermissions(names)
 	case ProfileProvisioner:
 		w = wire.ProvisionerPermissions(names, id)
 	case ProfileDelivery:
 		w = wire.DeliveryPermissions(names, wire.InboxPrefix(id))
 	default:
-		return jwt.Permissions{}, fmt.Errorf("%w %q: use agent, observer or admin", ErrUnknownProfile, profile)
+		return jwt.Permissions{}, fmt.Errorf("%w %q: use agent, observer, admin or leaf", ErrUnknownProfile, profile)
 	}
 	return jwtPermissions(w), nil
 }
