@@ -49,8 +49,8 @@ func linkUp(ctx context.Context, m *space.Mesh) bool {
 // restart keeps both, and a laptop mesh linked to it with the leaf credential the hub minted.
 type leafPair struct {
 	hubDir, hubListen, leafAddr string
-	hub, laptop                *space.Mesh
-	leafCred                   *provisioner.Credential
+	hub, laptop                 *space.Mesh
+	leafCred                    *provisioner.Credential
 }
 
 // startLeafPair starts the hub, mints the leaf credential and starts the laptop.

@@ -35,8 +35,8 @@ type Mesh struct {
 	// agentAccount is each space's agent account public key, by space; nil without the key
 	// store.
 	agentAccount map[string]string
-	broker        *broker.Broker
-	ops           *opsServer
+	broker       *broker.Broker
+	ops          *opsServer
 
 	stopping chan struct{}  // closed when Close begins; stops the watcher
 	watcher  sync.WaitGroup // the goroutine that turns a dead broker into Done, and each space's reconciler

@@ -104,6 +104,7 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 			WatchesPerIdentity: c.Limits.WatchesPerIdentity, ViolationLogInterval: c.Limits.ViolationLogInterval},
 		Cluster: ClusterOptions{Name: c.Cluster.Name, Listen: c.Cluster.Listen, Peers: c.Cluster.Peers,
 			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust, Backstop: c.Cluster.Backstop},
+		Leaf: LeafOptions{Listen: c.Leaf.Listen, Hub: c.Leaf.Hub, Creds: c.Leaf.CredsBySpace()},
 	}
 	if c.Limits.ViolationLogInterval == 0 {
 		// The config's 0 logs every refusal; a zero Options field would take the default.
