@@ -166,3 +166,30 @@ func (m *Mesh) leafStatus() *LeafStatus {
 	})
 	return st
 }
+
+// leafHealth is each linked space's link for /healthz: "up" or "down" on a leaf, the number
+// of leaves linked on a hub; nil without leaf links.
+func (m *Mesh) leafHealth() map[string]string {
+	st := m.leafStatus()
+	if st == nil {
+		return nil
+	}
+	h := map[string]string{}
+	if st.Role == "hub" {
+		n := map[string]int{}
+		for _, l := range st.Links {
+			n[l.Space]++
+		}
+		for s := range m.agentAccount {
+			h[s] = fmt.Sprintf("%d leaves linked", n[s])
+		}
+		return h
+	}
+	for _, l := range st.Links {
+		h[l.Space] = "down"
+		if l.Up {
+			h[l.Space] = "up"
+		}
+	}
+	return h
+}

@@ -2,6 +2,7 @@ package space_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ func startLeafPair(t *testing.T) *leafPair {
 	cred, creds := leafCreds(t, p.hub)
 	p.leafCred = cred
 	p.laptop = spacetest.New(t, func(o *space.Options) {
-		o.Listen = "127.0.0.1:0"
+		o.Listen, o.HTTP = "127.0.0.1:0", "127.0.0.1:0"
 		o.Leaf = space.LeafOptions{Hub: "nats-leaf://" + p.leafAddr, Creds: map[string]string{"main": creds}}
 	})
 	return p
@@ -89,6 +90,7 @@ func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
 	defer cancel()
 	p := startLeafPair(t)
 	await.True(t, 10*time.Second, "the laptop's link to the hub", func() bool { return linkUp(ctx, p.laptop) })
+	healthz(t, p.laptop, `"leaf":{"main":"up"}`)
 
 	g := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}
 	atHub, atLaptop, atLaptop2 := make(chan endpoint.Delivery, 64), make(chan endpoint.Delivery, 64), make(chan endpoint.Delivery, 64)
@@ -136,6 +138,7 @@ func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
 		t.Fatal(err)
 	}
 	await.True(t, 10*time.Second, "the laptop to see its link down", func() bool { return !linkUp(ctx, p.laptop) })
+	healthz(t, p.laptop, `"leaf":{"main":"down"}`)
 	send(ctx, t, l, "general", "while the hub is down")
 	receive(ctx, t, atLaptop2, endpoint.MetaChannel, "while the hub is down")
 	sendDM(ctx, t, l, l2.ID(), "a DM while the hub is down")
@@ -145,8 +148,10 @@ func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
 	p.startHub(t)
 	await.True(t, 30*time.Second, "the laptop's link back", func() bool { return linkUp(ctx, p.laptop) })
 	t.Logf("the link was back %v after the hub restarted", time.Since(restarted))
-	// The hub agent's Endpoint reconnects by itself to the same client port.
+	// The hub agent's Endpoint reconnects by itself to the same client port; the first round
+	// waits for it, the second is the link alone.
 	crosses(t, "after")
+	crosses(t, "again")
 }
 
 func text(s string) []wire.Part { return []wire.Part{wire.TextPart(s)} }
@@ -222,5 +227,15 @@ func TestLeafOptionsRefuseWhatCannotWork(t *testing.T) {
 				t.Fatalf("error %q does not say %q", err, c.want)
 			}
 		})
+	}
+}
+
+// healthz requires m's /healthz to answer 200, healthy, with want in its body: a leaf link
+// down leaves the mesh healthy.
+func healthz(t *testing.T, m *space.Mesh, want string) {
+	t.Helper()
+	code, body := get(t, m.HTTPURL()+"/healthz")
+	if code != http.StatusOK || !strings.Contains(body, want) {
+		t.Fatalf("/healthz = %d %s; want 200 with %s", code, body, want)
 	}
 }

@@ -106,6 +106,9 @@ func printStatus(w io.Writer, st *space.Status, only string) error {
 	if st.Cluster != nil {
 		printClusterStatus(w, st.Cluster)
 	}
+	if st.Leaf != nil {
+		printLeafStatus(w, st.Leaf)
+	}
 	for _, s := range st.Spaces {
 		if only != "" && s.Name != only {
 			continue
@@ -113,6 +116,22 @@ func printStatus(w io.Writer, st *space.Status, only string) error {
 		printSpaceStatus(w, s)
 	}
 	return nil
+}
+
+// printLeafStatus says which side of its leaf links the mesh is and which links are up.
+func printLeafStatus(w io.Writer, l *space.LeafStatus) {
+	if l.Role == "hub" {
+		fmt.Fprintf(w, "\nleaf hub on %s, %d leaf links up\n", l.Listen, len(l.Links))
+	} else {
+		fmt.Fprintf(w, "\nleaf of %s\n", l.Hub)
+	}
+	for _, k := range l.Links {
+		if !k.Up {
+			fmt.Fprintf(w, "  space %s link: DOWN (local agents keep working; it reconnects by itself)\n", k.Space)
+			continue
+		}
+		fmt.Fprintf(w, "  space %s link: up to %s, rtt %v\n", k.Space, k.Remote, k.RTT)
+	}
 }
 
 // printClusterStatus lists the nodes of the JetStream metadata group with its leader.
