@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/space/spacetest"
+)
+
+// TestALaptopUpProcessJoinsAHubAsALeaf runs the README's leaf commands as two `cotal up`
+// processes on loopback (issue 14 item 4): the hub mints the laptop's link credential (0600),
+// a post on either side reads back from the other's history, `cotal status` on the laptop
+// shows the link up, and, once the hub stops, shows it down while the laptop stays healthy and
+// its own agents keep posting.
+func TestALaptopUpProcessJoinsAHubAsALeaf(t *testing.T) {
+	t.Parallel()
+	bin := cotalBin(t)
+	hubDir, laptopDir, leafAddr := t.TempDir(), t.TempDir(), spacetest.FreeAddr(t)
+	leafCreds := filepath.Join(t.TempDir(), "laptop-leaf.creds")
+	hub := launchUp(t, bin, hubDir, "--leaf-listen", leafAddr)
+	hub.waitLink(t)
+	cotal(t, bin, "auth", "mint", "--dir", hubDir, "--profile", "leaf", "--name", "laptop", "--no-expiry", "--out", leafCreds)
+	if fi, err := os.Stat(leafCreds); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the leaf credential file: %v, %v; want mode 0600", fi, err)
+	}
+	laptop := launchUp(t, bin, laptopDir, "--leaf-hub", "nats-leaf://"+leafAddr, "--leaf-creds", "main="+leafCreds)
+	laptop.waitLink(t)
+	for p, want := range map[*upProcess]string{hub: "leaf:     hub; leaf meshes connect to nats-leaf://", laptop: "leaf:     leaf of nats-leaf://"} {
+		if !strings.Contains(p.out.String(), want) {
+			t.Errorf("the banner lacks %q:\n%s", want, p.out)
+		}
+	}
+
+	hubbie, lappie := filepath.Join(t.TempDir(), "hubbie.creds"), filepath.Join(t.TempDir(), "lappie.creds")
+	cotal(t, bin, "auth", "mint", "--dir", hubDir, "--name", "hubbie", "--subscribe", "general", "--allow-publish", "general", "--out", hubbie)
+	cotal(t, bin, "auth", "mint", "--dir", laptopDir, "--name", "lappie", "--subscribe", "general", "--allow-publish", "general", "--out", lappie)
+	statusSays(t, bin, laptopDir, "space main link: up to ")
+
+	cotal(t, bin, "send", "--link", laptop.link, "--creds", lappie, "general", "hello from the laptop")
+	historyHas(t, bin, hub.link, hubbie, "hello from the laptop")
+	cotal(t, bin, "send", "--link", hub.link, "--creds", hubbie, "general", "hello from the hub")
+	historyHas(t, bin, laptop.link, lappie, "hello from the hub")
+
+	hub.stop(t)
+	statusSays(t, bin, laptopDir, "space main link: DOWN")
+	cotal(t, bin, "send", "--link", laptop.link, "--creds", lappie, "general", "while the hub is down")
+	historyHas(t, bin, laptop.link, lappie, "while the hub is down")
+	laptop.stop(t)
+}
+
+// cotal runs one command and fails the test unless it exits 0.
+func cotal(t *testing.T, bin string, args ...string) {
+	t.Helper()
+	if out, errOut, code := runCotal(t, bin, args...); code != 0 {
+		t.Fatalf("cotal %v exited %d:\n%s%s", args, code, out, errOut)
+	}
+}
+
+// statusSays waits until `cotal status` on dir exits 0 (healthy) with want in its output.
+func statusSays(t *testing.T, bin, dir, want string) {
+	t.Helper()
+	await.Check(t, 30*time.Second, 100*time.Millisecond, func() error {
+		out, errOut, code := runCotal(t, bin, "status", "--dir", dir)
+		if code != 0 || !strings.Contains(out, want) {
+			return fmt.Errorf("status exited %d without %q:\n%s%s", code, want, out, errOut)
+		}
+		return nil
+	})
+}
+
+// historyHas waits until the channel general's history read through link holds text.
+func historyHas(t *testing.T, bin, link, creds, text string) {
+	t.Helper()
+	await.Check(t, 10*time.Second, 100*time.Millisecond, func() error {
+		out, errOut, code := runCotal(t, bin, "history", "--link", link, "--creds", creds, "general")
+		if code != 0 || !strings.Contains(out, text) {
+			return fmt.Errorf("history through %s exited %d without %q:\n%s%s", link, code, text, out, errOut)
+		}
+		return nil
+	})
+}
