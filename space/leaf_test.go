@@ -152,6 +152,20 @@ func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
 	// waits for it, the second is the link alone.
 	crosses(t, "after")
 	crosses(t, "again")
+
+	t.Run("revoking the link credential drops the link", func(t *testing.T) {
+		if err := p.hub.Revoke(ctx, "main", p.leafCred.ID); err != nil {
+			t.Fatal(err)
+		}
+		await.True(t, 10*time.Second, "the laptop to see its link down", func() bool { return !linkUp(ctx, p.laptop) })
+		// The laptop retries every second; watch two retries fail. This watches for an
+		// absence, so it has to last a while.
+		for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if linkUp(ctx, p.laptop) {
+				t.Fatal("the laptop linked again with its revoked credential")
+			}
+		}
+	})
 }
 
 func text(s string) []wire.Part { return []wire.Part{wire.TextPart(s)} }
