@@ -2,12 +2,18 @@ package space_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
@@ -113,6 +119,7 @@ func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
 		receive(ctx, t, atLaptop, endpoint.MetaDM, "DM hub to laptop "+round)
 	}
 	crosses(t, "before")
+	rostersMeet(t, h, l)
 
 	t.Run("the leaf credential connects as nothing but a leaf", func(t *testing.T) {
 		refusedConnect(t, p.hub, p.leafCred)
@@ -139,6 +146,12 @@ func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
 	}
 	await.True(t, 10*time.Second, "the laptop to see its link down", func() bool { return !linkUp(ctx, p.laptop) })
 	healthz(t, p.laptop, `"leaf":{"main":"down"}`)
+	down := time.Now()
+	await.True(t, 2*wire.DefaultLivenessWindow+5*time.Second, "the laptop's roster to show the hub agent offline", func() bool {
+		peer, ok := l.Roster().Peer(h.ID())
+		return !ok || !peer.Online
+	})
+	t.Logf("the laptop's roster showed the hub agent offline %v after the link went down", time.Since(down))
 	send(ctx, t, l, "general", "while the hub is down")
 	receive(ctx, t, atLaptop2, endpoint.MetaChannel, "while the hub is down")
 	sendDM(ctx, t, l, l2.ID(), "a DM while the hub is down")
@@ -152,6 +165,7 @@ func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
 	// waits for it, the second is the link alone.
 	crosses(t, "after")
 	crosses(t, "again")
+	rostersMeet(t, h, l)
 
 	t.Run("revoking the link credential drops the link", func(t *testing.T) {
 		if err := p.hub.Revoke(ctx, "main", p.leafCred.ID); err != nil {
@@ -252,4 +266,81 @@ func healthz(t *testing.T, m *space.Mesh, want string) {
 	if code != http.StatusOK || !strings.Contains(body, want) {
 		t.Fatalf("/healthz = %d %s; want 200 with %s", code, body, want)
 	}
+}
+
+// rostersMeet waits until each Endpoint's roster lists the other: presence relayed across.
+func rostersMeet(t *testing.T, h, l *endpoint.Endpoint) {
+	t.Helper()
+	await.True(t, 10*time.Second, "the rosters to list each other's agent online", func() bool {
+		a, okA := h.Roster().Peer(l.ID())
+		b, okB := l.Roster().Peer(h.ID())
+		return okA && okB && a.Online && b.Online
+	})
+}
+
+// TestAHubTakesNoPresenceForItsOwnAgents links a plain nats-server to a hub as a leaf with the
+// hub's leaf credential, as a hostile laptop could, and relays a forged presence record for a
+// hub agent and one for a stranger: the hub's roster takes the stranger's and keeps its own
+// agent's record.
+func TestAHubTakesNoPresenceForItsOwnAgents(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := &leafPair{hubDir: t.TempDir(), hubListen: spacetest.FreeAddr(t), leafAddr: spacetest.FreeAddr(t)}
+	p.startHub(t)
+	_, creds := leafCreds(t, p.hub)
+	g := provisioner.Grants{Subscribe: []string{"general"}}
+	h := joinAt(ctx, t, p.hub, mint(t, p.hub, "hub-agent", provisioner.ProfileAgent, g), make(chan endpoint.Delivery, 64), "general")
+
+	leaf := plainLeaf(t, "nats-leaf://"+p.leafAddr, creds)
+	nc, err := nats.Connect(leaf.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	stranger, _ := nkeys.CreateUser()
+	strangerID, _ := stranger.PublicKey()
+	names := wire.NewNames("main")
+	for _, forged := range []struct{ id, name string }{{h.ID(), "forged"}, {strangerID, "stranger"}} {
+		row, err := json.Marshal(wire.Presence{Card: wire.AgentCard{ID: forged.id, Name: forged.name, Kind: wire.CardKindAgent},
+			Status: wire.StatusWorking, TS: time.Now().UnixMilli()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Publish(names.LeafPresenceSubject(forged.id), row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sent in order on one connection and relayed in order: once the stranger's record is in
+	// the hub's roster, the forged one was judged.
+	await.True(t, 10*time.Second, "the stranger in the hub's roster", func() bool {
+		_, ok := h.Roster().Peer(strangerID)
+		return ok
+	})
+	if own, _ := h.Roster().Peer(h.ID()); own.Presence.Card.Name != "hub-agent" {
+		t.Fatalf("the hub agent's presence reads %q", own.Presence.Card.Name)
+	}
+}
+
+// plainLeaf runs a plain nats-server, without JetStream or auth, linked to hub as a leaf with
+// the credential in creds.
+func plainLeaf(t *testing.T, hub, creds string) *server.Server {
+	t.Helper()
+	u, err := url.Parse(hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond,
+			Remotes: []*server.RemoteLeafOpts{{URLs: []*url.URL{u}, Credentials: creds}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the plain leaf server did not start")
+	}
+	await.True(t, 10*time.Second, "the plain server's leaf link", func() bool { return ns.NumLeafNodes() == 1 })
+	return ns
 }

@@ -5,17 +5,43 @@ package wire
 // buckets, consumers and the JetStream API never cross. What crosses is live traffic that each
 // side then stores for its own agents: a chat message or DM that reaches the other side over
 // the link is captured there by that side's own service imports, as if one of its agents had
-// published it. Presence records do not cross: nats-server denies $JS.API.>, $KV.> and $OBJ.>
-// on every leaf connection of an account between servers with JetStream, so each side's
-// roster lists its own agents only.
+// published it. Presence records cannot cross as they are: nats-server denies $JS.API.>,
+// $KV.> and $OBJ.> on every leaf connection of an account between servers with JetStream. So
+// each side's mesh relays them (LeafRelayPermissions): a write of one of its agents to the
+// presence bucket crosses as LeafPresenceSubject, and the other side's relay writes it to its
+// own bucket, so each roster lists both sides' agents, and the other side's expire on their
+// own (the bucket's TTL) once the link is down.
 
 // LeafSubjects are the subjects that cross a leaf link, both ways, while it is up: live chat
 // (CHAT_<s> on each side stores what reaches it, and each side's fan-out copies it to its own
-// durable members) and DMs (each side's DM_<s> stores them, so a DM reaches an agent of either
-// side; the side without the recipient reclaims its copy as a DM to an id it does not know).
+// durable members), DMs (each side's DM_<s> stores them, so a DM reaches an agent of either
+// side; the side without the recipient reclaims its copy as a DM to an id it does not know),
+// and relayed presence records (LeafPresenceSubject), which no stream captures.
 func (n Names) LeafSubjects() []string {
 	p := n.Prefix()
-	return []string{p + ".chat.>", p + ".inst.>"}
+	return []string{p + ".chat.>", p + ".inst.>", n.LeafPresenceFilter()}
+}
+
+// LeafPresenceSubject is cotal.<s>.leaf.presence.<id>: instance id's presence record, or its
+// deletion, relayed across a leaf link with the headers of the bucket write.
+func (n Names) LeafPresenceSubject(id string) string {
+	return n.Prefix() + ".leaf.presence." + Sanitize(id)
+}
+
+// LeafPresenceFilter is cotal.<s>.leaf.presence.*: every relayed presence record.
+func (n Names) LeafPresenceFilter() string { return n.Prefix() + ".leaf.presence.*" }
+
+// LeafRelayPermissions are the permissions of a mesh's presence relay on a leaf link, a
+// connection in the agent account: it reads every presence write of the side's agents, sends
+// each across as LeafPresenceSubject, and writes what arrives from the other side to the
+// presence bucket.
+func LeafRelayPermissions(n Names) Permissions {
+	var p Permissions
+	for _, s := range []string{"$KV." + n.PresenceBucket() + ".*", n.LeafPresenceFilter()} {
+		p.Pub.Allow.add(s)
+		p.Sub.Allow.add(s)
+	}
+	return p
 }
 
 // LeafLocalSubjects are the subjects of StorageServiceSubjects that must not cross a leaf
