@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -151,20 +152,18 @@ func (b *Broker) LeafURL() string {
 	return (&url.URL{Scheme: scheme, Host: dialable(addr)}).String()
 }
 
-// LeafLink is the state of one leaf node connection, as this server sees it.
+// LeafLink is one leaf node connection up now, as this server sees it.
 type LeafLink struct {
-	// Account is the local account's public key.
+	// Account is the public key of the local account the link binds.
 	Account string
 	// Remote is the other server's "host:port".
 	Remote string
-	// Solicited is true on the leaf (this server dialled), false on the hub.
-	Solicited bool
-	// Since is when the connection was made; RTT its last round-trip time.
-	Since time.Time
-	RTT   time.Duration
+	// RTT is the link's last measured round-trip time; zero before the first.
+	RTT time.Duration
 }
 
-// LeafLinks lists the leaf node connections up now, from nats-server's Leafz.
+// LeafLinks lists the leaf node connections up now, from nats-server's Leafz, on either side
+// of the link.
 func (b *Broker) LeafLinks() []LeafLink {
 	lz, err := b.srv.Leafz(nil)
 	if err != nil {
@@ -173,8 +172,7 @@ func (b *Broker) LeafLinks() []LeafLink {
 	links := make([]LeafLink, 0, len(lz.Leafs))
 	for _, l := range lz.Leafs {
 		rtt, _ := time.ParseDuration(l.RTT)
-		links = append(links, LeafLink{Account: l.Account, Remote: fmt.Sprintf("%s:%d", l.IP, l.Port),
-			Solicited: l.IsSpoke, RTT: rtt})
+		links = append(links, LeafLink{Account: l.Account, Remote: net.JoinHostPort(l.IP, strconv.Itoa(l.Port)), RTT: rtt})
 	}
 	return links
 }
