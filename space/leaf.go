@@ -167,28 +167,44 @@ func (m *Mesh) leafStatus() *LeafStatus {
 	return st
 }
 
-// leafHealth is each linked space's link for /healthz: "up" or "down" on a leaf, the number
-// of leaves linked on a hub; nil without leaf links.
+// leafLinks counts, per space the mesh links (linksSpace), the leaf links up now: 0 or 1 on
+// a leaf, one per leaf mesh on a hub; nil without leaf links.
+func (m *Mesh) leafLinks() map[string]int {
+	if !m.opts.leafLinked() {
+		return nil
+	}
+	n := map[string]int{}
+	for s := range m.agentAccount {
+		if m.linksSpace(s) {
+			n[s] = 0
+		}
+	}
+	for _, l := range m.broker.LeafLinks() {
+		for s, acct := range m.agentAccount {
+			if acct == l.Account && m.linksSpace(s) {
+				n[s]++
+			}
+		}
+	}
+	return n
+}
+
+// leafHealth is each linked space's link for /healthz: "up" or "down" on a leaf, how many
+// leaves are linked on a hub; nil without leaf links.
 func (m *Mesh) leafHealth() map[string]string {
-	st := m.leafStatus()
-	if st == nil {
+	links := m.leafLinks()
+	if links == nil {
 		return nil
 	}
 	h := map[string]string{}
-	if st.Role == "hub" {
-		n := map[string]int{}
-		for _, l := range st.Links {
-			n[l.Space]++
-		}
-		for s := range m.agentAccount {
-			h[s] = fmt.Sprintf("%d leaves linked", n[s])
-		}
-		return h
-	}
-	for _, l := range st.Links {
-		h[l.Space] = "down"
-		if l.Up {
-			h[l.Space] = "up"
+	for s, n := range links {
+		switch {
+		case m.opts.Leaf.Listen != "":
+			h[s] = fmt.Sprintf("%d leaves linked", n)
+		case n > 0:
+			h[s] = "up"
+		default:
+			h[s] = "down"
 		}
 	}
 	return h
