@@ -44,6 +44,9 @@ offline), the metadata group's leader, and each stream's replicas: the leader an
 followers with their lag. The cluster component is unhealthy when there is no metadata
 leader or a stream this node holds has no leader; one node of three down leaves it healthy.
 
+On a mesh with leaf links it says whether it is a hub or a leaf and, per linked space, whether
+the link is up (with its round-trip time) or down; a link down leaves the mesh healthy.
+
 status runs beside "cotal up" only: no client credential may read these figures. From
 elsewhere, "cotal channels list" and "cotal who" show the channels and who is online.`,
 		Args: cobra.NoArgs,

@@ -81,7 +81,11 @@ func newUpCmd() *cobra.Command {
 		Short: "Start a mesh and run it until interrupted",
 		Long: `up starts a cotal mesh: the embedded NATS server with JetStream and decentralized JWT
 auth, every configured space provisioned, and the durable delivery loops. It prints the join
-link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts down cleanly.`,
+link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts down cleanly.
+
+With --leaf-listen the mesh is a hub that laptops' meshes join as NATS leaf nodes; with
+--leaf-hub and --leaf-creds it is such a leaf itself: chat, DMs and presence cross the link
+while it is up, and its own agents keep working while it is down (README, "Leaf mode").`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error { return checkUpFlags(cmd) },
 		RunE:    runUpOrCheck,
