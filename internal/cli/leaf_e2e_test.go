@@ -30,10 +30,9 @@ func TestALaptopUpProcessJoinsAHubAsALeaf(t *testing.T) {
 	}
 	laptop := launchUp(t, bin, laptopDir, "--leaf-hub", "nats-leaf://"+leafAddr, "--leaf-creds", "main="+leafCreds)
 	laptop.waitLink(t)
+	// The banner goes on after the join link.
 	for p, want := range map[*upProcess]string{hub: "leaf:     hub; leaf meshes connect to nats-leaf://", laptop: "leaf:     leaf of nats-leaf://"} {
-		if !strings.Contains(p.out.String(), want) {
-			t.Errorf("the banner lacks %q:\n%s", want, p.out)
-		}
+		await.True(t, 10*time.Second, "the banner line "+want, func() bool { return strings.Contains(p.out.String(), want) })
 	}
 
 	hubbie, lappie := filepath.Join(t.TempDir(), "hubbie.creds"), filepath.Join(t.TempDir(), "lappie.creds")
