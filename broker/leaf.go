@@ -117,7 +117,11 @@ func leafOptions(cfg Config, opts *server.Options) error {
 			return err
 		}
 		opts.LeafNode.Host, opts.LeafNode.Port = host, randomIfZero(port)
-		opts.LeafNode.TLSConfig = opts.TLSConfig
+		if opts.TLSConfig != nil {
+			// The client listener's certificate; a copy, so neither listener sees the other's
+			// changes.
+			opts.LeafNode.TLSConfig = opts.TLSConfig.Clone()
+		}
 	}
 	for _, r := range l.Remotes {
 		u, err := leafURL(r.URL)
