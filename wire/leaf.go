@@ -46,8 +46,9 @@ func LeafRelayPermissions(n Names) Permissions {
 
 // LeafLocalSubjects are the subjects of StorageServiceSubjects that must not cross a leaf
 // link, denied in both directions by the leaf mesh itself: anycast tasks (a task stored on
-// both sides would be taken twice), the delivery control service, presence records, and the
-// JetStream API, acks and flow control, which address one side's streams only.
+// both sides would be taken twice), the delivery control service, presence bucket writes
+// (relayed as LeafPresenceSubject instead), and the JetStream API, acks and flow control,
+// which address one side's streams only.
 func (n Names) LeafLocalSubjects() []string {
 	var local []string
 	for _, s := range n.StorageServiceSubjects() {
