@@ -77,6 +77,8 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// Cluster joins a NATS cluster of cotal nodes (see Cluster); nil runs one server alone.
 	Cluster *Cluster
+	// Leaf accepts leaf nodes, or connects to hubs as one (see Leaf); nil does neither.
+	Leaf *Leaf
 	// SystemUserJWT and SystemUserSeed are a user of the system account the broker connects
 	// as, in process: to watch connect events (ConnectionsPerUser) and, on a cluster node, to
 	// send account updates to every node (UpdateAccount). Empty in open mode and on a cluster
@@ -122,7 +124,7 @@ func DefaultConfig() Config {
 // wraps ErrInvalidConfig and names the field and the fix. Start calls it.
 func (c Config) Validate() error {
 	checks := []func() error{c.validateStore, c.validateNetwork, c.validateSync, c.validateAuth, c.validateCluster,
-		c.validateUserCap}
+		c.validateLeaf, c.validateUserCap}
 	for _, check := range checks {
 		if err := check(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -55,6 +55,20 @@ func TestValidate(t *testing.T) {
 		{"an account from another operator is refused", func(c *Config) {
 			c.Accounts[foreign.appPub] = foreign.appJWT
 		}, "Accounts[" + foreign.appPub},
+		{"a leaf hub and a leaf remote are valid", func(c *Config) {
+			c.Leaf = &Leaf{Listen: "127.0.0.1:7422", Domain: "leaf",
+				Remotes: []LeafRemote{{URL: "nats-leaf://hub:7422", LocalAccount: tt.appPub, Credentials: "leaf.creds"}}}
+		}, ""},
+		{"a leaf listener without a port is refused", func(c *Config) { c.Leaf = &Leaf{Listen: "7422"} }, "Leaf.Listen"},
+		{"a leaf remote of another scheme is refused", func(c *Config) {
+			c.Leaf = &Leaf{Remotes: []LeafRemote{{URL: "http://hub:7422", LocalAccount: tt.appPub, Credentials: "leaf.creds"}}}
+		}, "Leaf.Remotes[0].URL"},
+		{"a leaf remote bound to an unknown account is refused", func(c *Config) {
+			c.Leaf = &Leaf{Remotes: []LeafRemote{{URL: "nats-leaf://hub:7422", LocalAccount: foreign.appPub, Credentials: "leaf.creds"}}}
+		}, "LocalAccount"},
+		{"a leaf remote without credentials is refused", func(c *Config) {
+			c.Leaf = &Leaf{Remotes: []LeafRemote{{URL: "nats-leaf://hub:7422", LocalAccount: tt.appPub}}}
+		}, "Credentials is empty"},
 		{"a system account with JetStream is refused", func(c *Config) {
 			c.Accounts[tt.sysPub] = encode(t, sysWithJetStream, tt.operator)
 		}, "JetStream"},

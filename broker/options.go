@@ -40,6 +40,9 @@ func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
 	if err := clusterOptions(cfg, opts); err != nil {
 		return nil, err
 	}
+	if err := leafOptions(cfg, opts); err != nil {
+		return nil, err
+	}
 	if b.trust != nil {
 		opts.TrustedOperators = []*jwt.OperatorClaims{b.trust.operator}
 		opts.SystemAccount = b.trust.system

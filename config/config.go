@@ -76,6 +76,9 @@ type Config struct {
 
 	// Cluster makes the mesh one node of a cluster of cotal nodes; off by default.
 	Cluster Cluster `koanf:"cluster"`
+
+	// Leaf makes the mesh a hub that leaf meshes connect to, or a leaf of one; off by default.
+	Leaf Leaf `koanf:"leaf"`
 }
 
 // Limits bound the broker resources of each space and of each minted credential, so one
@@ -201,6 +204,10 @@ func (c Config) values() map[string]any {
 		"cluster.server_name": c.Cluster.ServerName,
 		"cluster.trust":       c.Cluster.Trust,
 		"cluster.backstop":    c.Cluster.Backstop,
+
+		"leaf.listen": c.Leaf.Listen,
+		"leaf.hub":    c.Leaf.Hub,
+		"leaf.creds":  c.Leaf.Creds,
 	}
 }
 

@@ -16,7 +16,8 @@
 // limits.task_bytes, limits.per_subject, limits.watch_consumers,
 // limits.watches_per_identity and limits.violation_log_interval (see Limits for each default and why), and the cluster
 // section, all empty by default: cluster.name, cluster.listen, cluster.peers,
-// cluster.server_name and cluster.trust (see Cluster). Durations, in every layer, take the
+// cluster.server_name and cluster.trust (see Cluster), and the leaf section, also empty by
+// default: leaf.listen, leaf.hub and leaf.creds (see Leaf). Durations, in every layer, take the
 // one syntax of ParseDuration, which the commands' duration flags share: counts with s, m, h,
 // d (24h) or w (7d), combined as in "1h30m" or "1w2d", or a bare 0; a number without a unit
 // is refused. Byte sizes are integers.

@@ -83,6 +83,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.Limits.check()...)
 	errs = append(errs, c.Cluster.check()...)
+	errs = append(errs, c.checkLeaf()...)
 	return errors.Join(errs...)
 }
 

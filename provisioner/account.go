@@ -213,8 +213,7 @@ func (s *Store) changesLimits(claims *jwt.AccountClaims, apply func(*jwt.Account
 func (s *Store) applyLimits(claims *jwt.AccountClaims) {
 	claims.Limits.JetStreamLimits = jwt.JetStreamLimits{}
 	claims.Limits.Conn = s.opts.Limits.Connections
-	// A mesh runs no leaf node listener; refusing leaf connections keeps it so.
-	claims.Limits.LeafNodeConn = 0
+	claims.Limits.LeafNodeConn = s.opts.Limits.LeafNodes
 }
 
 // spaceBucket returns the bucket of an existing space.

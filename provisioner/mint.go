@@ -17,7 +17,7 @@ type MintRequest struct {
 	Space string
 	// Name is the display name, written as the JWT name.
 	Name string
-	// Profile is ProfileAgent, ProfileObserver or ProfileAdmin.
+	// Profile is ProfileAgent, ProfileObserver, ProfileAdmin or ProfileLeaf.
 	Profile Profile
 	// Grants are the agent's channel scope and role; they must be empty for other profiles.
 	Grants Grants
@@ -176,6 +176,10 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	if req.InProcessOnly {
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
 	}
+	if req.Profile == ProfileLeaf {
+		// A leaf link's grants would serve no client: refuse it anything but a leaf node.
+		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeLeafnode)
+	}
 	// The mesh's own infrastructure credentials are not bounded: only credentials handed
 	// to instances are.
 	uc.Limits.Subs, uc.Limits.Payload = s.opts.Limits.Subscriptions, s.opts.Limits.Payload
@@ -239,15 +243,15 @@ func revokeForMint(b *bbolt.Bucket, acct *jwt.AccountClaims, req MintRequest, c 
 	return true, nil
 }
 
-// InfraCredential mints a credential for cotal's own provisioner or delivery connection in
-// space: a fresh key every call, the narrow ProfileProvisioner or ProfileDelivery
-// permissions, no expiry (an expiring JWT would disconnect a long-running mesh mid-flight),
+// InfraCredential mints a credential for cotal's own provisioner, delivery or leaf relay
+// connection in space: a user of the storage account (the relay's of the agent account), a
+// fresh key every call, the narrow permissions of its profile, no expiry (an expiring JWT would disconnect a long-running mesh mid-flight),
 // and usable only over an in-process connection (allowed connection type IN_PROCESS), so the
 // credential is worthless outside the process that holds it. It is not recorded in the
 // registry; a restart mints new ones.
 func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
 	if !p.infra() {
-		return nil, fmt.Errorf("%w %q: InfraCredential takes provisioner or delivery", ErrUnknownProfile, p)
+		return nil, fmt.Errorf("%w %q: InfraCredential takes provisioner, delivery or leaf-relay", ErrUnknownProfile, p)
 	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
@@ -265,7 +269,11 @@ func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
 		if err != nil {
 			return err
 		}
-		acct, err := claimsOf(b, storageKeys)
+		keys := storageKeys
+		if p == ProfileLeafRelay {
+			keys = agentKeys
+		}
+		acct, err := claimsOf(b, keys)
 		if err != nil {
 			return err
 		}
@@ -274,7 +282,7 @@ func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
 		}
 		uc := newUserClaims(acct.Subject, pub, c.Name, p, Grants{}, perms)
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
-		return signUser(b, storageKeys, acct, uc, c)
+		return signUser(b, keys, acct, uc, c)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mint %s credential in space %q: %w", p, space, err)
@@ -352,7 +360,7 @@ func waitPastRevocation(acct *jwt.AccountClaims, id string) error {
 
 func (r MintRequest) validate() error {
 	if !r.Profile.Valid() || r.Profile.infra() {
-		return fmt.Errorf("%w %q: use agent, observer or admin", ErrUnknownProfile, r.Profile)
+		return fmt.Errorf("%w %q: use agent, observer, admin or leaf", ErrUnknownProfile, r.Profile)
 	}
 	if r.Name == "" {
 		return fmt.Errorf("%w: Name is empty; every credential needs a display name", ErrInvalidRequest)

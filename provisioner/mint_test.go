@@ -209,7 +209,7 @@ func TestRemintAfterRevokeIsNotRevoked(t *testing.T) {
 
 func TestInfraCredential(t *testing.T) {
 	s := openStore(t)
-	for _, p := range []Profile{ProfileProvisioner, ProfileDelivery} {
+	for _, p := range []Profile{ProfileProvisioner, ProfileDelivery, ProfileLeafRelay} {
 		t.Run(string(p)+" is in-process only, unexpiring and unrecorded", func(t *testing.T) {
 			c, err := s.InfraCredential("alpha", p)
 			if err != nil {
@@ -231,6 +231,18 @@ func TestInfraCredential(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the leaf relay is a user of the agent account, the others of the storage account", func(t *testing.T) {
+		alpha, _ := s.Space("alpha")
+		for p, account := range map[Profile]string{ProfileLeafRelay: alpha.PublicKey, ProfileDelivery: alpha.Storage} {
+			c, err := s.InfraCredential("alpha", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := decodeUser(t, c.JWT).IssuerAccount; got != account {
+				t.Errorf("%s is a user of %s, want %s", p, got, account)
+			}
+		}
+	})
 	t.Run("a user profile is refused", func(t *testing.T) {
 		if _, err := s.InfraCredential("alpha", ProfileAdmin); !errors.Is(err, ErrUnknownProfile) {
 			t.Errorf("InfraCredential(admin) = %v, want ErrUnknownProfile", err)
@@ -299,5 +311,21 @@ func TestMintedCredentialsCarryTheUserLimits(t *testing.T) {
 				t.Fatalf("user JWT subs %d, payload %d; want %d, %d", l.Subs, l.Payload, tt.subs, tt.bytes)
 			}
 		})
+	}
+}
+
+func TestALeafCredentialConnectsAsALeafNodeOnly(t *testing.T) {
+	s := openStore(t)
+	c := mint(t, s, MintRequest{Name: "laptop", Profile: ProfileLeaf, NoExpiry: true})
+	uc := decodeUser(t, c.JWT)
+	if !reflect.DeepEqual(uc.AllowedConnectionTypes, jwt.StringList{jwt.ConnectionTypeLeafnode}) {
+		t.Errorf("allowed connection types %v, want LEAFNODE only", uc.AllowedConnectionTypes)
+	}
+	want, _ := Permissions(ProfileLeaf, wire.NewNames("alpha"), c.ID, Grants{})
+	if !reflect.DeepEqual(uc.Permissions, want) {
+		t.Error("permissions are not the leaf profile's")
+	}
+	if _, err := s.Mint(MintRequest{Space: "alpha", Name: "laptop2", Profile: ProfileLeaf, Grants: Grants{Role: "x"}}); !errors.Is(err, ErrGrantsNotAllowed) {
+		t.Errorf("a leaf credential with a role: %v, want ErrGrantsNotAllowed", err)
 	}
 }

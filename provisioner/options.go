@@ -39,9 +39,12 @@ type Options struct {
 // a hostile agent must not exhaust the mesh). -1 means unlimited.
 type Limits struct {
 	// Connections is the space account's maximum client connections (account JWT conn),
-	// the mesh's own connections included. Leaf node connections are always refused: a
-	// mesh runs no leaf node listener.
+	// the mesh's own connections included.
 	Connections int64
+	// LeafNodes is the agent account's maximum leaf node connections (account JWT leaf),
+	// counted on each side of a link: the links a hub accepts, or the one a leaf makes. Zero
+	// refuses every one, the default for a mesh that runs no leaf link (issue 14).
+	LeafNodes int64
 	// Subscriptions is the maximum subscriptions of one connection of a minted credential
 	// (user JWT subs); the broker refuses the next one.
 	Subscriptions int64

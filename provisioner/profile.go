@@ -21,6 +21,9 @@ const (
 	ProfileObserver Profile = wire.ProfileObserver
 	// ProfileAdmin is observer plus the whole space's live tap and DM history.
 	ProfileAdmin Profile = wire.ProfileAdmin
+	// ProfileLeaf links a leaf mesh to this one, its hub (issue 14): chat, DMs and presence
+	// cross the link (wire.LeafPermissions), and the credential connects only as a leaf node.
+	ProfileLeaf Profile = wire.ProfileLeaf
 )
 
 // The infrastructure profiles, minted only by InfraCredential for cotal's own in-process
@@ -32,19 +35,24 @@ const (
 	// ProfileDelivery runs the durable backstop (LAYOUT.md): fan-out, trusted reader and the
 	// `delivery` control service.
 	ProfileDelivery Profile = "delivery"
+	// ProfileLeafRelay relays presence records across a leaf link (wire.LeafRelayPermissions);
+	// unlike the other two it is a user of the agent account, where agents write presence.
+	ProfileLeafRelay Profile = "leaf-relay"
 )
 
 // Valid reports whether p is one of the Profile constants.
 func (p Profile) Valid() bool {
 	switch p {
-	case ProfileAgent, ProfileObserver, ProfileAdmin, ProfileProvisioner, ProfileDelivery:
+	case ProfileAgent, ProfileObserver, ProfileAdmin, ProfileLeaf, ProfileProvisioner, ProfileDelivery, ProfileLeafRelay:
 		return true
 	}
 	return false
 }
 
 // infra reports whether p is an infrastructure profile.
-func (p Profile) infra() bool { return p == ProfileProvisioner || p == ProfileDelivery }
+func (p Profile) infra() bool {
+	return p == ProfileProvisioner || p == ProfileDelivery || p == ProfileLeafRelay
+}
 
 // Permissions returns the exact NATS permissions of profile for the instance id (a user
 // public key) in the space names describes: SPEC Appendix B plus LAYOUT.md's additions.
@@ -72,12 +80,16 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 		w = wire.ObserverPermissions(names, id)
 	case ProfileAdmin:
 		w = wire.AdminPermissions(names, id)
+	case ProfileLeaf:
+		w = wire.LeafPermissions(names)
 	case ProfileProvisioner:
 		w = wire.ProvisionerPermissions(names, id)
 	case ProfileDelivery:
 		w = wire.DeliveryPermissions(names, wire.InboxPrefix(id))
+	case ProfileLeafRelay:
+		w = wire.LeafRelayPermissions(names)
 	default:
-		return jwt.Permissions{}, fmt.Errorf("%w %q: use agent, observer or admin", ErrUnknownProfile, profile)
+		return jwt.Permissions{}, fmt.Errorf("%w %q: use agent, observer, admin or leaf", ErrUnknownProfile, profile)
 	}
 	return jwtPermissions(w), nil
 }

@@ -157,8 +157,8 @@ func TestReopenWithNewLimitsResignsTheAccount(t *testing.T) {
 	}
 }
 
-// A changed connection limit reaches an existing space's account at the next open, and
-// every space refuses leaf node connections.
+// A changed connection limit reaches an existing space's account at the next open, and a
+// space refuses leaf node connections unless the mesh runs leaf links.
 func TestReopenWithNewConnectionLimitResignsTheAccount(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, DefaultOptions())
@@ -184,6 +184,20 @@ func TestReopenWithNewConnectionLimitResignsTheAccount(t *testing.T) {
 	l := decodeAccount(t, after.JWT).Limits
 	if l.Conn != 50 || l.LeafNodeConn != 0 {
 		t.Errorf("account limits conn %d, leaf %d; want 50, 0", l.Conn, l.LeafNodeConn)
+	}
+	s.Close()
+
+	opts.Limits.LeafNodes = 7
+	linked, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer linked.Close()
+	if after, err = linked.EnsureSpace("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if l := decodeAccount(t, after.JWT).Limits; l.LeafNodeConn != 7 {
+		t.Errorf("account limits leaf %d once leaf links are on; want 7", l.LeafNodeConn)
 	}
 }
 

@@ -123,14 +123,17 @@ func httpToken(dir string) (string, error) {
 	return token, nil
 }
 
-// healthReply is the /healthz body: every component with "ok" or what is wrong.
+// healthReply is the /healthz body: every component with "ok" or what is wrong, and on a mesh
+// with leaf links each space's link, "up" or "down" (on a hub, how many leaves are linked).
+// A leaf link down leaves the mesh healthy: its agents keep working among themselves.
 type healthReply struct {
 	Status     string            `json:"status"`
 	Components map[string]string `json:"components"`
+	Leaf       map[string]string `json:"leaf,omitempty"`
 }
 
 func (m *Mesh) handleHealthz(w http.ResponseWriter, _ *http.Request) {
-	reply := healthReply{Status: "ok", Components: map[string]string{}}
+	reply := healthReply{Status: "ok", Components: map[string]string{}, Leaf: m.leafHealth()}
 	for _, c := range m.Health() {
 		if c.Err != nil {
 			reply.Status = "unavailable"

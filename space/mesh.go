@@ -32,8 +32,11 @@ type Mesh struct {
 	// agentAccounts are the public keys of the spaces' agent accounts, where every credential
 	// the mesh hands out lives; nil without the key store.
 	agentAccounts []string
-	broker        *broker.Broker
-	ops           *opsServer
+	// agentAccount is each space's agent account public key, by space; nil without the key
+	// store.
+	agentAccount map[string]string
+	broker       *broker.Broker
+	ops          *opsServer
 
 	stopping chan struct{}  // closed when Close begins; stops the watcher
 	watcher  sync.WaitGroup // the goroutine that turns a dead broker into Done, and each space's reconciler
@@ -150,6 +153,7 @@ func (m *Mesh) openDir() error {
 		return err
 	}
 	m.store = store
+	m.agentAccount = map[string]string{}
 	for _, name := range m.opts.Spaces {
 		acct, err := store.EnsureSpace(name)
 		if err != nil {
@@ -157,6 +161,7 @@ func (m *Mesh) openDir() error {
 		}
 		m.logRetired(acct)
 		m.agentAccounts = append(m.agentAccounts, acct.PublicKey)
+		m.agentAccount[name] = acct.PublicKey
 	}
 	return nil
 }
@@ -214,6 +219,7 @@ func (m *Mesh) brokerConfig() (broker.Config, error) {
 	if m.opts.clustered() {
 		err = m.clusterConfig(&c)
 	}
+	m.leafConfig(&c)
 	return c, err
 }
 

@@ -44,13 +44,15 @@ var (
 		"On a cluster node, 1 when the replica of the stream on the node named replica has everything its leader has (the leader counts as current), else 0.", []string{"space", "stream", "replica"}, nil)
 	descReplicaLag = prometheus.NewDesc("cotal_stream_replica_lag",
 		"On a cluster node, how many RAFT entries the replica of the stream on the node named replica is behind its leader.", []string{"space", "stream", "replica"}, nil)
+	descLeafLinks = prometheus.NewDesc("cotal_leaf_links",
+		"Leaf links up now by space: 1 or 0 on a leaf mesh (0 while its hub is unreachable), the leaf meshes linked on a hub.", []string{"space"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
-		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descUp} {
+		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descLeafLinks, descUp} {
 		ch <- d
 	}
 }
@@ -62,6 +64,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			up = 0
 		}
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, h.Name)
+	}
+	for s, n := range c.m.leafLinks() {
+		ch <- prometheus.MustNewConstMetric(descLeafLinks, prometheus.GaugeValue, float64(n), s)
 	}
 	ch <- prometheus.MustNewConstMetric(descConnections, prometheus.GaugeValue, float64(c.m.broker.Server().NumClients()))
 	ch <- prometheus.MustNewConstMetric(descCapped, prometheus.CounterValue, float64(c.m.broker.ConnectionsClosed()))

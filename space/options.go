@@ -69,6 +69,9 @@ type Options struct {
 	// Cluster makes the mesh one node of a NATS cluster of cotal nodes (ClusterOptions); the
 	// zero value runs it alone.
 	Cluster ClusterOptions
+	// Leaf makes the mesh a hub that leaf meshes connect to, or a leaf of one (LeafOptions);
+	// the zero value runs no leaf link.
+	Leaf LeafOptions
 }
 
 // OptionsFromConfig is the one mapping from a loaded config.Config to Options; `cotal up`,
@@ -101,6 +104,7 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 			WatchesPerIdentity: c.Limits.WatchesPerIdentity, ViolationLogInterval: c.Limits.ViolationLogInterval},
 		Cluster: ClusterOptions{Name: c.Cluster.Name, Listen: c.Cluster.Listen, Peers: c.Cluster.Peers,
 			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust, Backstop: c.Cluster.Backstop},
+		Leaf: LeafOptions{Listen: c.Leaf.Listen, Hub: c.Leaf.Hub, Creds: c.Leaf.CredsBySpace()},
 	}
 	if c.Limits.ViolationLogInterval == 0 {
 		// The config's 0 logs every refusal; a zero Options field would take the default.
@@ -125,6 +129,10 @@ func (o Options) storeOptions() provisioner.Options {
 	}
 	l := o.Limits
 	p.Limits = provisioner.Limits{Connections: int64(l.Connections), Subscriptions: int64(l.Subscriptions), Payload: int64(l.Payload)}
+	if o.leafLinked() {
+		// A leaf link counts on both sides: one per space on a leaf, one per leaf on a hub.
+		p.Limits.LeafNodes = int64(l.Connections)
+	}
 	// A clustered account is charged for every replica, so a space of SpaceBytes on R3 needs
 	// three times as much of the account's limit.
 	bytes := l.SpaceBytes * int64(o.replicas())
@@ -192,6 +200,9 @@ func (o Options) validate() error {
 		seen[s] = true
 	}
 	if err := o.validateCluster(); err != nil {
+		return err
+	}
+	if err := o.validateLeaf(); err != nil {
 		return err
 	}
 	// Last, so that the warning is logged only for options that start a mesh.

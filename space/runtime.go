@@ -32,6 +32,8 @@ type spaceRuntime struct {
 	delivery *delivery.Service // on a mesh alone; nil in a cluster, where backstop runs it
 	// backstop runs the delivery service in a cluster while this node holds the space's lease.
 	backstop *backstop
+	// relay carries presence across the space's leaf link (leafrelay.go); nil without one.
+	relay *nats.Conn
 	// deliveryInbox is dlvConn's inbox prefix, where the delivery service's KV watches push.
 	deliveryInbox string
 	reconciled    reconcileStats
@@ -65,6 +67,9 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if err := m.startDelivery(ctx, rt); err != nil {
+		return nil, errors.Join(err, rt.close(ctx))
+	}
+	if err := m.startLeafRelay(rt); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	return rt, nil
@@ -129,12 +134,12 @@ func (rt *spaceRuntime) stream(ctx context.Context, name string) (jetstream.Stre
 }
 
 // infraConn opens an in-process connection as one of the mesh's own identities.
-func (m *Mesh) infraConn(space string, p provisioner.Profile) (*nats.Conn, error) {
-	opts := []nats.Option{
+func (m *Mesh) infraConn(space string, p provisioner.Profile, extra ...nats.Option) (*nats.Conn, error) {
+	opts := append([]nats.Option{
 		nats.InProcessServer(m.broker.InProcess()),
 		nats.Name("cotal:" + string(p)),
 		nats.MaxReconnects(-1),
-	}
+	}, extra...)
 	if m.store != nil {
 		cred, err := m.store.InfraCredential(space, p)
 		if err != nil {
@@ -188,7 +193,7 @@ func (rt *spaceRuntime) close(ctx context.Context) error {
 	if rt.delivery != nil {
 		err = rt.delivery.Close(ctx)
 	}
-	for _, nc := range []*nats.Conn{rt.dlvConn, rt.prov} {
+	for _, nc := range []*nats.Conn{rt.relay, rt.dlvConn, rt.prov} {
 		if nc != nil {
 			nc.Close()
 		}

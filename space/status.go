@@ -98,12 +98,15 @@ type Status struct {
 	Spaces      []SpaceStatus     `json:"spaces"`
 	// Cluster is the NATS cluster as this node sees it; nil on a mesh that runs alone.
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
+	// Leaf is the mesh's side of its leaf links; nil on a mesh that runs none.
+	Leaf *LeafStatus `json:"leaf,omitempty"`
 }
 
 // Status builds the operator's view of the mesh. Members are the space's active agent
 // credentials; an instance without a credential (open mode) has no registry entry to list.
 func (m *Mesh) Status(ctx context.Context) (*Status, error) {
-	st := &Status{Dir: m.dir, Connections: m.broker.Server().NumClients(), Cluster: m.clusterStatus()}
+	st := &Status{Dir: m.dir, Connections: m.broker.Server().NumClients(), Cluster: m.clusterStatus(),
+		Leaf: m.leafStatus()}
 	if st.Cluster != nil {
 		st.Cluster.Backstops = m.backstopHolders(ctx)
 	}

@@ -38,7 +38,7 @@ func newMintCmd() *cobra.Command {
 	var out, expiresIn, expiresAt, identity string
 	var asJSON, force bool
 	cmd := &cobra.Command{
-		Use:   "mint --profile agent|observer|admin --name NAME",
+		Use:   "mint --profile agent|observer|admin|leaf --name NAME",
 		Short: "Mint a credential and write it as a .creds file (mode 0600)",
 		Args:  cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,7 +60,7 @@ func newMintCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	addConfigFlags(f)
-	f.StringVar(&spec.Profile, "profile", wire.ProfileAgent, "agent, observer or admin")
+	f.StringVar(&spec.Profile, "profile", wire.ProfileAgent, "agent, observer, admin, or leaf (a leaf mesh's link to this hub, cotal up --leaf-creds)")
 	f.StringVar(&spec.Name, "name", "", "display name of the instance (required)")
 	f.StringVar(&spec.Space, "space", "main", "space of the credential")
 	f.StringVar(&spec.Role, "role", "", "anycast role the agent serves (agent only)")
@@ -111,9 +111,9 @@ func checkProfile(cmd *cobra.Command, p string) error {
 	switch provisioner.Profile(p) {
 	case provisioner.ProfileAgent:
 		return nil
-	case provisioner.ProfileObserver, provisioner.ProfileAdmin:
+	case provisioner.ProfileObserver, provisioner.ProfileAdmin, provisioner.ProfileLeaf:
 	default:
-		return fmt.Errorf("--profile %q: use agent, observer or admin", p)
+		return fmt.Errorf("--profile %q: use agent, observer, admin or leaf", p)
 	}
 	var set []string
 	for _, name := range agentOnlyFlags {

@@ -224,7 +224,7 @@ func TestClientCommandsWithoutAMesh(t *testing.T) {
 		cliCase{name: "a bad --space of a client command is a usage error", args: []string{"who", "--space", "x.y", "--dir", dir},
 			code: exitUsage, stderr: []string{`--space "x.y"`}},
 		cliCase{name: "a bad --profile is a usage error", args: []string{"auth", "mint", "--name", "x", "--profile", "boss", "--dir", dir},
-			code: exitUsage, stderr: []string{`--profile "boss": use agent, observer or admin`}},
+			code: exitUsage, stderr: []string{`--profile "boss": use agent, observer, admin or leaf`}},
 		cliCase{name: "an agent-only flag with another profile is a usage error naming it",
 			args: []string{"auth", "mint", "--name", "x", "--profile", "observer", "--subscribe", "general", "--role", "r", "--dir", dir},
 			code: exitUsage, stderr: []string{"--profile observer takes no --subscribe, --role", "apply only to the agent profile"}},

@@ -44,6 +44,9 @@ offline), the metadata group's leader, and each stream's replicas: the leader an
 followers with their lag. The cluster component is unhealthy when there is no metadata
 leader or a stream this node holds has no leader; one node of three down leaves it healthy.
 
+On a mesh with leaf links it says whether it is a hub or a leaf and, per linked space, whether
+the link is up (with its round-trip time) or down; a link down leaves the mesh healthy.
+
 status runs beside "cotal up" only: no client credential may read these figures. From
 elsewhere, "cotal channels list" and "cotal who" show the channels and who is online.`,
 		Args: cobra.NoArgs,
@@ -106,6 +109,9 @@ func printStatus(w io.Writer, st *space.Status, only string) error {
 	if st.Cluster != nil {
 		printClusterStatus(w, st.Cluster)
 	}
+	if st.Leaf != nil {
+		printLeafStatus(w, st.Leaf)
+	}
 	for _, s := range st.Spaces {
 		if only != "" && s.Name != only {
 			continue
@@ -113,6 +119,22 @@ func printStatus(w io.Writer, st *space.Status, only string) error {
 		printSpaceStatus(w, s)
 	}
 	return nil
+}
+
+// printLeafStatus says which side of its leaf links the mesh is and which links are up.
+func printLeafStatus(w io.Writer, l *space.LeafStatus) {
+	if l.Role == "hub" {
+		fmt.Fprintf(w, "\nleaf hub on %s, %d leaf links up\n", l.Listen, len(l.Links))
+	} else {
+		fmt.Fprintf(w, "\nleaf of %s\n", l.Hub)
+	}
+	for _, k := range l.Links {
+		if !k.Up {
+			fmt.Fprintf(w, "  space %s link: DOWN (local agents keep working; it reconnects by itself)\n", k.Space)
+			continue
+		}
+		fmt.Fprintf(w, "  space %s link: up to %s, rtt %v\n", k.Space, k.Remote, k.RTT)
+	}
 }
 
 // printClusterStatus lists the nodes of the JetStream metadata group with its leader.

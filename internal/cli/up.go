@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,6 +31,7 @@ var upConfigFlags = map[string]string{
 	"cluster-name": "cluster.name", "cluster-listen": "cluster.listen", "cluster-peers": "cluster.peers",
 	"server-name": "cluster.server_name", "cluster-trust": "cluster.trust",
 	"cluster-backstop": "cluster.backstop",
+	"leaf-listen":      "leaf.listen", "leaf-hub": "leaf.hub", "leaf-creds": "leaf.creds",
 }
 
 // dirConfigFlags are the config flags of every other command: they only locate the mesh, and
@@ -77,7 +81,11 @@ func newUpCmd() *cobra.Command {
 		Short: "Start a mesh and run it until interrupted",
 		Long: `up starts a cotal mesh: the embedded NATS server with JetStream and decentralized JWT
 auth, every configured space provisioned, and the durable delivery loops. It prints the join
-link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts down cleanly.`,
+link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts down cleanly.
+
+With --leaf-listen the mesh is a hub that laptops' meshes join as NATS leaf nodes; with
+--leaf-hub and --leaf-creds it is such a leaf itself: chat, DMs and presence cross the link
+while it is up, and its own agents keep working while it is down (README, "Leaf mode").`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error { return checkUpFlags(cmd) },
 		RunE:    runUpOrCheck,
@@ -99,6 +107,9 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 	f.String("server-name", "", "this node's name, unique in the cluster (default cotal-<route port>)")
 	f.String("cluster-trust", "", "cluster-trust.json copied from the node that holds the key store (every other node)")
 	f.String("cluster-backstop", "", "cluster-backstop.json copied from the node that holds the key store: this node may take over the durable backstop (secret, like a .creds file)")
+	f.String("leaf-listen", "", "be a hub: leaf node listener host:port that leaf meshes (laptops) connect to, e.g. 0.0.0.0:7422")
+	f.String("leaf-hub", "", "be a leaf: the hub's leaf URL, e.g. nats-leaf://hub.example:7422 (tls://... for a hub with TLS)")
+	f.StringSlice("leaf-creds", nil, "SPACE=FILE per space linked to the hub: the .creds the hub minted with --profile leaf (repeatable)")
 	return cmd
 }
 
@@ -231,6 +242,19 @@ func printClusterBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 	}
 }
 
+// printLeafBanner says which side of a leaf link the mesh is, and how a laptop joins a hub.
+func printLeafBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
+	l := cfg.Leaf
+	switch {
+	case l.Listen != "":
+		fmt.Fprintf(w, "  leaf:     hub; leaf meshes connect to %s\n", m.Broker().LeafURL())
+		fmt.Fprintf(w, "  a laptop's link credential, per space (keep it secret, like a .creds file):\n    cotal auth mint --dir %s --profile leaf --name laptop --no-expiry --out laptop-leaf.creds\n", m.Dir())
+	case l.Hub != "":
+		fmt.Fprintf(w, "  leaf:     leaf of %s, spaces %s (agents here keep working while it is unreachable; cotal status shows the link)\n",
+			l.Hub, strings.Join(slices.Sorted(maps.Keys(l.CredsBySpace())), ", "))
+	}
+}
+
 func closeAdmin(srv *admin.Server) error {
 	ctx, cancel := newTimeoutContext(5 * time.Second)
 	defer cancel()
@@ -269,6 +293,7 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL strin
 		fmt.Fprintf(w, "  console:  %s\n", consoleURL)
 	}
 	printClusterBanner(w, m, cfg)
+	printLeafBanner(w, m, cfg)
 	if cfg.Cluster.Trust != "" {
 		fmt.Fprintln(w, "mint credentials on the node that holds the key store (the one that wrote the trust file)")
 	} else if !cfg.Open {

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/space/spacetest"
+)
+
+// TestALaptopUpProcessJoinsAHubAsALeaf runs the README's leaf commands as two `cotal up`
+// processes on loopback (issue 14 item 4): the hub mints the laptop's link credential (0600),
+// a post on either side reads back from the other's history, `cotal status` on the laptop
+// shows the link up, and, once the hub stops, shows it down while the laptop stays healthy and
+// its own agents keep posting.
+func TestALaptopUpProcessJoinsAHubAsALeaf(t *testing.T) {
+	t.Parallel()
+	bin := cotalBin(t)
+	hubDir, laptopDir, leafAddr := t.TempDir(), t.TempDir(), spacetest.FreeAddr(t)
+	leafCreds := filepath.Join(t.TempDir(), "laptop-leaf.creds")
+	hub := launchUp(t, bin, hubDir, "--leaf-listen", leafAddr)
+	hub.waitLink(t)
+	cotal(t, bin, "auth", "mint", "--dir", hubDir, "--profile", "leaf", "--name", "laptop", "--no-expiry", "--out", leafCreds)
+	if fi, err := os.Stat(leafCreds); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the leaf credential file: %v, %v; want mode 0600", fi, err)
+	}
+	laptop := launchUp(t, bin, laptopDir, "--leaf-hub", "nats-leaf://"+leafAddr, "--leaf-creds", "main="+leafCreds)
+	laptop.waitLink(t)
+	// The banner goes on after the join link.
+	for p, want := range map[*upProcess]string{hub: "leaf:     hub; leaf meshes connect to nats-leaf://", laptop: "leaf:     leaf of nats-leaf://"} {
+		await.True(t, 10*time.Second, "the banner line "+want, func() bool { return strings.Contains(p.out.String(), want) })
+	}
+
+	hubbie, lappie := filepath.Join(t.TempDir(), "hubbie.creds"), filepath.Join(t.TempDir(), "lappie.creds")
+	cotal(t, bin, "auth", "mint", "--dir", hubDir, "--name", "hubbie", "--subscribe", "general", "--allow-publish", "general", "--out", hubbie)
+	cotal(t, bin, "auth", "mint", "--dir", laptopDir, "--name", "lappie", "--subscribe", "general", "--allow-publish", "general", "--out", lappie)
+	statusSays(t, bin, laptopDir, "space main link: up to ")
+
+	cotal(t, bin, "send", "--link", laptop.link, "--creds", lappie, "general", "hello from the laptop")
+	historyHas(t, bin, hub.link, hubbie, "hello from the laptop")
+	cotal(t, bin, "send", "--link", hub.link, "--creds", hubbie, "general", "hello from the hub")
+	historyHas(t, bin, laptop.link, lappie, "hello from the hub")
+
+	hub.stop(t)
+	statusSays(t, bin, laptopDir, "space main link: DOWN")
+	cotal(t, bin, "send", "--link", laptop.link, "--creds", lappie, "general", "while the hub is down")
+	historyHas(t, bin, laptop.link, lappie, "while the hub is down")
+	laptop.stop(t)
+}
+
+// cotal runs one command and fails the test unless it exits 0.
+func cotal(t *testing.T, bin string, args ...string) {
+	t.Helper()
+	if out, errOut, code := runCotal(t, bin, args...); code != 0 {
+		t.Fatalf("cotal %v exited %d:\n%s%s", args, code, out, errOut)
+	}
+}
+
+// statusSays waits until `cotal status` on dir exits 0 (healthy) with want in its output.
+func statusSays(t *testing.T, bin, dir, want string) {
+	t.Helper()
+	await.Check(t, 30*time.Second, 100*time.Millisecond, func() error {
+		out, errOut, code := runCotal(t, bin, "status", "--dir", dir)
+		if code != 0 || !strings.Contains(out, want) {
+			return fmt.Errorf("status exited %d without %q:\n%s%s", code, want, out, errOut)
+		}
+		return nil
+	})
+}
+
+// historyHas waits until the channel general's history read through link holds text.
+func historyHas(t *testing.T, bin, link, creds, text string) {
+	t.Helper()
+	await.Check(t, 10*time.Second, 100*time.Millisecond, func() error {
+		out, errOut, code := runCotal(t, bin, "history", "--link", link, "--creds", creds, "general")
+		if code != 0 || !strings.Contains(out, text) {
+			return fmt.Errorf("history through %s exited %d without %q:\n%s%s", link, code, text, out, errOut)
+		}
+		return nil
+	})
+}
+
+// TestALeafLinkTakesTLS runs the hub with the client listener's certificate, which its leaf
+// listener then takes too, and the laptop dialling tls://, trusting the hub's self-signed
+// certificate through SSL_CERT_FILE as it would a CA's through the system roots.
+func TestALeafLinkTakesTLS(t *testing.T) {
+	bin := cotalBin(t)
+	cert, key := selfSignedCert(t)
+	t.Setenv("SSL_CERT_FILE", cert) // not parallel: every process started here inherits it
+	hubDir, laptopDir, leafAddr := t.TempDir(), t.TempDir(), spacetest.FreeAddr(t)
+	leafCreds := filepath.Join(t.TempDir(), "laptop-leaf.creds")
+	hub := launchUp(t, bin, hubDir, "--tls-cert", cert, "--tls-key", key, "--leaf-listen", leafAddr)
+	hub.waitLink(t)
+	await.True(t, 10*time.Second, "the hub's banner to name a tls:// leaf URL", func() bool {
+		return strings.Contains(hub.out.String(), "leaf meshes connect to tls://")
+	})
+	cotal(t, bin, "auth", "mint", "--dir", hubDir, "--profile", "leaf", "--name", "laptop", "--out", leafCreds)
+	laptop := launchUp(t, bin, laptopDir, "--leaf-hub", "tls://"+leafAddr, "--leaf-creds", "main="+leafCreds)
+	laptop.waitLink(t)
+	statusSays(t, bin, laptopDir, "space main link: up to ")
+	laptop.stop(t)
+	hub.stop(t)
+}
+
+// selfSignedCert writes a self-signed CA certificate for 127.0.0.1 and its key as PEM files.
+func selfSignedCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cotal test hub"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	for path, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certFile, keyFile
+}

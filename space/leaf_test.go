@@ -1,0 +1,349 @@
+package space_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// leafCreds mints the hub's leaf credential for space main and saves it, 0600, in a file.
+func leafCreds(t *testing.T, hub *space.Mesh) (*provisioner.Credential, string) {
+	t.Helper()
+	cred := mintWith(t, hub, provisioner.MintRequest{Space: "main", Name: "laptop", Profile: provisioner.ProfileLeaf, NoExpiry: true})
+	data, err := cred.Creds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "leaf.creds")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cred, path
+}
+
+// linkUp reports whether m's link of space main is up.
+func linkUp(ctx context.Context, m *space.Mesh) bool {
+	st, err := m.Status(ctx)
+	if err != nil || st.Leaf == nil {
+		return false
+	}
+	for _, l := range st.Leaf.Links {
+		if l.Space == "main" && l.Up {
+			return true
+		}
+	}
+	return false
+}
+
+// leafPair is a hub on a data directory of its own, with fixed client and leaf ports so a
+// restart keeps both, and a laptop mesh linked to it with the leaf credential the hub minted.
+type leafPair struct {
+	hubDir, hubListen, leafAddr string
+	hub, laptop                 *space.Mesh
+	leafCred                    *provisioner.Credential
+}
+
+// startLeafPair starts the hub, mints the leaf credential and starts the laptop.
+func startLeafPair(t *testing.T) *leafPair {
+	t.Helper()
+	p := &leafPair{hubDir: t.TempDir(), hubListen: spacetest.FreeAddr(t), leafAddr: spacetest.FreeAddr(t)}
+	p.startHub(t)
+	cred, creds := leafCreds(t, p.hub)
+	p.leafCred = cred
+	p.laptop = spacetest.New(t, func(o *space.Options) {
+		o.Listen, o.HTTP = "127.0.0.1:0", "127.0.0.1:0"
+		o.Leaf = space.LeafOptions{Hub: "nats-leaf://" + p.leafAddr, Creds: map[string]string{"main": creds}}
+	})
+	return p
+}
+
+// startHub starts (or restarts) the hub on its data directory and ports.
+func (p *leafPair) startHub(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hub, err := space.Start(ctx, space.Options{Dir: p.hubDir, Listen: p.hubListen, Leaf: space.LeafOptions{Listen: p.leafAddr}})
+	if err != nil {
+		t.Fatalf("start the hub: %v", err)
+	}
+	t.Cleanup(func() { _ = hub.Close(context.Background()) })
+	p.hub = hub
+}
+
+// TestALaptopLinksToAHubAsALeaf covers issue 14 item 4: chat and DMs cross a leaf link both
+// ways, anycast stays on its side, the laptop keeps its own traffic while the hub is down, and
+// crossing resumes by itself once the hub is back on the same data directory and ports.
+func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	p := startLeafPair(t)
+	await.True(t, 10*time.Second, "the laptop's link to the hub", func() bool { return linkUp(ctx, p.laptop) })
+	healthz(t, p.laptop, `"leaf":{"main":"up"}`)
+	if _, metrics := get(t, p.laptop.HTTPURL()+"/metrics"); !strings.Contains(metrics, `cotal_leaf_links{space="main"} 1`) {
+		t.Errorf("/metrics lacks the link:\n%s", metrics)
+	}
+
+	g := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}
+	atHub, atLaptop, atLaptop2 := make(chan endpoint.Delivery, 64), make(chan endpoint.Delivery, 64), make(chan endpoint.Delivery, 64)
+	h := joinAt(ctx, t, p.hub, mint(t, p.hub, "hub-agent", provisioner.ProfileAgent, g), atHub, "general")
+	l := joinAt(ctx, t, p.laptop, mint(t, p.laptop, "laptop-agent", provisioner.ProfileAgent, g), atLaptop, "general")
+	l2 := joinAt(ctx, t, p.laptop, mint(t, p.laptop, "laptop-agent-2", provisioner.ProfileAgent, g), atLaptop2, "general")
+
+	crosses := func(t *testing.T, round string) {
+		t.Helper()
+		sent := time.Now()
+		send(ctx, t, l, "general", "laptop to hub "+round)
+		receive(ctx, t, atHub, endpoint.MetaChannel, "laptop to hub "+round)
+		there := time.Since(sent)
+		send(ctx, t, h, "general", "hub to laptop "+round)
+		receive(ctx, t, atLaptop, endpoint.MetaChannel, "hub to laptop "+round)
+		t.Logf("%s: chat laptop→hub %v, round trip laptop→hub→laptop %v", round, there, time.Since(sent))
+		sendDM(ctx, t, l, h.ID(), "DM laptop to hub "+round)
+		receive(ctx, t, atHub, endpoint.MetaDM, "DM laptop to hub "+round)
+		sendDM(ctx, t, h, l.ID(), "DM hub to laptop "+round)
+		receive(ctx, t, atLaptop, endpoint.MetaDM, "DM hub to laptop "+round)
+	}
+	crosses(t, "before")
+	rostersMeet(t, h, l)
+
+	t.Run("the leaf credential connects as nothing but a leaf", func(t *testing.T) {
+		refusedConnect(t, p.hub, p.leafCred)
+	})
+
+	t.Run("anycast stays on its side", func(t *testing.T) {
+		if _, err := l.SendAnycast(ctx, "reviewer", text("a task for the laptop's reviewers")); err != nil {
+			t.Fatal(err)
+		}
+		// Sent after the task on the same connection and link: once the hub stored it, the
+		// task would have crossed too.
+		send(ctx, t, l, "general", "after the task")
+		receive(ctx, t, atHub, endpoint.MetaChannel, "after the task")
+		await.True(t, 10*time.Second, "the hub's CHAT_main to store it", func() bool {
+			return streamMessages(ctx, t, p.hub, "CHAT_main") == 3
+		})
+		if n := streamMessages(ctx, t, p.hub, "TASK_main"); n != 0 {
+			t.Fatalf("the hub's TASK_main holds %d tasks from the laptop", n)
+		}
+	})
+
+	if err := p.hub.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	await.True(t, 10*time.Second, "the laptop to see its link down", func() bool { return !linkUp(ctx, p.laptop) })
+	healthz(t, p.laptop, `"leaf":{"main":"down"}`)
+	down := time.Now()
+	await.True(t, 2*wire.DefaultLivenessWindow+5*time.Second, "the laptop's roster to show the hub agent offline", func() bool {
+		peer, ok := l.Roster().Peer(h.ID())
+		return !ok || !peer.Online
+	})
+	t.Logf("the laptop's roster showed the hub agent offline %v after the link went down", time.Since(down))
+	send(ctx, t, l, "general", "while the hub is down")
+	receive(ctx, t, atLaptop2, endpoint.MetaChannel, "while the hub is down")
+	sendDM(ctx, t, l, l2.ID(), "a DM while the hub is down")
+	receive(ctx, t, atLaptop2, endpoint.MetaDM, "a DM while the hub is down")
+
+	restarted := time.Now()
+	p.startHub(t)
+	await.True(t, 30*time.Second, "the laptop's link back", func() bool { return linkUp(ctx, p.laptop) })
+	t.Logf("the link was back %v after the hub restarted", time.Since(restarted))
+	// The hub agent's Endpoint reconnects by itself to the same client port; the first round
+	// waits for it, the second is the link alone.
+	crosses(t, "after")
+	crosses(t, "again")
+	rostersMeet(t, h, l)
+
+	t.Run("revoking the link credential drops the link", func(t *testing.T) {
+		if err := p.hub.Revoke(ctx, "main", p.leafCred.ID); err != nil {
+			t.Fatal(err)
+		}
+		await.True(t, 10*time.Second, "the laptop to see its link down", func() bool { return !linkUp(ctx, p.laptop) })
+		// The laptop retries every second; watch two retries fail. This watches for an
+		// absence, so it has to last a while.
+		for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if linkUp(ctx, p.laptop) {
+				t.Fatal("the laptop linked again with its revoked credential")
+			}
+		}
+	})
+}
+
+func text(s string) []wire.Part { return []wire.Part{wire.TextPart(s)} }
+
+func send(ctx context.Context, t *testing.T, e *endpoint.Endpoint, channel, s string) {
+	t.Helper()
+	if _, err := e.Send(ctx, channel, text(s)); err != nil {
+		t.Fatalf("send %q: %v", s, err)
+	}
+}
+
+func sendDM(ctx context.Context, t *testing.T, e *endpoint.Endpoint, to, s string) {
+	t.Helper()
+	if _, err := e.SendDM(ctx, to, text(s)); err != nil {
+		t.Fatalf("send DM %q: %v", s, err)
+	}
+}
+
+// streamMessages is how many messages stream of space main holds on m.
+func streamMessages(ctx context.Context, t *testing.T, m *space.Mesh, stream string) uint64 {
+	t.Helper()
+	st, err := m.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.Spaces[0].Streams {
+		if s.Name == stream {
+			return s.Messages
+		}
+	}
+	t.Fatalf("no stream %s", stream)
+	return 0
+}
+
+// TestLeafOptionsRefuseWhatCannotWork covers the leaf settings Start refuses before it
+// touches anything, each with the setting to change.
+func TestLeafOptionsRefuseWhatCannotWork(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open.creds")
+	if err := os.WriteFile(open, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(dir, "leaf.creds")
+	if err := os.WriteFile(private, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hub := "nats-leaf://127.0.0.1:7422"
+	cases := []struct {
+		name string
+		opts space.Options
+		want string
+	}{
+		{"a hub and a leaf at once", space.Options{Leaf: space.LeafOptions{Listen: "127.0.0.1:0", Hub: hub, Creds: map[string]string{"main": private}}}, "not both"},
+		{"a hub URL without credentials", space.Options{Leaf: space.LeafOptions{Hub: hub}}, "leaf.creds"},
+		{"credentials without a hub", space.Options{Leaf: space.LeafOptions{Creds: map[string]string{"main": private}}}, "leaf.hub"},
+		{"credentials for a space the mesh does not run", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"other": private}}}, `space "other"`},
+		{"a credential file others can read", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": open}}}, "chmod 600"},
+		{"a missing credential file", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": filepath.Join(dir, "none")}}}, "no such file"},
+		{"a leaf in open mode", space.Options{Open: true, Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": private}}}, "operator mode"},
+		{"a cluster node", space.Options{Listen: "127.0.0.1:0", Cluster: space.ClusterOptions{Name: "c", Listen: "127.0.0.1:0", Peers: []string{"127.0.0.1:6222"}},
+			Leaf: space.LeafOptions{Listen: "127.0.0.1:0"}}, "cluster node"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.opts.Memory = true
+			m, err := space.Start(context.Background(), c.opts)
+			if err == nil {
+				_ = m.Close(context.Background())
+				t.Fatal("started")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+}
+
+// healthz requires m's /healthz to answer 200, healthy, with want in its body: a leaf link
+// down leaves the mesh healthy.
+func healthz(t *testing.T, m *space.Mesh, want string) {
+	t.Helper()
+	code, body := get(t, m.HTTPURL()+"/healthz")
+	if code != http.StatusOK || !strings.Contains(body, want) {
+		t.Fatalf("/healthz = %d %s; want 200 with %s", code, body, want)
+	}
+}
+
+// rostersMeet waits until each Endpoint's roster lists the other: presence relayed across.
+func rostersMeet(t *testing.T, h, l *endpoint.Endpoint) {
+	t.Helper()
+	await.True(t, 10*time.Second, "the rosters to list each other's agent online", func() bool {
+		a, okA := h.Roster().Peer(l.ID())
+		b, okB := l.Roster().Peer(h.ID())
+		return okA && okB && a.Online && b.Online
+	})
+}
+
+// TestALeafCannotForgeAHubAgentsPresence links a plain nats-server to a hub as a leaf with the
+// hub's leaf credential, as a hostile laptop could, and relays a forged presence record for a
+// hub agent and one for a stranger: the hub's roster takes the stranger's and keeps its own
+// agent's record.
+func TestALeafCannotForgeAHubAgentsPresence(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := &leafPair{hubDir: t.TempDir(), hubListen: spacetest.FreeAddr(t), leafAddr: spacetest.FreeAddr(t)}
+	p.startHub(t)
+	_, creds := leafCreds(t, p.hub)
+	g := provisioner.Grants{Subscribe: []string{"general"}}
+	h := joinAt(ctx, t, p.hub, mint(t, p.hub, "hub-agent", provisioner.ProfileAgent, g), make(chan endpoint.Delivery, 64), "general")
+
+	leaf := plainLeaf(t, "nats-leaf://"+p.leafAddr, creds)
+	nc, err := nats.Connect(leaf.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	stranger, _ := nkeys.CreateUser()
+	strangerID, _ := stranger.PublicKey()
+	names := wire.NewNames("main")
+	for _, forged := range []struct{ id, name string }{{h.ID(), "forged"}, {strangerID, "stranger"}} {
+		row, err := json.Marshal(wire.Presence{Card: wire.AgentCard{ID: forged.id, Name: forged.name, Kind: wire.CardKindAgent},
+			Status: wire.StatusWorking, TS: time.Now().UnixMilli()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Publish(names.LeafPresenceSubject(forged.id), row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sent in order on one connection and relayed in order: once the stranger's record is in
+	// the hub's roster, the forged one was judged.
+	await.True(t, 10*time.Second, "the stranger in the hub's roster", func() bool {
+		_, ok := h.Roster().Peer(strangerID)
+		return ok
+	})
+	if own, _ := h.Roster().Peer(h.ID()); own.Presence.Card.Name != "hub-agent" {
+		t.Fatalf("the hub agent's presence reads %q", own.Presence.Card.Name)
+	}
+}
+
+// plainLeaf runs a plain nats-server, without JetStream or auth, linked to hub as a leaf with
+// the credential in creds.
+func plainLeaf(t *testing.T, hub, creds string) *server.Server {
+	t.Helper()
+	u, err := url.Parse(hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond,
+			Remotes: []*server.RemoteLeafOpts{{URLs: []*url.URL{u}, Credentials: creds}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the plain leaf server did not start")
+	}
+	await.True(t, 10*time.Second, "the plain server's leaf link", func() bool { return ns.NumLeafNodes() == 1 })
+	return ns
+}
