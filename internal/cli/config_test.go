@@ -14,7 +14,7 @@ import (
 	"github.com/cotal-go/cotal/config"
 )
 
-// credsLifetime reads a .creds file and returns exp - iat of its user JWT (SPEC §9).
+// credsLifetime reads a .creds file and returns exp - iat of its user JWT (SPEC §9), to the minute.
 func credsLifetime(t *testing.T, path string) time.Duration {
 	t.Helper()
 	data, err := os.ReadFile(path)
