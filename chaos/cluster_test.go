@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,36 +17,70 @@ import (
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
-// clusterProcs are three `cotal up` processes forming one cluster on loopback, as the
-// README's cluster commands start them: node 1 holds the key store (and so the durable
-// backstop), nodes 2 and 3 start from its trust file.
+// clusterProcs are three `cotal up` processes forming one cluster, as the README's cluster
+// commands start them: node 1 holds the key store (and first takes the durable backstop),
+// nodes 2 and 3 start from its trust file and backstop file, so either takes the backstop
+// over when node 1 dies.
 type clusterProcs struct {
 	nodes []*meshProc
 	dirs  []string
 }
 
-// startClusterProcs starts the three nodes. The key-store node writes its trust file at
-// start but prints its join link only once JetStream has a leader, which needs the other two:
-// so it is launched first, the others once the file exists, and all three are waited for.
+// clusterPlace says where the nodes of a cluster run: on loopback with free ports (the zero
+// value), or each on its own address, run through a command prefix such as `ip netns exec`.
+type clusterPlace struct {
+	hosts []string             // per node: the address its client and route listeners bind
+	wrap  func(i int) []string // per node: the command prefix that runs `cotal up`
+}
+
+// Fixed ports of a node with an address of its own: nothing else listens there.
+const (
+	placedClientPort = "4222"
+	placedRoutePort  = "6222"
+)
+
+// startClusterProcs starts the three nodes on loopback.
 func startClusterProcs(t *testing.T, b bins) clusterProcs {
 	t.Helper()
+	return startClusterAt(t, b, clusterPlace{})
+}
+
+// startClusterAt starts the three nodes where place says. The key-store node writes its
+// trust file at start but prints its join link only once JetStream has a leader, which needs
+// the other two: so it is launched first, the others once the file exists, and all three are
+// waited for.
+func startClusterAt(t *testing.T, b bins, place clusterPlace) clusterProcs {
+	t.Helper()
 	routes := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
+	if place.hosts != nil {
+		for i, h := range place.hosts {
+			routes[i] = net.JoinHostPort(h, placedRoutePort)
+		}
+	}
 	c := clusterProcs{dirs: []string{t.TempDir(), t.TempDir(), t.TempDir()}}
 	args := func(i int) []string {
 		a := []string{"--cluster-name", "chaos", "--cluster-listen", routes[i], "--cluster-peers", strings.Join(routes, ","),
 			"--server-name", fmt.Sprint("node", i+1)}
 		if i > 0 {
-			a = append(a, "--cluster-trust", filepath.Join(c.dirs[0], space.TrustFile))
+			a = append(a, "--cluster-trust", filepath.Join(c.dirs[0], space.TrustFile),
+				"--cluster-backstop", filepath.Join(c.dirs[0], space.BackstopFile))
 		}
 		return a
 	}
-	c.nodes = append(c.nodes, launchMesh(t, b, c.dirs[0], args(0)...))
-	await.True(t, 60*time.Second, "the key-store node's trust file", func() bool {
+	launch := func(i int) *meshProc {
+		if place.hosts == nil {
+			return launchMesh(t, b, c.dirs[i], args(i)...)
+		}
+		return launchMeshAt(t, b, c.dirs[i], net.JoinHostPort(place.hosts[i], placedClientPort), place.wrap(i), args(i)...)
+	}
+	c.nodes = append(c.nodes, launch(0))
+	await.True(t, 60*time.Second, "the key-store node's trust and backstop files", func() bool {
 		_, err := os.Stat(filepath.Join(c.dirs[0], space.TrustFile))
-		return err == nil
+		_, err2 := os.Stat(filepath.Join(c.dirs[0], space.BackstopFile))
+		return err == nil && err2 == nil
 	})
 	for i := 1; i < 3; i++ {
-		c.nodes = append(c.nodes, launchMesh(t, b, c.dirs[i], args(i)...))
+		c.nodes = append(c.nodes, launch(i))
 	}
 	for _, n := range c.nodes {
 		n.ready()
@@ -112,43 +147,11 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 		})
 		joinedDurable(t, ep, "ledger")
 	}
-	// startR3 starts r3's next incarnation through node 2 and returns the state its ledger
-	// join reached at connect. The first must be durable; a later one may come back "durable
-	// backstop unavailable" when the control service answers after the endpoint's 2 s budget
-	// (issue 13), since its membership record from the first incarnation holds either way.
-	startR3 := func() string {
-		t.Helper()
-		r3.incarnation++
-		inc := fmt.Sprintf("%s.%d", r3.cred.Name, r3.incarnation)
-		r3.proc = startAgent(t, b, inc, "-link", victim.Link(), "-creds", r3.cred.Creds, "-journal", r3.journal,
-			"-incarnation", inc, "-join", "ledger")
-		var state string
-		joined := await.Until(time.Minute, func() bool {
-			for _, e := range readJournals(t, r3.journal) {
-				if e.Event == chaos.EventJoined && e.Incarnation == inc {
-					state = e.Kind
-				}
-			}
-			return state != ""
-		})
-		if !joined || (r3.incarnation == 1 && state != string(endpoint.JoinedDurable)) {
-			t.Fatalf("%s joined ledger through node 2 as %q; output:\n%s\nnode 2:\n%s",
-				inc, state, tail(r3.proc.out.String(), 3000), tail(victim.out.String(), 3000))
-		}
-		return state
-	}
+	startR3 := func() string { return r3.joinThrough(t, b, victim) }
 	startR3()
 	t.Logf("receivers: r1 %s on node 1, r2 %s on node 3, r3 %s on node 2", r1.ID, r2.ID, r3.cred.ID)
 
-	pubs := []*publisher{}
-	var journals []string
-	for i, node := range []*meshProc{keys, other} {
-		cred := mintCLI(t, b, dir, fmt.Sprintf("p%d", i), "--allow-publish", "ledger")
-		p := &publisher{cred: cred, journal: filepath.Join(dir, cred.Name+".jsonl"),
-			args: []string{"-dm", strings.Join([]string{r1.ID, r2.ID, r3.cred.ID}, ","), "-channel", "ledger", "-gap", publishGap.String()}}
-		p.start(t, b, node.Link(), untilStopped)
-		pubs, journals = append(pubs, p), append(journals, p.journal)
-	}
+	pubs, journals := startClusterPublishers(t, b, dir, []*meshProc{keys, other}, []string{r1.ID, r2.ID, r3.cred.ID})
 	audience := func(p chaos.Publish) chaos.Audience {
 		if p.Kind == chaos.KindDM {
 			return chaos.Audience{Receivers: []string{p.Target}}
@@ -194,22 +197,13 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 		// r3's channel copies come from its dlv_<id>, its DMs from its dm_<id>; timed apart,
 		// since a DM its previous incarnation had pulled when it closed comes back only
 		// after the consumer's 60 s ack wait.
-		forR3 := func(kind string) func(chaos.Publish) chaos.Audience {
-			return func(p chaos.Publish) chaos.Audience {
-				a := audience(p)
-				if p.Kind != kind || !slices.Contains(a.Receivers, r3.cred.ID) {
-					return chaos.Audience{}
-				}
-				return chaos.Audience{Receivers: []string{r3.cred.ID}}
-			}
-		}
 		var channelsAt, dmsAt time.Duration
 		caught := await.Until(tier.drain, func() bool {
 			_, r3s := chaos.FromJournal(readJournals(t, r3.journal))
-			if channelsAt == 0 && chaos.Check(owed, r3s, forR3(chaos.KindChannel)).Lost == 0 {
+			if channelsAt == 0 && chaos.Check(owed, r3s, owedTo(audience, r3.cred.ID, chaos.KindChannel)).Lost == 0 {
 				channelsAt = time.Since(restarted)
 			}
-			if dmsAt == 0 && chaos.Check(owed, r3s, forR3(chaos.KindDM)).Lost == 0 {
+			if dmsAt == 0 && chaos.Check(owed, r3s, owedTo(audience, r3.cred.ID, chaos.KindDM)).Lost == 0 {
 				dmsAt = time.Since(restarted)
 			}
 			return channelsAt > 0 && dmsAt > 0
@@ -247,5 +241,41 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 		if n == 0 {
 			t.Errorf("outage %d: the survivors acknowledged no publish", i+1)
 		}
+	}
+}
+
+// joinThrough starts r's next incarnation through node, joined to ledger, and returns the
+// state the join reached at connect. The first must be durable; a later one may come back
+// "durable backstop unavailable" when the control service answers after the endpoint's 2 s
+// budget (issue 13), since its membership record from the first incarnation holds either way.
+func (r *receiverProc) joinThrough(t *testing.T, b bins, node *meshProc) string {
+	t.Helper()
+	r.incarnation++
+	inc := fmt.Sprintf("%s.%d", r.cred.Name, r.incarnation)
+	r.proc = startAgent(t, b, inc, "-link", node.Link(), "-creds", r.cred.Creds, "-journal", r.journal,
+		"-incarnation", inc, "-join", "ledger")
+	var state string
+	joined := await.Until(time.Minute, func() bool {
+		for _, e := range readJournals(t, r.journal) {
+			if e.Event == chaos.EventJoined && e.Incarnation == inc {
+				state = e.Kind
+			}
+		}
+		return state != ""
+	})
+	if !joined || (r.incarnation == 1 && state != string(endpoint.JoinedDurable)) {
+		t.Fatalf("%s joined ledger through %s as %q; output:\n%s\nnode:\n%s",
+			inc, node.Link(), state, tail(r.proc.out.String(), 3000), tail(node.out.String(), 3000))
+	}
+	return state
+}
+
+// owedTo narrows audience to the publishes of kind that receiver id is owed.
+func owedTo(audience func(chaos.Publish) chaos.Audience, id, kind string) func(chaos.Publish) chaos.Audience {
+	return func(p chaos.Publish) chaos.Audience {
+		if p.Kind != kind || !slices.Contains(audience(p).Receivers, id) {
+			return chaos.Audience{}
+		}
+		return chaos.Audience{Receivers: []string{id}}
 	}
 }
