@@ -55,6 +55,7 @@ func TestAPartitionedNodeAcknowledgesNothingAndLosesNothing(t *testing.T) {
 		return chaos.Audience{Receivers: ids}
 	}
 
+	await.True(t, time.Minute, "node 1, the key-store node, runs the backstop", func() bool { return backstopHolder(t, b, dir) == "node1" })
 	time.Sleep(tier.partitionFor / 3) // pacing: publishing with the cluster whole
 	p := partitionFigures{}
 	p.cut(t, lab, journals, minority.journal, c)

@@ -20,7 +20,7 @@ var tier = tierParams{
 	slowMessages:    1600,
 	slowPayload:     32 << 10,
 	clusterKills:    3,
-	backstopKills:   2,
+	backstopKill:    true,
 	partitionFor:    15 * time.Second,
 	clusterOutage:   10 * time.Second,
 	leakMeshes:      100,

@@ -20,7 +20,7 @@ var tier = tierParams{
 	slowMessages:    600,
 	slowPayload:     16 << 10,
 	clusterKills:    0,
-	backstopKills:   0,
+	backstopKill:    false,
 	partitionFor:    0,
 	clusterOutage:   0,
 	leakMeshes:      10,
