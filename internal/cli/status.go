@@ -46,6 +46,8 @@ On a cluster node it also shows every node of the JetStream cluster (current, be
 offline), the metadata group's leader, and each stream's replicas: the leader and the
 followers with their lag. The cluster component is unhealthy when there is no metadata
 leader or a stream this node holds has no leader; one node of three down leaves it healthy.
+A stream or consumer whose figures cannot be read (no leader answered in time) shows UNREAD,
+and status exits 1 naming it after printing everything it could read.
 
 status runs beside "cotal up" only: no client credential may read these figures. From
 elsewhere, "cotal channels list" and "cotal who" show the channels and who is online.`,
