@@ -1,13 +1,10 @@
 package chaos_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +12,6 @@ import (
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
-	"github.com/cotal-go/cotal/space"
 )
 
 // What a node logs when it takes a space's backstop lease, and when it stops the backstop.
@@ -126,39 +122,6 @@ func TestTheBackstopNodeKilledUnderLoadLosesNothing(t *testing.T) {
 	}
 }
 
-// startClusterPublishers starts one publisher through each of nodes, each sending DMs to dms
-// and posts to ledger every publishGap with agentproc's extra flags, and returns them with
-// their journals.
-func startClusterPublishers(t *testing.T, b bins, keyDir string, nodes []*meshProc, dms []string, extra ...string) ([]*publisher, []string) {
-	t.Helper()
-	var pubs []*publisher
-	var journals []string
-	for i, node := range nodes {
-		cred := mintCLI(t, b, keyDir, fmt.Sprintf("p%d", i), "--allow-publish", "ledger")
-		p := &publisher{cred: cred, journal: filepath.Join(keyDir, cred.Name+".jsonl"),
-			args: append([]string{"-dm", strings.Join(dms, ","), "-channel", "ledger", "-gap", publishGap.String()}, extra...)}
-		p.start(t, b, node.Link(), untilStopped)
-		pubs, journals = append(pubs, p), append(journals, p.journal)
-	}
-	return pubs, journals
-}
-
-// catchUp waits until r's journal holds every publish of owed that audience gives it, and
-// returns how long that took; it fails the test after tier.drain.
-func catchUp(t *testing.T, owed []chaos.Publish, r *receiverProc, audience func(chaos.Publish) chaos.Audience) time.Duration {
-	t.Helper()
-	begin := time.Now()
-	var f chaos.Figures
-	if !await.Until(tier.drain, func() bool {
-		_, got := chaos.FromJournal(readJournals(t, r.journal))
-		f = chaos.Check(owed, got, audience)
-		return f.Lost == 0
-	}) {
-		t.Errorf("%s did not read what it was owed within %v: %v", r.proc.name, tier.drain, f.Err())
-	}
-	return time.Since(begin)
-}
-
 // backstopFigures are what the backstop-kill test measures.
 type backstopFigures struct {
 	killed      time.Time
@@ -180,6 +143,10 @@ type backstopFigures struct {
 func (f *backstopFigures) killNode1(t *testing.T, journals []string, keys *meshProc, survivors ...*meshProc) {
 	t.Helper()
 	f.ackedAtKill = ackedCount(t, journals...)
+	logged := make([]int, len(survivors)) // what each survivor had logged before the kill
+	for i, s := range survivors {
+		logged[i] = len(s.out.String())
+	}
 	keys.kill()
 	f.killed = time.Now()
 	var took string
@@ -187,8 +154,8 @@ func (f *backstopFigures) killNode1(t *testing.T, journals []string, keys *meshP
 		if f.stall == 0 && ackedCount(t, journals...) >= f.ackedAtKill+resumedAfter {
 			f.stall = time.Since(f.killed)
 		}
-		for _, s := range survivors {
-			if line := lineWith(s.out.String(), backstopTakenLine); f.failover == 0 && line != "" {
+		for i, s := range survivors {
+			if line := lineWith(s.out.String()[logged[i]:], backstopTakenLine); f.failover == 0 && line != "" {
 				f.failover, took = time.Since(f.killed), line
 			}
 		}
@@ -210,16 +177,6 @@ func (f *backstopFigures) killNode1(t *testing.T, journals []string, keys *meshP
 // line.
 var startedIn = regexp.MustCompile(`started_in=(\S+)`)
 
-// lineWith is the first line of out that contains s, or "".
-func lineWith(out, s string) string {
-	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, s) {
-			return line
-		}
-	}
-	return ""
-}
-
 // restartNode1 starts node 1 again on its data directory and waits until it holds a current
 // copy of every stream of space main.
 func (f *backstopFigures) restartNode1(t *testing.T, b bins, journals []string, keys *meshProc) {
@@ -237,28 +194,6 @@ func (f *backstopFigures) restartNode1(t *testing.T, b bins, journals []string, 
 		t.Errorf("restarted node 1 did not catch up within %v: %s", tier.drain, last)
 	}
 	f.rejoin = time.Since(restarted)
-}
-
-// node1Lag is "" when node 1's status shows it leading or holding a current copy of every
-// stream of space main, else what it shows.
-func node1Lag(t *testing.T, b bins, dir string) string {
-	t.Helper()
-	st, err := meshStatus(b, dir)
-	if err != nil {
-		return err.Error()
-	}
-	if len(st.Spaces) == 0 {
-		return "no space yet"
-	}
-	for _, s := range st.Spaces[0].Streams {
-		current := s.Leader == "node1" || slices.ContainsFunc(s.Followers, func(p space.Peer) bool {
-			return p.Name == "node1" && p.Current && !p.Offline
-		})
-		if !current {
-			return fmt.Sprintf("stream %+v", s)
-		}
-	}
-	return ""
 }
 
 // mintRefusedWithoutKeyStore checks that a mint on a member's data directory fails naming node
@@ -284,48 +219,4 @@ func (f *backstopFigures) String() string {
 		fmt.Sprintf("restart to every stream current on node 1 %v", ms(f.rejoin)),
 		fmt.Sprintf("member back through node 1 to every durable copy owed %v", ms(f.node1Copies)),
 		"mint on a member while node 1 is down: refused, naming node 1; restarted node 1 left the lease to the survivor")
-}
-
-// warnings are the last lines of the nodes' logs at warning level or above, or about the
-// backstop, for failure messages.
-func warnings(nodes ...*meshProc) string {
-	var out []string
-	for _, n := range nodes {
-		for _, line := range strings.Split(n.out.String(), "\n") {
-			if strings.Contains(line, "connect to route") {
-				continue // a dead node's peers say so every second
-			}
-			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "backstop") {
-				out = append(out, line)
-			}
-		}
-	}
-	if len(out) > 80 {
-		out = out[len(out)-80:]
-	}
-	return strings.Join(out, "\n")
-}
-
-// backstopHolder is the node that holds space main's backstop lease, as the status of the mesh
-// on dir names it, or "" when it names none or cannot be read.
-func backstopHolder(t *testing.T, b bins, dir string) string {
-	t.Helper()
-	st, err := meshStatus(b, dir)
-	if err != nil || st.Cluster == nil || len(st.Cluster.Backstops) == 0 {
-		return ""
-	}
-	return st.Cluster.Backstops[0].Node
-}
-
-// meshStatus is `cotal status --json` of the mesh on dir. It exits 1 on an unhealthy or
-// incomplete status, which still prints the status.
-func meshStatus(b bins, dir string) (*space.Status, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, b.cotal, "status", "--dir", dir, "--json").Output()
-	var st space.Status
-	if jerr := json.Unmarshal(out, &st); jerr != nil {
-		return nil, fmt.Errorf("cotal status: %w; its output does not decode: %w", err, jerr)
-	}
-	return &st, nil
 }
