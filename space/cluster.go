@@ -179,5 +179,5 @@ func NoKeyStoreError(node string) error {
 	if node == "" {
 		return fmt.Errorf("%w: run the command on the node that holds it (the one that wrote the cluster trust file), with --dir its data directory", ErrNoKeyStore)
 	}
-	return fmt.Errorf("%w: node %s holds it; run the command there, with --dir its data directory (if %s is down, credentials can be minted only once it is back)", ErrNoKeyStore, node, node)
+	return fmt.Errorf("%w: node %s holds it; run the command on that node's machine, with --dir its data directory", ErrNoKeyStore, node)
 }
