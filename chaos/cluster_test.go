@@ -2,79 +2,14 @@ package chaos_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
-	"github.com/cotal-go/cotal/space"
-	"github.com/cotal-go/cotal/space/spacetest"
 )
-
-// clusterProcs are three `cotal up` processes forming one cluster on loopback, as the
-// README's cluster commands start them: node 1 holds the key store (and so the durable
-// backstop), nodes 2 and 3 start from its trust file.
-type clusterProcs struct {
-	nodes []*meshProc
-	dirs  []string
-}
-
-// startClusterProcs starts the three nodes. The key-store node writes its trust file at
-// start but prints its join link only once JetStream has a leader, which needs the other two:
-// so it is launched first, the others once the file exists, and all three are waited for.
-func startClusterProcs(t *testing.T, b bins) clusterProcs {
-	t.Helper()
-	routes := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
-	c := clusterProcs{dirs: []string{t.TempDir(), t.TempDir(), t.TempDir()}}
-	args := func(i int) []string {
-		a := []string{"--cluster-name", "chaos", "--cluster-listen", routes[i], "--cluster-peers", strings.Join(routes, ","),
-			"--server-name", fmt.Sprint("node", i+1)}
-		if i > 0 {
-			a = append(a, "--cluster-trust", filepath.Join(c.dirs[0], space.TrustFile))
-		}
-		return a
-	}
-	c.nodes = append(c.nodes, launchMesh(t, b, c.dirs[0], args(0)...))
-	await.True(t, 60*time.Second, "the key-store node's trust file", func() bool {
-		_, err := os.Stat(filepath.Join(c.dirs[0], space.TrustFile))
-		return err == nil
-	})
-	for i := 1; i < 3; i++ {
-		c.nodes = append(c.nodes, launchMesh(t, b, c.dirs[i], args(i)...))
-	}
-	for _, n := range c.nodes {
-		n.ready()
-	}
-	return c
-}
-
-// ackedCount counts the acknowledged publishes in journals so far.
-func ackedCount(t *testing.T, journals ...string) int {
-	t.Helper()
-	pubs, _ := chaos.FromJournal(readJournals(t, journals...))
-	n := 0
-	for _, p := range pubs {
-		if p.Acked {
-			n++
-		}
-	}
-	return n
-}
-
-// resumedAfter is how many publishes the survivors must acknowledge after a kill for the
-// cluster to count as serving again: more than the two publishers can have had in flight.
-const resumedAfter = 20
-
-// publishGap paces each publisher. r3 is away for an outage plus its node's restart, and the
-// trusted reader refuses durable copies past DLV's per-member bound (1000, delivery/dlvroom.go)
-// as a reported gap; two publishers at this pace owe r3 at most 25 channel copies a second,
-// which keeps the long tier's outages well under it.
-const publishGap = 40 * time.Millisecond
 
 // TestAClusterMemberKilledUnderLoadLosesNothing covers issue 14's member-kill test for a node
 // that does not hold the key store (backstop failover is not built): three `cotal up`
@@ -112,43 +47,11 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 		})
 		joinedDurable(t, ep, "ledger")
 	}
-	// startR3 starts r3's next incarnation through node 2 and returns the state its ledger
-	// join reached at connect. The first must be durable; a later one may come back "durable
-	// backstop unavailable" when the control service answers after the endpoint's 2 s budget
-	// (issue 13), since its membership record from the first incarnation holds either way.
-	startR3 := func() string {
-		t.Helper()
-		r3.incarnation++
-		inc := fmt.Sprintf("%s.%d", r3.cred.Name, r3.incarnation)
-		r3.proc = startAgent(t, b, inc, "-link", victim.Link(), "-creds", r3.cred.Creds, "-journal", r3.journal,
-			"-incarnation", inc, "-join", "ledger")
-		var state string
-		joined := await.Until(time.Minute, func() bool {
-			for _, e := range readJournals(t, r3.journal) {
-				if e.Event == chaos.EventJoined && e.Incarnation == inc {
-					state = e.Kind
-				}
-			}
-			return state != ""
-		})
-		if !joined || (r3.incarnation == 1 && state != string(endpoint.JoinedDurable)) {
-			t.Fatalf("%s joined ledger through node 2 as %q; output:\n%s\nnode 2:\n%s",
-				inc, state, tail(r3.proc.out.String(), 3000), tail(victim.out.String(), 3000))
-		}
-		return state
-	}
+	startR3 := func() string { return r3.joinThrough(t, b, victim) }
 	startR3()
 	t.Logf("receivers: r1 %s on node 1, r2 %s on node 3, r3 %s on node 2", r1.ID, r2.ID, r3.cred.ID)
 
-	pubs := []*publisher{}
-	var journals []string
-	for i, node := range []*meshProc{keys, other} {
-		cred := mintCLI(t, b, dir, fmt.Sprintf("p%d", i), "--allow-publish", "ledger")
-		p := &publisher{cred: cred, journal: filepath.Join(dir, cred.Name+".jsonl"),
-			args: []string{"-dm", strings.Join([]string{r1.ID, r2.ID, r3.cred.ID}, ","), "-channel", "ledger", "-gap", publishGap.String()}}
-		p.start(t, b, node.Link(), untilStopped)
-		pubs, journals = append(pubs, p), append(journals, p.journal)
-	}
+	pubs, journals := startClusterPublishers(t, b, dir, []*meshProc{keys, other}, []string{r1.ID, r2.ID, r3.cred.ID})
 	audience := func(p chaos.Publish) chaos.Audience {
 		if p.Kind == chaos.KindDM {
 			return chaos.Audience{Receivers: []string{p.Target}}
@@ -194,22 +97,13 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 		// r3's channel copies come from its dlv_<id>, its DMs from its dm_<id>; timed apart,
 		// since a DM its previous incarnation had pulled when it closed comes back only
 		// after the consumer's 60 s ack wait.
-		forR3 := func(kind string) func(chaos.Publish) chaos.Audience {
-			return func(p chaos.Publish) chaos.Audience {
-				a := audience(p)
-				if p.Kind != kind || !slices.Contains(a.Receivers, r3.cred.ID) {
-					return chaos.Audience{}
-				}
-				return chaos.Audience{Receivers: []string{r3.cred.ID}}
-			}
-		}
 		var channelsAt, dmsAt time.Duration
 		caught := await.Until(tier.drain, func() bool {
 			_, r3s := chaos.FromJournal(readJournals(t, r3.journal))
-			if channelsAt == 0 && chaos.Check(owed, r3s, forR3(chaos.KindChannel)).Lost == 0 {
+			if channelsAt == 0 && chaos.Check(owed, r3s, owedTo(audience, r3.cred.ID, chaos.KindChannel)).Lost == 0 {
 				channelsAt = time.Since(restarted)
 			}
-			if dmsAt == 0 && chaos.Check(owed, r3s, forR3(chaos.KindDM)).Lost == 0 {
+			if dmsAt == 0 && chaos.Check(owed, r3s, owedTo(audience, r3.cred.ID, chaos.KindDM)).Lost == 0 {
 				dmsAt = time.Since(restarted)
 			}
 			return channelsAt > 0 && dmsAt > 0

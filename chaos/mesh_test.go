@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ type meshProc struct {
 	t      *testing.T
 	bin    string
 	dir    string
+	wrap   []string // command prefix that runs the binary, if any (ip netns exec NS)
 	extra  []string
 	listen string // host:port, fixed by the first start
 	out    *lockedBuffer
@@ -61,6 +63,16 @@ func launchMesh(t *testing.T, b bins, dir string, extra ...string) *meshProc {
 	return m
 }
 
+// launchMeshAt is launchMesh on the client address listen, run through the command prefix
+// wrap (`ip netns exec NS`, which execs the binary, so a signal to the process reaches it).
+func launchMeshAt(t *testing.T, b bins, dir, listen string, wrap []string, extra ...string) *meshProc {
+	t.Helper()
+	m := &meshProc{t: t, bin: b.cotal, dir: dir, wrap: wrap, extra: extra, listen: listen, out: &lockedBuffer{}}
+	t.Cleanup(m.kill)
+	m.launch()
+	return m
+}
+
 // start launches one incarnation and waits for its join link (and health URL with --http).
 func (m *meshProc) start() {
 	m.t.Helper()
@@ -71,8 +83,9 @@ func (m *meshProc) start() {
 // launch starts one incarnation; ready waits for its banner.
 func (m *meshProc) launch() {
 	m.t.Helper()
-	args := append([]string{"up", "--dir", m.dir, "--listen", m.listen, "--sync", "always"}, m.extra...)
-	cmd := exec.Command(m.bin, args...)
+	args := append([]string{m.bin, "up", "--dir", m.dir, "--listen", m.listen, "--sync", "always"}, m.extra...)
+	args = append(slices.Clone(m.wrap), args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	banner := &bannerWriter{out: m.out, ready: make(chan [2]string, 1)}
 	cmd.Stdout, cmd.Stderr = banner, m.out
 	if err := cmd.Start(); err != nil {

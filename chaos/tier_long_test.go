@@ -20,6 +20,8 @@ var tier = tierParams{
 	slowMessages:    1600,
 	slowPayload:     32 << 10,
 	clusterKills:    3,
+	backstopKill:    true,
+	partitionFor:    15 * time.Second,
 	clusterOutage:   10 * time.Second,
 	leakMeshes:      100,
 	drain:           150 * time.Second,

@@ -20,6 +20,8 @@ var tier = tierParams{
 	slowMessages:    600,
 	slowPayload:     16 << 10,
 	clusterKills:    0,
+	backstopKill:    false,
+	partitionFor:    0,
 	clusterOutage:   0,
 	leakMeshes:      10,
 	drain:           90 * time.Second,

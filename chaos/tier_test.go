@@ -35,6 +35,12 @@ type tierParams struct {
 	// times, each time down for clusterOutage while publishers go on through the survivors.
 	clusterKills  int
 	clusterOutage time.Duration
+	// backstopKill kills the key-store node, which runs the backstop, for at least
+	// clusterOutage: the lease moves after 5 s, its unacknowledged fan-out after a 60 s ack
+	// wait.
+	backstopKill bool
+	// partitionFor cuts one node off from the other two, once, for this long; 0 skips it.
+	partitionFor time.Duration
 
 	// leakMeshes meshes are started and closed under goleak.
 	leakMeshes int

@@ -17,6 +17,10 @@ import (
 type ClusterTrust struct {
 	OperatorJWT      string `json:"operatorJwt"`
 	SystemAccountJWT string `json:"systemAccountJwt"`
+	// KeyStoreNode is the server name of the node that holds the key store and wrote the
+	// file, so that a node without it can say where to mint; empty in a file written before
+	// it was recorded.
+	KeyStoreNode string `json:"keyStoreNode,omitempty"`
 }
 
 // ClusterTrust returns the store's operator and system account JWTs.

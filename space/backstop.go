@@ -24,9 +24,14 @@ import (
 // would a .creds file, and name it there with ClusterOptions.Backstop.
 const BackstopFile = "cluster-backstop.json"
 
-// backstopStartTimeout bounds one attempt to start the delivery loops after taking a lease,
-// and backstopCloseTimeout their stop after losing it.
+// backstopFirstStart bounds the first attempt to start the delivery loops after taking a
+// lease, and each later attempt gets twice the last one's, up to backstopStartTimeout;
+// backstopCloseTimeout bounds their stop after losing it. The first attempt is short because a
+// lease is usually taken just after a node died: a JetStream request sent to a stream leader
+// that died with it is never answered, and waits out its whole bound (20 s were seen) though
+// the stream elects a new leader in a few seconds.
 const (
+	backstopFirstStart   = 5 * time.Second
 	backstopStartTimeout = 20 * time.Second
 	backstopCloseTimeout = 10 * time.Second
 )
@@ -117,8 +122,8 @@ func (b *backstop) run(ctx context.Context) {
 func (b *backstop) serve(ctx context.Context) {
 	took := time.Now()
 	var svc *delivery.Service
-	for svc == nil {
-		sctx, done := context.WithTimeout(ctx, backstopStartTimeout)
+	for bound := backstopFirstStart; svc == nil; bound = min(2*bound, backstopStartTimeout) {
+		sctx, done := context.WithTimeout(ctx, bound)
 		var err error
 		svc, err = delivery.Start(sctx, b.cfg)
 		done()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/cotal-go/cotal/broker"
@@ -41,8 +42,9 @@ type ClusterOptions struct {
 const TrustFile = "cluster-trust.json"
 
 // ErrNoKeyStore is returned by what needs the key store on a cluster node started from a trust
-// file: minting, revoking, in-process Endpoints, channel settings.
-var ErrNoKeyStore = errors.New("this cluster node holds no key store: run it on the node that does")
+// file: minting, revoking, in-process Endpoints, channel settings. The error names the node
+// that holds it when the trust file does.
+var ErrNoKeyStore = errors.New("this cluster node holds no key store")
 
 // validateCluster checks the cluster options a mesh cannot start without; the broker checks
 // the addresses.
@@ -115,19 +117,39 @@ func (m *Mesh) clusterConfig(c *broker.Config) error {
 	if err != nil {
 		return err
 	}
+	t.KeyStoreNode = cl.ServerName
 	if err := provisioner.WriteClusterTrust(filepath.Join(m.dir, TrustFile), t); err != nil {
 		return err
 	}
 	return m.keyStoreBackstop()
 }
 
-// memberTrust is the trust chain of a node started from a trust file.
+// memberTrust is the trust chain of a node started from a trust file. The node keeps a copy
+// in its data directory: it marks the directory as a member's, so that a command run on it
+// while the node is down refuses to create a key store there, and names the node that holds
+// the real one (NoKeyStoreError).
 func (m *Mesh) memberTrust() (provisioner.Trust, error) {
 	t, err := provisioner.ReadClusterTrust(m.opts.Cluster.Trust)
 	if err != nil {
 		return provisioner.Trust{}, err
 	}
+	m.keyStoreNode = t.KeyStoreNode
+	if own := filepath.Join(m.dir, TrustFile); !sameFile(own, m.opts.Cluster.Trust) {
+		if err := provisioner.WriteClusterTrust(own, t); err != nil {
+			return provisioner.Trust{}, err
+		}
+	}
 	return t.Trust()
+}
+
+// sameFile reports whether a and b name one file; false when either cannot be read.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // awaitCluster waits until the JetStream cluster has a leader, logging while it waits.
@@ -146,7 +168,16 @@ func (m *Mesh) awaitCluster(ctx context.Context) error {
 // noStore is the error of a credential operation on a mesh without a key store.
 func (m *Mesh) noStore() error {
 	if m.opts.member() {
-		return ErrNoKeyStore
+		return NoKeyStoreError(m.keyStoreNode)
 	}
 	return ErrOpenMode
+}
+
+// NoKeyStoreError is ErrNoKeyStore on a cluster node whose trust file names node as the
+// holder of the key store ("" when it does not), saying what to do.
+func NoKeyStoreError(node string) error {
+	if node == "" {
+		return fmt.Errorf("%w: run the command on the node that holds it (the one that wrote the cluster trust file), with --dir its data directory", ErrNoKeyStore)
+	}
+	return fmt.Errorf("%w: node %s holds it; run the command on that node's machine, with --dir its data directory", ErrNoKeyStore, node)
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
@@ -228,6 +230,58 @@ func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 			return nil
 		})
 		t.Logf("node 2 shown offline, node 0 healthy %v after the stop", time.Since(stopped))
+	})
+
+	t.Run("with two nodes stopped status reports what it reads and names what it cannot", func(t *testing.T) {
+		if err := nodes[1].Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// A leader that lost its quorum answers from its own copy until it steps down.
+		await.True(t, 30*time.Second, "node 0's streams have stepped down to no leader", func() bool {
+			jsi, err := nodes[0].Broker().Server().Jsz(&server.JSzOptions{Accounts: true, Streams: true})
+			if err != nil {
+				return false
+			}
+			for _, acc := range jsi.AccountDetails {
+				for _, s := range acc.Streams {
+					if s.Cluster != nil && s.Cluster.Leader != "" {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		asked := time.Now()
+		st, err := nodes[0].Status(ctx)
+		if err != nil {
+			t.Fatalf("status failed wholly after %v: %v", time.Since(asked), err)
+		}
+		t.Logf("status answered in %v", time.Since(asked))
+		if st.Cluster == nil || len(st.Cluster.Nodes) != 3 || len(st.Health) == 0 {
+			t.Errorf("the cluster and health parts are missing: %+v", st)
+		}
+		// A leaderless stream's info is answered from the local copy, or times out; a
+		// consumer's info fails (503) or is answered by a replica that has not stepped down.
+		for _, s := range st.Spaces[0].Streams {
+			if s.Leader != "" || s.Error != "" && !strings.Contains(s.Error, s.Name) {
+				t.Errorf("stream %s, which has no leader, is shown with one or its error does not name it: %+v", s.Name, s)
+			}
+		}
+		if len(st.Spaces[0].Members) != 2 {
+			t.Errorf("members: %+v", st.Spaces[0].Members)
+		}
+		for _, mb := range st.Spaces[0].Members {
+			for _, b := range []space.Backlog{mb.DM, mb.Durable} {
+				if b.Error != "" && !strings.Contains(b.Error, b.Consumer) {
+					t.Errorf("%s's unread consumer is not named: %+v", mb.Name, b)
+				}
+			}
+		}
+		unread := st.Unread()
+		if len(unread) == 0 {
+			t.Error("nothing was unread on two stopped nodes of three: the test proved nothing")
+		}
+		t.Logf("unread: %q", unread)
 	})
 }
 

@@ -47,6 +47,9 @@ type Mesh struct {
 	// backstopCreds are, on a cluster's key-store node, the delivery identities every node
 	// running a space's backstop uses (BackstopFile); written before the spaces start.
 	backstopCreds map[string]provisioner.BackstopCredential
+	// keyStoreNode is, on a cluster node without the key store, the node its trust file names
+	// as holding it; written before the broker starts.
+	keyStoreNode string
 
 	mu     sync.Mutex // guards spaces, backstops, backstopConns and closed; held across a mint so re-mints serialize
 	spaces map[string]*spaceRuntime

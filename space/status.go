@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,6 +29,11 @@ var (
 // opTimeout bounds each broker call an operator report makes.
 const opTimeout = 5 * time.Second
 
+// statusBudget bounds a whole Status, below the admin API's 30 s per request: on a cluster
+// whose streams elect leaders every call may take opTimeout, and what is not read by then
+// is named as unread rather than failing the whole report.
+const statusBudget = 20 * time.Second
+
 // ComponentStatus is ComponentHealth in a form that survives JSON: OK, or the error text.
 type ComponentStatus struct {
 	Name  string `json:"name"`
@@ -42,6 +48,9 @@ type StreamStatus struct {
 	Bytes     uint64 `json:"bytes"`
 	Consumers int    `json:"consumers"`
 	LastSeq   uint64 `json:"lastSeq"`
+	// Error says why the stream could not be read (its figures are then zero): on a cluster,
+	// typically no leader answered in time.
+	Error string `json:"error,omitempty"`
 	// Replicas is how many copies the stream keeps, Leader the node whose copy takes the
 	// writes ("" while the group elects one) and Followers the other copies with their current
 	// state and lag. Set on a cluster node only.
@@ -58,6 +67,8 @@ type Backlog struct {
 	Pending    uint64 `json:"pending"`
 	AckPending int    `json:"ackPending"`
 	Missing    bool   `json:"missing,omitempty"`
+	// Error says why the consumer could not be read; the counts are then zero.
+	Error string `json:"error,omitempty"`
 }
 
 // MemberBacklog is everything that waits for one instance in its own consumers: its DMs
@@ -87,6 +98,8 @@ type SpaceStatus struct {
 	Streams  []StreamStatus  `json:"streams"`
 	Backstop delivery.Stats  `json:"backstop"`
 	Members  []MemberBacklog `json:"members"`
+	// Error says why the space, or its members, could not be listed.
+	Error string `json:"error,omitempty"`
 }
 
 // Status is the operator's view of a running mesh: the health of every component, client
@@ -104,7 +117,11 @@ type Status struct {
 
 // Status builds the operator's view of the mesh. Members are the space's active agent
 // credentials; an instance without a credential (open mode) has no registry entry to list.
+// A stream, consumer or space that cannot be read does not fail the report: its Error says
+// why, and the rest is filled in (Status.Unread lists them all).
 func (m *Mesh) Status(ctx context.Context) (*Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusBudget)
+	defer cancel()
 	st := &Status{Dir: m.dir, Connections: m.broker.Server().NumClients(), Cluster: m.clusterStatus(),
 		Leaf: m.leafStatus()}
 	if st.Cluster != nil {
@@ -118,50 +135,85 @@ func (m *Mesh) Status(ctx context.Context) (*Status, error) {
 		st.Health = append(st.Health, c)
 	}
 	for _, name := range m.Spaces() {
-		ss, err := m.spaceStatus(ctx, name)
-		if err != nil {
-			return nil, fmt.Errorf("space %s: %w", name, err)
-		}
-		st.Spaces = append(st.Spaces, ss)
+		st.Spaces = append(st.Spaces, m.spaceStatus(ctx, name))
 	}
 	return st, nil
 }
 
-func (m *Mesh) spaceStatus(ctx context.Context, name string) (SpaceStatus, error) {
+// Unread names every part of st that could not be read, with why; empty when st is whole.
+func (st *Status) Unread() []string {
+	var out []string
+	for _, s := range st.Spaces {
+		if s.Error != "" {
+			out = append(out, fmt.Sprintf("space %s: %s", s.Name, s.Error))
+		}
+		for _, stream := range s.Streams {
+			if stream.Error != "" {
+				out = append(out, stream.Error)
+			}
+		}
+		for _, mb := range s.Members {
+			for _, b := range []*Backlog{&mb.DM, &mb.Durable, mb.Anycast} {
+				if b != nil && b.Error != "" {
+					out = append(out, fmt.Sprintf("%s's backlog: %s", mb.Name, b.Error))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// spaceStatus reads one space. Its streams are read at once, so a cluster stream whose info
+// times out costs opTimeout once, not per stream.
+func (m *Mesh) spaceStatus(ctx context.Context, name string) SpaceStatus {
+	ss := SpaceStatus{Name: name, Members: []MemberBacklog{}}
 	rt, err := m.space(name)
 	if err != nil {
-		return SpaceStatus{}, err
+		ss.Error = err.Error()
+		return ss
 	}
-	ss := SpaceStatus{Name: name, Members: []MemberBacklog{}}
 	if svc := rt.service(); svc != nil {
 		ss.Backstop = svc.Stats()
 	}
 	ss.Link, _ = m.Link(name)
 	n := rt.names
-	for _, s := range []string{n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream()} {
-		info, err := streamInfo(ctx, rt.js, s, "")
-		if err != nil {
-			return ss, err
-		}
-		stream := StreamStatus{Name: s, Messages: info.State.Msgs,
-			Bytes: info.State.Bytes, Consumers: info.State.Consumers, LastSeq: info.State.LastSeq}
-		if m.opts.clustered() {
-			streamReplicas(&stream, info)
-		}
-		ss.Streams = append(ss.Streams, stream)
+	names := []string{n.ChatStream(), n.DMStream(), n.TaskStream(), n.InboxStream(), n.DLVStream()}
+	ss.Streams = make([]StreamStatus, len(names))
+	var wg sync.WaitGroup
+	for i, s := range names {
+		wg.Go(func() { ss.Streams[i] = m.streamStatus(ctx, rt, s) })
 	}
+	wg.Wait()
 	recs, err := m.activeAgents(name)
 	if err != nil {
-		return ss, err
+		ss.Error = fmt.Sprintf("list its members: %v", err)
+		return ss
+	}
+	unread := map[string]string{} // a consumer of an unread stream is not asked: it would wait as long
+	for _, s := range ss.Streams {
+		if s.Error != "" {
+			unread[s.Name] = s.Error
+		}
 	}
 	for _, rec := range recs {
-		b, err := rt.backlog(ctx, rec)
-		if err != nil {
-			return ss, err
-		}
+		b, _ := rt.backlog(ctx, rec, unread) // each unreadable consumer carries its Error
 		ss.Members = append(ss.Members, b)
 	}
-	return ss, nil
+	return ss
+}
+
+// streamStatus reads one stream's figures, or says in Error why it could not.
+func (m *Mesh) streamStatus(ctx context.Context, rt *spaceRuntime, name string) StreamStatus {
+	info, err := streamInfo(ctx, rt.js, name, "")
+	if err != nil {
+		return StreamStatus{Name: name, Error: err.Error()}
+	}
+	stream := StreamStatus{Name: name, Messages: info.State.Msgs,
+		Bytes: info.State.Bytes, Consumers: info.State.Consumers, LastSeq: info.State.LastSeq}
+	if m.opts.clustered() {
+		streamReplicas(&stream, info)
+	}
+	return stream
 }
 
 // Pending reports what waits for one instance of space, named by its id or by the display
@@ -175,7 +227,7 @@ func (m *Mesh) Pending(ctx context.Context, space, who string) (*MemberBacklog, 
 	if err != nil {
 		return nil, err
 	}
-	b, err := rt.backlog(ctx, rec)
+	b, err := rt.backlog(ctx, rec, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -237,28 +289,36 @@ func (m *Mesh) activeAgents(space string) ([]provisioner.Record, error) {
 	return out, nil
 }
 
-// backlog reads the bind-only consumers of rec (SPEC §8; LAYOUT.md "Consumers").
-func (rt *spaceRuntime) backlog(ctx context.Context, rec provisioner.Record) (MemberBacklog, error) {
+// backlog reads the bind-only consumers of rec (SPEC §8; LAYOUT.md "Consumers"). A consumer
+// that cannot be read carries its Error, and the errors are returned joined; one on a stream
+// of unread (stream name to why) is not asked.
+func (rt *spaceRuntime) backlog(ctx context.Context, rec provisioner.Record, unread map[string]string) (MemberBacklog, error) {
 	n := rt.names
 	b := MemberBacklog{ID: rec.ID, Name: rec.Name, Role: rec.Grants.Role}
-	var err error
-	if b.DM, err = consumerBacklog(ctx, rt.js, n.DMStream(), n.DMConsumer(rec.ID)); err != nil {
-		return b, err
+	var errs []error
+	read := func(stream, name string) Backlog {
+		c, err := Backlog{Consumer: name}, error(nil)
+		if why, ok := unread[stream]; ok {
+			err = fmt.Errorf("consumer %s on %s: its stream could not be read: %s", name, stream, why)
+		} else {
+			c, err = consumerBacklog(ctx, rt.js, stream, name)
+		}
+		if err != nil {
+			c.Error = err.Error()
+			errs = append(errs, err)
+		}
+		return c
 	}
-	if b.Durable, err = consumerBacklog(ctx, rt.js, n.DLVStream(), n.DLVConsumer(rec.ID)); err != nil {
-		return b, err
-	}
+	b.DM = read(n.DMStream(), n.DMConsumer(rec.ID))
+	b.Durable = read(n.DLVStream(), n.DLVConsumer(rec.ID))
 	if svc := rt.service(); svc != nil {
 		b.Dropped = svc.DroppedCopies(rec.ID)
 	}
 	if rec.Grants.Role != "" {
-		svc, err := consumerBacklog(ctx, rt.js, n.TaskStream(), n.SvcConsumer(rec.Grants.Role))
-		if err != nil {
-			return b, err
-		}
+		svc := read(n.TaskStream(), n.SvcConsumer(rec.Grants.Role))
 		b.Anycast = &svc
 	}
-	return b, nil
+	return b, errors.Join(errs...)
 }
 
 func consumerBacklog(ctx context.Context, js jetstream.JetStream, stream, name string) (Backlog, error) {

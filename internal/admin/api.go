@@ -68,6 +68,7 @@ var reasons = []reason{
 	{"ambiguous-name", http.StatusConflict, space.ErrAmbiguousName},
 	{"name-in-use", http.StatusConflict, provisioner.ErrNameInUse},
 	{"open-mode", http.StatusConflict, space.ErrOpenMode},
+	{"no-key-store", http.StatusConflict, space.ErrNoKeyStore},
 	{"no-listener", http.StatusConflict, space.ErrNoListener},
 	{"contended", http.StatusConflict, space.ErrContended},
 	{"closed", http.StatusServiceUnavailable, space.ErrClosed},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
@@ -16,7 +18,8 @@ import (
 // TestAClusterOfThreeUpProcesses runs the README's cluster commands as three `cotal up`
 // processes on loopback (issue 14): a credential minted on the key-store node after start
 // posts through node 1 and reads the post back through node 3, node 3 says where to mint, and
-// `cotal status` on the key-store node shows the cluster and each stream's replicas.
+// `cotal status` on the key-store node shows the cluster and each stream's replicas; a mint on
+// node 2's directory, while it runs and once it stopped, names the key-store node.
 func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)
@@ -74,7 +77,27 @@ func TestAClusterOfThreeUpProcesses(t *testing.T) {
 		}
 		return nil
 	})
+	// A node without the key store says which node mints, running or stopped, and a stopped
+	// one gets no key store of its own.
+	_, port, _ := net.SplitHostPort(peers[0])
+	keyNode := "node cotal-" + port + " holds it"
+	mintAt := func(dir string) error {
+		_, errOut, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--name", "carol", "--out", filepath.Join(t.TempDir(), "carol.creds"))
+		if code == 0 || !strings.Contains(errOut, "holds no key store") || !strings.Contains(errOut, keyNode) {
+			return fmt.Errorf("mint on %s exited %d without naming the key-store node (%q):\n%s", dir, code, keyNode, errOut)
+		}
+		return nil
+	}
+	if err := mintAt(dirs[1]); err != nil {
+		t.Errorf("while node 2 runs: %v", err)
+	}
 	for _, n := range nodes {
 		n.stop(t)
+	}
+	if err := mintAt(dirs[1]); err != nil {
+		t.Errorf("while node 2 is stopped: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dirs[1], provisioner.KeysFile)); err == nil {
+		t.Error("a mint on a stopped member's directory created a key store there")
 	}
 }

@@ -130,13 +130,30 @@ func reachDir(cmd *cobra.Command, dir string, wantStore bool) (*admin.Client, *p
 	}
 }
 
+// checkNotMember refuses dir when it is the data directory of a cluster node without the key
+// store, which keeps a copy of the cluster trust file there and no keys.db: a key store
+// created beside the cluster's would mint credentials no node trusts.
+func checkNotMember(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, provisioner.KeysFile)); err == nil {
+		return nil
+	}
+	t, err := provisioner.ReadClusterTrust(filepath.Join(dir, space.TrustFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("%s is the data directory of a cluster node: %w", dir, space.NoKeyStoreError(t.KeyStoreNode))
+}
+
 // openStore opens dir's key store without waiting long for its lock. Without wantStore it
-// only probes a store that exists: a command that needs a mesh never creates one.
+// only probes a store that exists: a command that needs a mesh never creates one. With it,
+// it refuses the data directory of a cluster node without the key store (checkNotMember).
 func openStore(dir string, wantStore bool) (*provisioner.Store, error) {
 	if !wantStore {
 		if _, err := os.Stat(filepath.Join(dir, provisioner.KeysFile)); err != nil {
 			return nil, noMesh(dir, nil)
 		}
+	} else if err := checkNotMember(dir); err != nil {
+		return nil, err
 	}
 	opts := provisioner.DefaultOptions()
 	opts.LockTimeout = storePoll

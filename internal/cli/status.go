@@ -18,6 +18,9 @@ import (
 // errUnhealthy: at least one component of the mesh is down.
 var errUnhealthy = errors.New("the mesh is unhealthy")
 
+// errIncomplete: a stream, consumer or space of the status could not be read.
+var errIncomplete = errors.New("the status is incomplete")
+
 // newStatusCmd is `cotal status`, the one reading command that goes through the admin socket
 // instead of endpoint's read API. What it shows is the mesh's own state, which no client
 // credential may see: streams and consumers live in the space's storage account (the agent
@@ -43,6 +46,8 @@ On a cluster node it also shows every node of the JetStream cluster (current, be
 offline), the metadata group's leader, and each stream's replicas: the leader and the
 followers with their lag. The cluster component is unhealthy when there is no metadata
 leader or a stream this node holds has no leader; one node of three down leaves it healthy.
+A stream or consumer whose figures cannot be read (no leader answered in time) shows UNREAD,
+and status exits 1 naming it after printing everything it could read.
 
 On a mesh with leaf links it says whether it is a hub or a leaf and, per linked space, whether
 the link is up (with its round-trip time) or down; a link down leaves the mesh healthy.
@@ -68,7 +73,7 @@ elsewhere, "cotal channels list" and "cotal who" show the channels and who is on
 			if err != nil {
 				return err
 			}
-			return unhealthy(st)
+			return errors.Join(unhealthy(st), incomplete(st))
 		},
 	}
 	addAdminFlags(cmd, &asJSON)
@@ -89,6 +94,15 @@ func unhealthy(st *space.Status) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s; see the log of `cotal up`", errUnhealthy, strings.Join(down, "; "))
+}
+
+// incomplete is errIncomplete naming what could not be read, or nil.
+func incomplete(st *space.Status) error {
+	unread := st.Unread()
+	if len(unread) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w, what could not be read: %s", errIncomplete, strings.Join(unread, "; "))
 }
 
 func printStatus(w io.Writer, st *space.Status, only string) error {
@@ -213,6 +227,10 @@ func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
 		fmt.Fprintln(tw, "  STREAM\tMESSAGES\tBYTES\tCONSUMERS\tLAST SEQ")
 	}
 	for _, st := range s.Streams {
+		if st.Error != "" {
+			fmt.Fprintf(tw, "  %s\tUNREAD\n", st.Name)
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d", st.Name, st.Messages, st.Bytes, st.Consumers, st.LastSeq)
 		if clustered {
 			fmt.Fprintf(tw, "\t%s", replicasText(st))
@@ -224,6 +242,9 @@ func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
 	fmt.Fprintf(w, "  backstop: fan-out lag %d, reader lag %d, delivered %d, dropped %d, gaps %d, loop restarts %d\n",
 		b.FanoutLag, b.ReaderLag, b.ReaderDelivered, b.ReaderDroppedUnauthorized+b.ReaderDroppedNotEligible+b.ReaderGaveUpUnknown,
 		b.GapMessages+b.ReaderDroppedFull, b.Restarts)
+	if s.Error != "" {
+		fmt.Fprintf(w, "  UNREAD: %s\n", s.Error)
+	}
 	if len(s.Members) == 0 {
 		fmt.Fprintln(w, "  no active agent credential")
 		return
@@ -237,11 +258,13 @@ func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
 }
 
 // backlogText is "pending+unacknowledged", "-" without a consumer to ask, "missing" when the
-// consumer does not exist.
+// consumer does not exist, "UNREAD" when it could not be read.
 func backlogText(b *space.Backlog) string {
 	switch {
 	case b == nil:
 		return "-"
+	case b.Error != "":
+		return "UNREAD"
 	case b.Missing:
 		return "missing"
 	}

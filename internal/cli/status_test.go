@@ -20,6 +20,9 @@ func TestStatusShowsTheClusterOnAClusterNodeOnly(t *testing.T) {
 	clustered.Cluster = &space.ClusterStatus{Name: "prod", Node: "node0", MetaLeader: "node1", Nodes: []space.Peer{
 		{Name: "node0", Current: true, Connected: true}, {Name: "node1", Current: true, Connected: true, Active: 300 * time.Millisecond},
 		{Name: "node2", Offline: true, Active: 4 * time.Second}}}
+	unread := *alone
+	unread.Spaces = []space.SpaceStatus{{Name: "main", Streams: []space.StreamStatus{{Name: "CHAT_main", Error: "stream CHAT_main: timeout"}},
+		Members: []space.MemberBacklog{{Name: "bob", DM: space.Backlog{Error: "consumer dm_x on DM_main: timeout"}}}}}
 	for _, tc := range []struct {
 		name      string
 		st        *space.Status
@@ -31,6 +34,7 @@ func TestStatusShowsTheClusterOnAClusterNodeOnly(t *testing.T) {
 			"node1  current  300ms ago", "node2  OFFLINE  4s ago",
 			"R3 leader node0, node1 current, node2 OFFLINE",
 		}, nil},
+		{"a stream or consumer that could not be read shows UNREAD", &unread, []string{"CHAT_main  UNREAD", "bob     UNREAD"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
