@@ -163,6 +163,16 @@ func (s *Store) createSpace(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 	if err := s.newStorageAccount(tx, b, name); err != nil {
 		return nil, err
 	}
+	// The key pool is filled before the agent account is first signed, so its imports
+	// already hold the first firstPooledKeys inboxes: a new space's first mints re-sign
+	// nothing, and the broker starts with the account it will keep.
+	pool, err := b.CreateBucket(bucketKeyPool)
+	if err != nil {
+		return nil, err
+	}
+	if err := addPooledKeys(pool, firstPooledKeys); err != nil {
+		return nil, err
+	}
 	return b, s.newAgentAccount(tx, b, name)
 }
 
