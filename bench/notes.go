@@ -55,17 +55,19 @@ var notes = map[string]string{
 		"bucket (SPEC §6), and heartbeats that change only ts are taken without decoding; the " +
 		"suite measures the fleet sizes that fit on this machine.",
 	titleMemory: "The heap is the live heap after forced collections (runtime/metrics " +
-		"/gc/heap/live:bytes, the smallest of three readings) before and after the n connections, " +
-		"the cotal mesh closed before the raw side runs: its closed endpoints' state had been freed " +
-		"during the raw side's readings, which came out negative. Of cotal's heap per idle endpoint " +
-		"(136–162 KiB against raw's steady 50 KiB; from a heap profile of 100): 32 KiB are " +
-		"nats.go's connection buffers, which each raw connection " +
-		"has too; 44 KiB are nats-server's permission sublists for the credential's 41 subjects " +
-		"(SPEC Appendix B grants, per identity: its inbox, DM and consumer API subjects); 10 KiB the " +
-		"stream infos nats.go keeps with the presence and channel bucket handles; 7 KiB the " +
-		"credential (the JWT, kept for reconnects, and its allow lists); 5 KiB nats.go's request " +
-		"mux; the bound consumers' pulls, the service import's response entries and the roster " +
-		"rows most of the rest. None has a cheap cut: the largest is the grants themselves.",
+		"/gc/heap/live:bytes, the smallest of three readings), read once it has stopped changing, " +
+		"before and after the n connections; the cotal mesh is closed before the raw side runs. " +
+		"Both matter: the mesh's closed endpoints were freed during the raw side's readings, which " +
+		"came out negative, and the on-create checks of the consumers the mints made go on for " +
+		"seconds after the mints, holding up to 30 KiB per endpoint in a baseline read too early. " +
+		"Of cotal's heap per idle endpoint (a heap profile of 100): 32 KiB are nats.go's " +
+		"connection buffers, which each raw connection has too; 44 KiB are nats-server's " +
+		"permission sublists for the credential's 41 subjects (SPEC Appendix B grants, per " +
+		"identity: its inbox, DM and consumer API subjects); 10 KiB the stream infos nats.go keeps " +
+		"with the presence and channel bucket handles; 7 KiB the credential (the JWT, kept for " +
+		"reconnects, and its allow lists); 5 KiB nats.go's request mux; the bound consumers' " +
+		"pulls, the service import's response entries and the roster rows most of the rest. None " +
+		"has a cheap cut: the largest is the grants themselves.",
 	titleSpace: "Every step of a cycle is CPU, not waiting, and the two cores overlap little of " +
 		"it; the changes below cut the process CPU of a cycle by about a sixth and its time by a " +
 		"quarter to two fifths on a loaded machine. Timed step by step (medians of 30 cycles, other " +

@@ -148,7 +148,10 @@ func cotalFleet(ctx context.Context, n int) (figures, error) {
 			return nil, err
 		}
 	}
-	before := liveHeap()
+	before, err := settledHeap(ctx)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	eps, err := connectBurst(ctx, env, creds)
 	defer closeConcurrently(eps)
@@ -166,7 +169,11 @@ func cotalFleet(ctx context.Context, n int) (figures, error) {
 	if cpu, ok := cpuShare(ctx, cpuWindow*wire.DefaultHeartbeat); ok {
 		f[figPresenceCPU.key] = cpu
 	}
-	f[figHeap.key] = kibPer(before, liveHeap(), len(eps))
+	after, err := settledHeap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f[figHeap.key] = kibPer(before, after, len(eps))
 	runtime.KeepAlive(eps)
 	return f, nil
 }
@@ -240,7 +247,10 @@ func rawFleet(ctx context.Context, n int) (figures, error) {
 		return nil, err
 	}
 	defer srv.shutdown()
-	before := liveHeap()
+	before, err := settledHeap(ctx)
+	if err != nil {
+		return nil, err
+	}
 	conns := make([]*nats.Conn, 0, n)
 	defer func() {
 		for _, nc := range conns {
@@ -261,7 +271,11 @@ func rawFleet(ctx context.Context, n int) (figures, error) {
 			return nil, fmt.Errorf("raw connection: %w", err)
 		}
 	}
-	f := figures{figHeap.key: kibPer(before, liveHeap(), n)}
+	after, err := settledHeap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := figures{figHeap.key: kibPer(before, after, n)}
 	js, err := jetstream.New(conns[0])
 	if err != nil {
 		return nil, err
@@ -302,6 +316,31 @@ func putLoop(ctx context.Context, kv jetstream.KeyValue, n int) {
 
 // heapReads is how many times liveHeap reads the heap; it keeps the smallest reading.
 const heapReads = 3
+
+// settleStep is how far apart settledHeap's readings are, and settleReads the most it takes.
+const (
+	settleStep  = 250 * time.Millisecond
+	settleReads = 40
+)
+
+// settledHeap is liveHeap once it has stopped changing: two readings settleStep apart agree
+// within 1 %. A mesh goes on working for seconds after the mints it was asked for return (the
+// on-create check of each consumer they made, a registry read each), and what that work holds
+// would otherwise count in the baseline. After settleReads readings it takes the last.
+func settledHeap(ctx context.Context) (uint64, error) {
+	prev := liveHeap()
+	for range settleReads {
+		if err := sleepCtx(ctx, settleStep); err != nil {
+			return 0, err
+		}
+		cur := liveHeap()
+		if math.Abs(float64(cur)-float64(prev)) <= float64(prev)/100 {
+			return min(prev, cur), nil
+		}
+		prev = cur
+	}
+	return prev, nil
+}
 
 // liveHeap is the heap the process's live objects occupy: the smallest of heapReads
 // readings of runtime/metrics' /gc/heap/live:bytes, each right after a forced collection
