@@ -98,16 +98,21 @@ func (s *Store) EnsureSpace(name string) (Account, error) {
 	var a Account
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketSpaces).Bucket([]byte(name))
+		if b == nil {
+			// A space made just now has the configured limits and nothing to prune.
+			var err error
+			if b, err = s.createSpace(tx, name); err != nil {
+				return err
+			}
+			a, err = readAccount(b, name)
+			return err
+		}
 		var err error
 		var retired []Record
-		switch {
-		case b == nil:
-			b, err = s.createSpace(tx, name)
-		case b.Get(keyStorageJWT) == nil:
-			retired, err = s.splitSpace(tx, b, name)
-		}
-		if err != nil {
-			return err
+		if b.Get(keyStorageJWT) == nil {
+			if retired, err = s.splitSpace(tx, b, name); err != nil {
+				return err
+			}
 		}
 		if err := s.refreshLimits(tx, b); err != nil {
 			return err
