@@ -47,7 +47,7 @@ type Goal int
 const (
 	// AtLeast: the ratio cotal/raw must be at least the target (throughput).
 	AtLeast Goal = iota
-	// AtMost: the ratio cotal/raw must be at most the target (time).
+	// AtMost: the ratio cotal/raw must be at most the target (time, memory).
 	AtMost
 	// Below: cotal's own value must be below the target (an absolute budget).
 	Below

@@ -44,7 +44,7 @@ type userCap struct {
 	closed atomic.Int64 // connections closed since start
 
 	mu      sync.Mutex
-	pending map[userKey]string // users with a new connection to check, to their JWT name
+	pending map[userKey]string // users with a new connection to check, to their user JWT
 	wake    chan struct{}      // signalled when pending gains a user
 }
 
@@ -98,10 +98,24 @@ func (b *Broker) startUserCap() error {
 	return nil
 }
 
+// connectEvent is what the cap reads of nats-server's server.ConnectEventMsg.
+type connectEvent struct {
+	Server struct {
+		ID string `json:"id"`
+	} `json:"server"`
+	Client struct {
+		Account string `json:"acc"`
+		User    string `json:"user"`
+		JWT     string `json:"jwt"`
+	} `json:"client"`
+}
+
 // noted queues the user of one connect event for a check. It runs on the subscription's
-// goroutine and only records, so a burst of connects costs one check per user.
+// goroutine and only records, so a burst of connects costs one check per user. Every
+// connection passes through here, so the user JWT, wanted only for the name a closure logs,
+// is decoded only when enforce closes something.
 func (c *userCap) noted(m *nats.Msg) {
-	var ev server.ConnectEventMsg
+	var ev connectEvent
 	if json.Unmarshal(m.Data, &ev) != nil || ev.Server.ID != c.srv.ID() {
 		return // another node's connection is that node's to cap
 	}
@@ -109,12 +123,8 @@ func (c *userCap) noted(m *nats.Msg) {
 	if !c.accounts[key.account] || key.user == "" {
 		return
 	}
-	name := ""
-	if uc, err := jwt.DecodeUserClaims(ev.Client.Jwt); err == nil {
-		name = uc.Name
-	}
 	c.mu.Lock()
-	c.pending[key] = name
+	c.pending[key] = ev.Client.JWT
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -134,18 +144,23 @@ func (c *userCap) run(stop <-chan struct{}) {
 		batch := c.pending
 		c.pending = map[userKey]string{}
 		c.mu.Unlock()
-		for key, name := range batch {
-			c.enforce(key, name)
+		for key, token := range batch {
+			c.enforce(key, token)
 		}
 	}
 }
 
-// enforce closes key's connections on this server past the cap, newest first.
-func (c *userCap) enforce(key userKey, name string) {
+// enforce closes key's connections on this server past the cap, newest first; token is the
+// user JWT of its latest connection, which names the user in the log.
+func (c *userCap) enforce(key userKey, token string) {
 	conns, err := c.srv.Connz(&server.ConnzOptions{Username: true, Account: key.account, User: key.user,
 		Sort: server.ByCid, Limit: server.DefaultConnListSize + c.max})
 	if err != nil || len(conns.Conns) <= c.max {
 		return
+	}
+	name := ""
+	if uc, err := jwt.DecodeUserClaims(token); err == nil {
+		name = uc.Name
 	}
 	// ByCid sorts ascending: the oldest connections come first and stay.
 	for _, ci := range conns.Conns[c.max:] {

@@ -365,10 +365,14 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	e.js = js
-	if e.presenceKV, err = e.openBucket(ctx, e.names.PresenceBucket()); err != nil {
-		return err
-	}
-	if e.channelsKV, err = e.openBucket(ctx, e.names.ChannelsBucket()); err != nil {
+	// The two buckets are looked up at once: each lookup is a round trip through the storage
+	// account and neither needs the other.
+	var chErr error
+	var opened sync.WaitGroup
+	opened.Go(func() { e.channelsKV, chErr = e.openBucket(ctx, e.names.ChannelsBucket()) })
+	e.presenceKV, err = e.openBucket(ctx, e.names.PresenceBucket())
+	opened.Wait()
+	if err = errors.Join(err, chErr); err != nil {
 		return err
 	}
 	e.roster = joinDirectory(e)

@@ -98,16 +98,21 @@ func (s *Store) EnsureSpace(name string) (Account, error) {
 	var a Account
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketSpaces).Bucket([]byte(name))
+		if b == nil {
+			// A space made just now has the configured limits and nothing to prune.
+			var err error
+			if b, err = s.createSpace(tx, name); err != nil {
+				return err
+			}
+			a, err = readAccount(b, name)
+			return err
+		}
 		var err error
 		var retired []Record
-		switch {
-		case b == nil:
-			b, err = s.createSpace(tx, name)
-		case b.Get(keyStorageJWT) == nil:
-			retired, err = s.splitSpace(tx, b, name)
-		}
-		if err != nil {
-			return err
+		if b.Get(keyStorageJWT) == nil {
+			if retired, err = s.splitSpace(tx, b, name); err != nil {
+				return err
+			}
 		}
 		if err := s.refreshLimits(tx, b); err != nil {
 			return err
@@ -161,6 +166,16 @@ func (s *Store) createSpace(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 		return nil, err
 	}
 	if err := s.newStorageAccount(tx, b, name); err != nil {
+		return nil, err
+	}
+	// The key pool is filled before the agent account is first signed, so its imports
+	// already hold the first firstPooledKeys inboxes: a new space's first mints re-sign
+	// nothing, and the broker starts with the account it will keep.
+	pool, err := b.CreateBucket(bucketKeyPool)
+	if err != nil {
+		return nil, err
+	}
+	if err := addPooledKeys(pool, firstPooledKeys); err != nil {
 		return nil, err
 	}
 	return b, s.newAgentAccount(tx, b, name)

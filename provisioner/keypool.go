@@ -19,6 +19,12 @@ var bucketKeyPool = []byte("key_pool")
 // minPooledKeys is the smallest refill of the key pool.
 const minPooledKeys = 16
 
+// firstPooledKeys is how many keys a new space's pool starts with, before its agent account
+// is first signed: enough for the few agents a per-test mesh connects to re-sign nothing,
+// few enough that creating a space does not pay for keys it may never use (each is an
+// ed25519 key generation, a large share of a memory mesh's start).
+const firstPooledKeys = 4
+
 // takePooledKey removes one key from the space's pool and returns it, refilling the pool
 // first when it is empty. The caller wipes the key pair.
 func takePooledKey(b *bbolt.Bucket) (nkeys.KeyPair, error) {
@@ -42,7 +48,11 @@ func takePooledKey(b *bbolt.Bucket) (nkeys.KeyPair, error) {
 
 // refillPool adds max(minPooledKeys, half the registry's rows) fresh user keys to pool.
 func refillPool(b *bbolt.Bucket, pool *bbolt.Bucket) error {
-	n := max(minPooledKeys, b.Bucket(bucketCredentials).Stats().KeyN/2)
+	return addPooledKeys(pool, max(minPooledKeys, b.Bucket(bucketCredentials).Stats().KeyN/2))
+}
+
+// addPooledKeys adds n fresh user keys to pool.
+func addPooledKeys(pool *bbolt.Bucket, n int) error {
 	for range n {
 		kp, err := nkeys.CreateUser()
 		if err != nil {

@@ -37,7 +37,11 @@ func (m *Mesh) startLeafRelay(rt *spaceRuntime) error {
 	if !m.linksSpace(rt.name) || m.store == nil {
 		return nil
 	}
-	nc, err := m.infraConn(rt.name, provisioner.ProfileLeafRelay, nats.NoEcho())
+	cred, err := m.store.InfraCredential(rt.name, provisioner.ProfileLeafRelay)
+	if err != nil {
+		return fmt.Errorf("%s credential: %w", provisioner.ProfileLeafRelay, err)
+	}
+	nc, err := m.infraConn(provisioner.ProfileLeafRelay, cred, nats.NoEcho())
 	if err != nil {
 		return err
 	}

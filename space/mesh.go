@@ -91,14 +91,20 @@ func (m *Mesh) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.broker, err = broker.Start(ctx, bcfg); err != nil {
+	infra := m.mintInfra()
+	m.broker, err = broker.Start(ctx, bcfg)
+	creds, credErr := infra()
+	if err != nil {
 		return fmt.Errorf("start broker: %w", err)
+	}
+	if credErr != nil {
+		return credErr
 	}
 	if err := m.awaitCluster(ctx); err != nil {
 		return err
 	}
 	for _, name := range m.provisionedSpaces() {
-		rt, err := m.startSpace(ctx, name)
+		rt, err := m.startSpace(ctx, name, creds)
 		if err != nil {
 			return fmt.Errorf("space %s: %w", name, err)
 		}
@@ -344,7 +350,11 @@ func (m *Mesh) Close(ctx context.Context) error {
 	if m.ops != nil {
 		errs = append(errs, m.ops.close(ctx))
 	}
-	errs = append(errs, closeEndpoints(ctx, endpoints))
+	// The endpoints handed out and the mesh's own loops need nothing of each other to stop,
+	// so they stop at once; the broker goes after both.
+	var epErr error
+	var endpointsClosed sync.WaitGroup
+	endpointsClosed.Go(func() { epErr = closeEndpoints(ctx, endpoints) })
 	// Each backstop stops its delivery loops and releases its lease, so another node takes
 	// over within a second; they stop at once, like the endpoints.
 	var stopping sync.WaitGroup
@@ -358,6 +368,8 @@ func (m *Mesh) Close(ctx context.Context) error {
 	for _, rt := range spaces {
 		errs = append(errs, rt.close(ctx))
 	}
+	endpointsClosed.Wait()
+	errs = append(errs, epErr)
 	if m.broker != nil {
 		errs = append(errs, m.broker.Shutdown(ctx))
 	}

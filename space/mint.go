@@ -125,6 +125,8 @@ var ErrOpenMode = errors.New("space: the mesh runs in open mode and has no crede
 // consumer of the space is reconciled against the new grants, so nothing made under the old
 // credential reads past the new one; that pass also creates any missing bind-only consumer of
 // an active agent, so with a running mesh an agent's consumers exist even without provision.
+// A new identity from the key pool that replaces nobody skips the pass when provisioned (or
+// not an agent): nothing was made under grants it never held.
 func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision bool) (*provisioner.Credential, error) {
 	if m.store == nil {
 		return nil, m.noStore()
@@ -161,6 +163,14 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 		if err := provisionInstance(ctx, rt.js, rt.names, cred.ID, cred.Grants.Role, m.opts.AckWait); err != nil {
 			return nil, err
 		}
+	}
+	// A new identity from the key pool held no grants before, so nothing was made under them,
+	// and provisioning has just made its consumers: the pass would find nothing of its own.
+	// It runs for re-mints, replacements and agents minted without provision, and the
+	// on-create check and the periodic pass cover everyone else.
+	if fresh := req.Identity == nil && !reMint && len(cred.Replaced) == 0; fresh &&
+		(provision || cred.Profile != provisioner.ProfileAgent) {
+		return cred, nil
 	}
 	m.afterGrantChange(ctx, rt, rec, reMint && lostPatterns(prev, provisioner.ACLFor(rec)), passCause{minted: cred.ID})
 	return cred, nil

@@ -57,8 +57,8 @@ type Options struct {
 	AckWait time.Duration
 	// ReconcileInterval is how often every consumer of each space is re-checked against the
 	// registry (Mesh.Reconcile); zero means 30 s. Each consumer create is also checked as it
-	// happens. A negative value turns both off; the passes at start and after every mint and
-	// revoke still run.
+	// happens. A negative value turns both off; the passes at start, after every revoke and
+	// after every mint that runs one (Mesh.Mint) still run.
 	ReconcileInterval time.Duration
 	// Expiry is the lifetime of a credential minted with no expiry of its own (the exp of
 	// the SPEC §9 user JWT is issue time + Expiry). Zero means 24 h, provisioner's default.

@@ -47,9 +47,9 @@ type reconcileStats struct {
 // deletes or restores each one the rule (reconcile_rule.go) does not keep; each pass then
 // deletes the registry rows of credentials that ended (provisioner.Store.Forget) and
 // reclaims the DM stream's space (dmreclaim.go). The mesh runs it at start and every
-// Options.ReconcileInterval, the consumer part also after every mint and revoke, and judges
-// each consumer create as it happens; calling it is only needed to act at once. An open mesh
-// has no registry and nothing to reconcile.
+// Options.ReconcileInterval, the consumer part also after every revoke and every mint but a
+// provisioned new identity's (Mint), and judges each consumer create as it happens; calling
+// it is only needed to act at once. An open mesh has no registry and nothing to reconcile.
 func (m *Mesh) Reconcile(ctx context.Context, space string) (ReconcileReport, error) {
 	rt, err := m.space(space)
 	if err != nil {

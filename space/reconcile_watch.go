@@ -1,6 +1,7 @@
 package space
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -38,6 +39,9 @@ type created struct {
 // the handler decodes the subject first and ignores everything but consumer creates.
 func watchCreates(rt *spaceRuntime, out chan<- created) (*nats.Subscription, error) {
 	return rt.prov.Subscribe(apiAudit, func(msg *nats.Msg) {
+		if !auditsConsumerCreate(msg.Data) {
+			return
+		}
 		var audit struct {
 			Subject  string `json:"subject"`
 			Response string `json:"response"`
@@ -65,6 +69,26 @@ func watchCreates(rt *spaceRuntime, out chan<- created) (*nats.Subscription, err
 		default:
 		}
 	})
+}
+
+// auditedCreates are the consumer create forms as an audit's subject field reads in
+// nats-server's compact JSON.
+var auditedCreates = [][]byte{
+	[]byte(`"subject":"$JS.API.CONSUMER.CREATE.`),
+	[]byte(`"subject":"$JS.API.CONSUMER.DURABLE.CREATE.`),
+}
+
+// auditsConsumerCreate reports whether an audit may be of a consumer create. Every JetStream
+// API call of the account is audited with its whole request and response, and most are no
+// create, so they are passed over before being decoded. Inside the request and response
+// strings quotes are escaped, so only the audit's own subject field can match.
+func auditsConsumerCreate(data []byte) bool {
+	for _, form := range auditedCreates {
+		if bytes.Contains(data, form) {
+			return true
+		}
+	}
+	return false
 }
 
 // consumerCreate reports whether subject is one of the JetStream API's consumer create forms.

@@ -43,9 +43,9 @@ type spaceRuntime struct {
 	mintMu sync.Mutex // serializes mint, revoke and consumer reconciliation: broker update, ACL record, pass
 }
 
-func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, error) {
+func (m *Mesh) startSpace(ctx context.Context, name string, creds infraCreds) (*spaceRuntime, error) {
 	rt := &spaceRuntime{name: name, names: wire.NewNames(name), acls: newACLTable()}
-	if err := m.connectInfra(rt); err != nil {
+	if err := m.connectInfra(rt, creds); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	var err error
@@ -78,7 +78,7 @@ func (m *Mesh) startSpace(ctx context.Context, name string) (*spaceRuntime, erro
 // connectInfra opens the space's two infrastructure connections, provisioner and delivery.
 // They stay two identities (SPEC §9: each holds only what it needs), but neither handshake
 // waits for the other, so both run at once.
-func (m *Mesh) connectInfra(rt *spaceRuntime) error {
+func (m *Mesh) connectInfra(rt *spaceRuntime, creds infraCreds) error {
 	var dlvErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -86,12 +86,57 @@ func (m *Mesh) connectInfra(rt *spaceRuntime) error {
 			rt.dlvConn, dlvErr = m.backstopConn(rt.name, c)
 			return
 		}
-		rt.dlvConn, dlvErr = m.infraConn(rt.name, provisioner.ProfileDelivery)
+		rt.dlvConn, dlvErr = m.infraConn(provisioner.ProfileDelivery, creds[infraKey{rt.name, provisioner.ProfileDelivery}])
 	})
 	var err error
-	rt.prov, err = m.infraConn(rt.name, provisioner.ProfileProvisioner)
+	rt.prov, err = m.infraConn(provisioner.ProfileProvisioner, creds[infraKey{rt.name, provisioner.ProfileProvisioner}])
 	wg.Wait()
 	return errors.Join(err, dlvErr)
+}
+
+// infraKey names one of the mesh's own credentials: its space and profile.
+type infraKey struct {
+	space   string
+	profile provisioner.Profile
+}
+
+// infraCreds are the provisioner and delivery credentials of the spaces the mesh provisions;
+// empty in open mode.
+type infraCreds map[infraKey]*provisioner.Credential
+
+// mintInfra mints the provisioner and delivery credentials of every space the mesh
+// provisions (no delivery one where a cluster backstop identity takes its place), each on a
+// goroutine of its own. Signing them needs only the key store, so start runs them while the
+// broker starts; the function returned waits for them and returns the credentials.
+func (m *Mesh) mintInfra() func() (infraCreds, error) {
+	var keys []infraKey
+	for _, s := range m.provisionedSpaces() {
+		keys = append(keys, infraKey{s, provisioner.ProfileProvisioner})
+		if _, ok := m.backstopCreds[s]; !ok {
+			keys = append(keys, infraKey{s, provisioner.ProfileDelivery})
+		}
+	}
+	if m.store == nil {
+		keys = nil
+	}
+	minted := make([]*provisioner.Credential, len(keys))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() {
+			if minted[i], errs[i] = m.store.InfraCredential(k.space, k.profile); errs[i] != nil {
+				errs[i] = fmt.Errorf("space %s: %s credential: %w", k.space, k.profile, errs[i])
+			}
+		})
+	}
+	return func() (infraCreds, error) {
+		wg.Wait()
+		creds := make(infraCreds, len(keys))
+		for i, k := range keys {
+			creds[k] = minted[i]
+		}
+		return creds, errors.Join(errs...)
+	}
 }
 
 // reconcileAtStart is the start's consumer pass over recs, the registry. On a memory mesh the
@@ -133,18 +178,15 @@ func (rt *spaceRuntime) stream(ctx context.Context, name string) (jetstream.Stre
 	return rt.js.Stream(ctx, name)
 }
 
-// infraConn opens an in-process connection as one of the mesh's own identities.
-func (m *Mesh) infraConn(space string, p provisioner.Profile, extra ...nats.Option) (*nats.Conn, error) {
+// infraConn opens an in-process connection as one of the mesh's own identities, p, with its
+// credential cred (nil in open mode), and any extra options.
+func (m *Mesh) infraConn(p provisioner.Profile, cred *provisioner.Credential, extra ...nats.Option) (*nats.Conn, error) {
 	opts := append([]nats.Option{
 		nats.InProcessServer(m.broker.InProcess()),
 		nats.Name("cotal:" + string(p)),
 		nats.MaxReconnects(-1),
 	}, extra...)
-	if m.store != nil {
-		cred, err := m.store.InfraCredential(space, p)
-		if err != nil {
-			return nil, fmt.Errorf("%s credential: %w", p, err)
-		}
+	if cred != nil {
 		opts = append(opts, nats.UserJWTAndSeed(cred.JWT, string(cred.Seed)),
 			nats.CustomInboxPrefix(wire.InboxPrefix(cred.ID)))
 	}
