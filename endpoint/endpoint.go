@@ -396,8 +396,13 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 	return nil
 }
 
+// openBucket binds the space's bucket, asking again when a request is lost (retryRead).
 func (e *Endpoint) openBucket(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	kv, err := e.js.KeyValue(ctx, bucket)
+	var kv jetstream.KeyValue
+	err := retryRead(ctx, readAttempt, func(ctx context.Context) (err error) {
+		kv, err = e.js.KeyValue(ctx, bucket)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("%w: bucket %s is missing; start the space with `cotal up` or space.Start",
 			ErrNotProvisioned, bucket)

@@ -40,3 +40,37 @@ func retryNoResponders(ctx context.Context, op func() error) error {
 func isNoResponders(err error) bool {
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, ErrNoResponders)
 }
+
+// readAttempt bounds one attempt of an idempotent read made at connect. A JetStream API
+// request crossing the storage import while the broker re-registers it (a mint or revocation
+// elsewhere) can also be lost with no answer at all; without a bound of its own the read then
+// waits out the caller's whole deadline (a connect's 30 s in the chaos load test).
+const readAttempt = 5 * time.Second
+
+// retryRead runs the idempotent read op, each attempt bounded by attempt, until it succeeds,
+// fails for another reason, finds no responder noResponderTries times, or ctx ends. An
+// attempt that timed out while ctx still runs was lost, not refused, and is sent again.
+func retryRead(ctx context.Context, attempt time.Duration, op func(context.Context) error) error {
+	wait, noResponders := noResponderWait, 0
+	for {
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		err := op(actx)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case isNoResponders(err):
+			if noResponders++; noResponders == noResponderTries {
+				return err
+			}
+		case !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
