@@ -19,17 +19,17 @@ func TestReceiveDedupClaimsEachMessageOnce(t *testing.T) {
 		}, claimInFlight},
 		{"a copy after the first was handled is done", func(d *dedup) claim {
 			d.claim(alice)
-			d.finish(alice, true)
+			d.finish(alice, true, nil)
 			return d.claim(alice)
 		}, claimDone},
 		{"a copy after the first failed is fresh again", func(d *dedup) claim {
 			d.claim(alice)
-			d.finish(alice, false)
+			d.finish(alice, false, nil)
 			return d.claim(alice)
 		}, claimFresh},
 		{"the same id from another sender is a different message", func(d *dedup) claim {
 			d.claim(alice)
-			d.finish(alice, true)
+			d.finish(alice, true, nil)
 			return d.claim(bob)
 		}, claimFresh},
 	}
@@ -49,7 +49,7 @@ func TestReceiveDedupForgetsTheOldestHandledIDsBeyondItsBound(t *testing.T) {
 	for i := range 1000 {
 		k := dedupKey{"UALICE", fmt.Sprint(i)}
 		d.claim(k)
-		d.finish(k, true)
+		d.finish(k, true, nil)
 	}
 	if n := len(d.entries); n > 100 {
 		t.Fatalf("%d ids remembered, want at most 100", n)
@@ -62,5 +62,82 @@ func TestReceiveDedupForgetsTheOldestHandledIDsBeyondItsBound(t *testing.T) {
 	}
 	if got := d.claim(dedupKey{"UALICE", "0"}); got != claimFresh {
 		t.Fatalf("the oldest handled id is still remembered (claim = %d)", got)
+	}
+}
+
+func TestReceiveDedupMatchesOnlyTheBytesOfAHandledChannelCopy(t *testing.T) {
+	alice, bob := dedupKey{"UALICE", "m1"}, dedupKey{"UBOB", "m1"}
+	data := []byte(`{"id":"m1","from":{"id":"UALICE"}}`)
+	copyOf := func(b []byte) *handledCopy {
+		return &handledCopy{data: b, subject: "cotal.main.chat.UALICE.team", channel: "team"}
+	}
+	tests := []struct {
+		name  string
+		steps func(d *dedup)
+		id    string
+		data  []byte
+		want  bool
+	}{
+		{"the same bytes under the handled id match", func(d *dedup) {
+			d.claim(alice)
+			d.finish(alice, true, copyOf(data))
+		}, "m1", data, true},
+		{"other bytes of the same length under the handled id do not", func(d *dedup) {
+			d.claim(alice)
+			d.finish(alice, true, copyOf(data))
+		}, "m1", []byte(`{"id":"m1","from":{"id":"UMALLO"}}`), false},
+		{"the same bytes under another id do not", func(d *dedup) {
+			d.claim(alice)
+			d.finish(alice, true, copyOf(data))
+		}, "m2", data, false},
+		{"a copy still in the Handler does not", func(d *dedup) { d.claim(alice) }, "m1", data, false},
+		{"a copy whose Handler failed does not", func(d *dedup) {
+			d.claim(alice)
+			d.finish(alice, false, copyOf(data))
+		}, "m1", data, false},
+		{"a handled message whose bytes were not kept does not", func(d *dedup) {
+			d.claim(alice)
+			d.finish(alice, true, nil)
+		}, "m1", data, false},
+		{"an empty id never matches", func(d *dedup) {
+			d.claim(dedupKey{"UALICE", ""})
+			d.finish(dedupKey{"UALICE", ""}, true, copyOf(data))
+		}, "", data, false},
+		{"the id reused by a second sender finds the later copy's bytes", func(d *dedup) {
+			d.claim(alice)
+			d.finish(alice, true, copyOf(data))
+			d.claim(bob)
+			d.finish(bob, true, copyOf([]byte("bob's bytes")))
+		}, "m1", []byte("bob's bytes"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDedup(10)
+			tt.steps(d)
+			if _, _, got := d.sameCopy(tt.id, tt.data); got != tt.want {
+				t.Fatalf("sameCopy = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReceiveDedupForgetsTheBytesOfAnEvictedCopy(t *testing.T) {
+	d := newDedup(10)
+	first := dedupKey{"UALICE", "first"}
+	d.claim(first)
+	d.finish(first, true, &handledCopy{data: []byte("first")})
+	for i := range 20 {
+		k := dedupKey{"UALICE", fmt.Sprint(i)}
+		d.claim(k)
+		d.finish(k, true, &handledCopy{data: []byte(k.id)})
+	}
+	if _, _, ok := d.sameCopy("first", []byte("first")); ok {
+		t.Fatal("an evicted copy still matches")
+	}
+	if n := len(d.byID); n > 10 {
+		t.Fatalf("%d ids indexed, want at most the window's 10", n)
+	}
+	if _, _, ok := d.sameCopy("19", []byte("19")); !ok {
+		t.Fatal("the newest copy does not match")
 	}
 }

@@ -12,3 +12,7 @@ func CarriesRoster(e *Endpoint) bool {
 	defer d.mu.Unlock()
 	return d.carrier == e
 }
+
+// UncheckedDuplicates is how many duplicates e dropped without decoding them, because they
+// were byte for byte a channel copy it had surfaced (duplicateCopy).
+func UncheckedDuplicates(e *Endpoint) uint64 { return e.stats.uncheckedDuplicates.Load() }

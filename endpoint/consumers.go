@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -99,7 +100,11 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 	lost := make(chan error, 1)
 	silent := make(chan struct{}, 1)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		e.receive(inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m})
+		in := inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
+		if b.src == srcDurable {
+			in.msgID = m.Headers().Get(nats.MsgIdHdr)
+		}
+		e.receive(in)
 	},
 		jetstream.PullMaxMessages(consumeBatch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {

@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"container/list"
+	"hash/maphash"
 	"sync"
 )
 
@@ -25,6 +26,20 @@ type dedupKey struct{ sender, id string }
 type dedupEntry struct {
 	key  dedupKey
 	done bool
+	// copied is set when the handled copy was a channel copy whose bytes are remembered: a
+	// later copy with the same bytes is then dropped before it is checked (sameCopy).
+	copied bool
+	// digest is the keyed hash of the handled copy's payload, size its length.
+	digest uint64
+	size   int
+	// subject is the chat subject the handled copy was published on, channel its channel.
+	subject, channel string
+}
+
+// handledCopy is what receive remembers of a channel copy it surfaced, for sameCopy.
+type handledCopy struct {
+	data             []byte
+	subject, channel string
 }
 
 // dedup remembers message ids across the live, backfill and durable copies of a message so
@@ -36,13 +51,21 @@ type dedup struct {
 	max     int
 	entries map[dedupKey]*list.Element
 	order   *list.List // front: most recent
+	// byID finds a handled channel copy by its message id alone, the one id a JetStream copy
+	// carries outside its payload (Nats-Msg-Id). An id two senders used points at the later
+	// one; the other is then only found by the full path, which is always correct.
+	byID map[string]*list.Element
+	// seed keys the payload digests. It is secret to this process, so no peer can compute
+	// a digest, let alone craft a payload whose digest equals another's.
+	seed maphash.Seed
 }
 
 func newDedup(max int) *dedup {
 	if max <= 0 {
 		max = DefaultDedupWindow
 	}
-	return &dedup{max: max, entries: make(map[dedupKey]*list.Element), order: list.New()}
+	return &dedup{max: max, entries: make(map[dedupKey]*list.Element), order: list.New(),
+		byID: make(map[string]*list.Element), seed: maphash.MakeSeed()}
 }
 
 // claim registers a copy of key. Only a claimFresh result lets the caller surface the copy; it
@@ -63,20 +86,61 @@ func (d *dedup) claim(key dedupKey) claim {
 }
 
 // finish ends a claim: a handled message stays remembered; a failed one is forgotten, so the
-// next copy (a redelivery, or the durable copy of a failed live copy) surfaces again.
-func (d *dedup) finish(key dedupKey, handled bool) {
+// next copy (a redelivery, or the durable copy of a failed live copy) surfaces again. c, when
+// not nil, is the handled channel copy, remembered for sameCopy.
+func (d *dedup) finish(key dedupKey, handled bool, c *handledCopy) {
+	var digest uint64
+	if handled && c != nil {
+		digest = maphash.Bytes(d.seed, c.data)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	el, ok := d.entries[key]
 	if !ok {
 		return
 	}
-	if handled {
-		el.Value.(*dedupEntry).done = true
+	if !handled {
+		d.remove(el)
 		return
 	}
+	e := el.Value.(*dedupEntry)
+	e.done = true
+	if c != nil {
+		e.copied, e.digest, e.size, e.subject, e.channel = true, digest, len(c.data), c.subject, c.channel
+		d.byID[key.id] = el
+	}
+}
+
+// sameCopy reports whether a copy carrying id outside its payload is byte for byte a channel
+// copy already handled, and returns the chat subject and channel that copy was surfaced with,
+// for the caller to compare with this copy's path. It is only ever true for a handled id: a
+// claim in flight, or one forgotten after a failure, is no match.
+func (d *dedup) sameCopy(id string, data []byte) (subject, channel string, ok bool) {
+	if id == "" {
+		return "", "", false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	el, found := d.byID[id]
+	if !found {
+		return "", "", false
+	}
+	e := el.Value.(*dedupEntry)
+	if !e.done || !e.copied || e.size != len(data) || maphash.Bytes(d.seed, data) != e.digest {
+		return "", "", false
+	}
+	d.order.MoveToFront(el)
+	return e.subject, e.channel, true
+}
+
+// remove forgets el.
+func (d *dedup) remove(el *list.Element) {
+	e := el.Value.(*dedupEntry)
 	d.order.Remove(el)
-	delete(d.entries, key)
+	delete(d.entries, e.key)
+	if d.byID[e.key.id] == el {
+		delete(d.byID, e.key.id)
+	}
 }
 
 // evict forgets the least recently used handled ids beyond max. In-flight claims are kept:
@@ -84,9 +148,8 @@ func (d *dedup) finish(key dedupKey, handled bool) {
 func (d *dedup) evict() {
 	for el := d.order.Back(); el != nil && d.order.Len() > d.max; {
 		prev := el.Prev()
-		if e := el.Value.(*dedupEntry); e.done {
-			d.order.Remove(el)
-			delete(d.entries, e.key)
+		if el.Value.(*dedupEntry).done {
+			d.remove(el)
 		}
 		el = prev
 	}

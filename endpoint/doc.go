@@ -20,7 +20,8 @@
 //     retried with the same id, which JetStream deduplicates. A DM or task that its space's
 //     full store refuses fails with ErrStoreFull, naming the store; it is not retried.
 //   - Receive: one pipeline for live channel copies, dm_<id>, svc_<role>, dlv_<id> and
-//     backfill: kind from the subject, sender checked, deduplicated by id across every path,
+//     backfill: kind from the subject, sender checked, deduplicated by id across every path
+//     (a copy byte for byte one already surfaced is dropped before it is decoded),
 //     acked only after the Handler returned nil, nak'd on a Handler error, terminated on the
 //     three permanent anomalies (counted in Stats, never surfaced). Once Close has begun
 //     nothing more is surfaced: the bound consumers are drained and each copy they had pulled

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/internal/jsconfig"
@@ -79,7 +80,8 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 			if md.Sequence.Stream > watermark {
 				return out, nil
 			}
-			out = append(out, inbound{src: srcHistory, subject: m.Subject(), data: m.Data(), seq: md.Sequence.Stream})
+			out = append(out, inbound{src: srcHistory, subject: m.Subject(), data: m.Data(), seq: md.Sequence.Stream,
+				msgID: m.Headers().Get(nats.MsgIdHdr)})
 			if keep > 0 && len(out) > keep {
 				out = out[1:]
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/cotal-go/cotal/wire"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,6 +96,9 @@ type inbound struct {
 	data    []byte
 	msg     jetstream.Msg // the JetStream copy to ack, nak or term; nil for live and history
 	seq     uint64        // the CHAT stream sequence of a history copy
+	// msgID is the copy's Nats-Msg-Id header: <id> on a chat copy, <id>:<member> on a DLV
+	// copy. It only finds a candidate for duplicateCopy and is never trusted (see there).
+	msgID string
 	// redelivered is read from msg's metadata once, by receive: parsing it is per copy work.
 	redelivered bool
 }
@@ -131,6 +135,12 @@ func (e *Endpoint) receive(in inbound) outcome {
 	if in.redelivered {
 		e.stats.redeliveries.Add(1)
 	}
+	if e.duplicateCopy(in) {
+		e.stats.duplicates.Add(1)
+		e.stats.uncheckedDuplicates.Add(1)
+		e.ack(in) // as for a duplicate below: nothing redelivers it
+		return outDropped
+	}
 	m, meta, err := e.check(in)
 	if err != nil {
 		e.reject(in, err)
@@ -159,7 +169,13 @@ func (e *Endpoint) receive(in inbound) outcome {
 		return outDropped
 	}
 	err = e.surface(Delivery{Message: m, Meta: meta}, in.msg)
-	e.dedup.finish(key, err == nil)
+	if meta.Kind == MetaChannel {
+		// A channel message has copies on several paths (live, backfill, durable): remember
+		// this one's bytes so duplicateCopy can drop the others undecoded.
+		e.dedup.finish(key, err == nil, &handledCopy{data: in.data, subject: meta.Subject, channel: meta.Channel})
+	} else {
+		e.dedup.finish(key, err == nil, nil)
+	}
 	if err == nil {
 		e.ack(in)
 		return outSurfaced
@@ -168,6 +184,77 @@ func (e *Endpoint) receive(in inbound) outcome {
 		e.nak(in, nakDelay(in.msg))
 	}
 	return outFailed
+}
+
+// duplicateCopy reports whether in can be dropped as a duplicate without being decoded: it is
+// byte for byte a channel copy this Endpoint already surfaced, and it arrived where the full
+// checks would judge it exactly as they judged that copy. Every member of a durable channel
+// gets each message live and again from dlv_<id>, and decoding and validating the second copy
+// only to find its id handled was a large share of its receive cost (issue 13).
+//
+// Why this surfaces nothing unchecked and suppresses nothing that was not surfaced (SPEC §4,
+// §5):
+//   - The window only ever holds copies that passed the full checks of their path and were
+//     handed to the Handler, which returned nil. A copy is dropped here only if its payload
+//     has the same length and keyed digest as such a copy (dedup.sameCopy), so the full path
+//     would decode the same message, with the same sender and id, and drop it as a duplicate
+//     too. The digest's seed is secret to this process: no peer can make a payload collide
+//     with another's.
+//   - The Nats-Msg-Id header is written by whoever publishes the copy, so it only picks the
+//     candidate to compare with and is never believed: it claims nothing, and a forged one
+//     either names a handled message whose bytes the copy does not have, and the copy takes the
+//     full path, or names the forger's own handled message and the copy is byte for byte that
+//     message, which was surfaced already. A copy whose header is absent, malformed, or names
+//     an id not handled (new, in flight, forgotten after a failure or evicted) takes the full
+//     path exactly as before, so a forged header on a new message cannot keep the real message
+//     with that id from surfacing when it arrives.
+//   - The path must agree as well: a chat copy must arrive on the subject the handled copy was
+//     published on (the same bytes on another sender's subject are a sender mismatch to
+//     terminate and count), and a durable copy on this instance's own dlv subject, of a
+//     channel the current read ACL still covers (checkDurable's checks). So the anomaly
+//     counts stay exact: a malformed or spoofed copy is never dropped here as a duplicate.
+//
+// A dropped copy is counted as a duplicate and acked, as the full path does, so nothing
+// redelivers it.
+func (e *Endpoint) duplicateCopy(in inbound) bool {
+	id := in.msgID
+	switch in.src {
+	case srcLive, srcHistory:
+	case srcDurable:
+		// The fan-out writes <id>:<member> (delivery.dlvMsgID).
+		var ok bool
+		if id, ok = strings.CutSuffix(id, e.id); !ok {
+			return false
+		}
+		if id, ok = strings.CutSuffix(id, ":"); !ok {
+			return false
+		}
+	default:
+		return false
+	}
+	subject, channel, ok := e.dedup.sameCopy(id, in.data)
+	if !ok {
+		return false
+	}
+	if in.src == srcDurable {
+		return e.isOwnDLVSubject(in.subject) && e.mayRead(channel)
+	}
+	return in.subject == subject
+}
+
+// isOwnDLVSubject reports whether subject is e.names.DLVSubject(e.id), without building it.
+func (e *Endpoint) isOwnDLVSubject(subject string) bool {
+	rest, ok := strings.CutPrefix(subject, "cotal.")
+	if !ok {
+		return false
+	}
+	if rest, ok = strings.CutPrefix(rest, e.names.Space()); !ok {
+		return false
+	}
+	if rest, ok = strings.CutPrefix(rest, ".dlv."); !ok {
+		return false
+	}
+	return rest == sanitize(e.id)
 }
 
 // check runs the SPEC §3–§5 checks for the copy's path and derives Meta from the subject.

@@ -48,9 +48,12 @@ type stats struct {
 	surfacedChannel, surfacedDM, surfacedAnycast atomic.Uint64
 	historical, durable                          atomic.Uint64
 	duplicates, ownEchoes, outsideACL            atomic.Uint64
-	redeliveries, naks                           atomic.Uint64
-	handlerErrors, unhandled, published          atomic.Uint64
-	presenceDropped, rosterDropped, rebuilds     atomic.Uint64
+	// uncheckedDuplicates counts the duplicates dropped undecoded (duplicateCopy); they are
+	// also in duplicates.
+	uncheckedDuplicates                      atomic.Uint64
+	redeliveries, naks                       atomic.Uint64
+	handlerErrors, unhandled, published      atomic.Uint64
+	presenceDropped, rosterDropped, rebuilds atomic.Uint64
 
 	mu         sync.Mutex
 	terminated map[string]uint64
