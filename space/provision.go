@@ -49,8 +49,9 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 // In a cluster that has a leader but not yet the nodes cfg's replicas need, JetStream refuses
 // for want of peers; ensureStream asks again until they have joined or ctx ends. A request
 // that times out (a store recovering after a crash on a loaded machine has answered an update
-// after 7 s, past the client's 5 s) is asked again up to provisionTimeouts times: create and
-// update are idempotent. A cluster's meta leader may not yet hold the space account's
+// after 7 s, past the client's 5 s) is asked again up to provisionTimeouts times, and for a
+// replicated stream until ctx ends (placing R3 streams on a loaded cluster that is still
+// electing leaders has timed out more than four times): create and update are idempotent. A cluster's meta leader may not yet hold the space account's
 // JetStream limits pushed from the key-store node a moment earlier ("JetStream not enabled
 // for account"); that is asked again for up to accountPendingTries rounds, so an account
 // really without JetStream still fails in seconds.
@@ -76,7 +77,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		if jsNotEnabled(err) {
 			accountPending++
 		}
-		if !waitingForPeers(err) && (!timedOut || timeouts >= provisionTimeouts) &&
+		if !waitingForPeers(err) && (!timedOut || (cfg.Replicas <= 1 && timeouts >= provisionTimeouts)) &&
 			(!jsNotEnabled(err) || accountPending >= accountPendingTries) {
 			return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
