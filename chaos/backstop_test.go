@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/chaos"
-	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
 )
 
@@ -52,26 +51,14 @@ func TestTheBackstopNodeKilledUnderLoadLosesNothing(t *testing.T) {
 	c := startClusterProcs(t, b)
 	keys, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
 	dir := c.dirs[0]
-	r1 := mintCLI(t, b, dir, "r1", "--subscribe", "ledger")
-	r2 := mintCLI(t, b, dir, "r2", "--subscribe", "ledger")
-	r3 := &receiverProc{cred: mintCLI(t, b, dir, "r3", "--subscribe", "ledger"), journal: filepath.Join(dir, "r3.jsonl")}
-	s := newSink()
-	for _, r := range []struct {
-		cred minted
-		node *meshProc
-	}{{r1, n2}, {r2, n3}} {
-		ep := connectTCP(t, r.node.Link(), r.cred, s.handler(r.cred.ID, r.cred.Name), func(o *endpoint.Options) {
-			o.Channels = []string{"ledger"}
-		})
-		joinedDurable(t, ep, "ledger")
-	}
+	s, r3, ids := ledgerReceivers(t, b, dir, n2, n3)
 	r3.joinThrough(t, b, keys)
-	pubs, journals := startClusterPublishers(t, b, dir, []*meshProc{n2, n3}, []string{r1.ID, r2.ID, r3.cred.ID})
+	pubs, journals := startClusterPublishers(t, b, dir, []*meshProc{n2, n3}, ids)
 	audience := func(p chaos.Publish) chaos.Audience {
 		if p.Kind == chaos.KindDM {
 			return chaos.Audience{Receivers: []string{p.Target}}
 		}
-		return chaos.Audience{Receivers: []string{r1.ID, r2.ID, r3.cred.ID}}
+		return chaos.Audience{Receivers: ids}
 	}
 	await.True(t, time.Minute, "node 1, the key-store node, runs the backstop", func() bool { return backstopHolder(t, b, dir) == "node1" })
 

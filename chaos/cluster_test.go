@@ -2,7 +2,6 @@ package chaos_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,29 +33,17 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 	c := startClusterProcs(t, b)
 	keys, victim, other := c.nodes[0], c.nodes[1], c.nodes[2]
 	dir := c.dirs[0]
-	r1 := mintCLI(t, b, dir, "r1", "--subscribe", "ledger")
-	r2 := mintCLI(t, b, dir, "r2", "--subscribe", "ledger")
-	r3 := &receiverProc{cred: mintCLI(t, b, dir, "r3", "--subscribe", "ledger"), journal: filepath.Join(dir, "r3.jsonl")}
-	s := newSink()
-	for _, r := range []struct {
-		cred minted
-		node *meshProc
-	}{{r1, keys}, {r2, other}} {
-		ep := connectTCP(t, r.node.Link(), r.cred, s.handler(r.cred.ID, r.cred.Name), func(o *endpoint.Options) {
-			o.Channels = []string{"ledger"}
-		})
-		joinedDurable(t, ep, "ledger")
-	}
+	s, r3, ids := ledgerReceivers(t, b, dir, keys, other)
 	startR3 := func() string { return r3.joinThrough(t, b, victim) }
 	startR3()
-	t.Logf("receivers: r1 %s on node 1, r2 %s on node 3, r3 %s on node 2", r1.ID, r2.ID, r3.cred.ID)
+	t.Logf("receivers: r1 %s on node 1, r2 %s on node 3, r3 %s on node 2", ids[0], ids[1], ids[2])
 
-	pubs, journals := startClusterPublishers(t, b, dir, []*meshProc{keys, other}, []string{r1.ID, r2.ID, r3.cred.ID})
+	pubs, journals := startClusterPublishers(t, b, dir, []*meshProc{keys, other}, ids)
 	audience := func(p chaos.Publish) chaos.Audience {
 		if p.Kind == chaos.KindDM {
 			return chaos.Audience{Receivers: []string{p.Target}}
 		}
-		return chaos.Audience{Receivers: []string{r1.ID, r2.ID, r3.cred.ID}}
+		return chaos.Audience{Receivers: ids}
 	}
 	surfacings := func() []chaos.Surfacing {
 		_, r3s := chaos.FromJournal(readJournals(t, r3.journal))

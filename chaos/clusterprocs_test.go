@@ -258,3 +258,24 @@ func warnings(nodes ...*meshProc) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// ledgerReceivers mints r1, r2 and r3 in the key-store node's directory dir, each reading
+// "ledger"; r1 and r2 join it durably through at1 and at2, surfacing into the returned sink,
+// and r3, a receiver process, is returned for the test to start. ids are the three ids in order.
+func ledgerReceivers(t *testing.T, b bins, dir string, at1, at2 *meshProc) (s *sink, r3 *receiverProc, ids []string) {
+	t.Helper()
+	r1 := mintCLI(t, b, dir, "r1", "--subscribe", "ledger")
+	r2 := mintCLI(t, b, dir, "r2", "--subscribe", "ledger")
+	r3 = &receiverProc{cred: mintCLI(t, b, dir, "r3", "--subscribe", "ledger"), journal: filepath.Join(dir, "r3.jsonl")}
+	s = newSink()
+	for _, r := range []struct {
+		cred minted
+		node *meshProc
+	}{{r1, at1}, {r2, at2}} {
+		ep := connectTCP(t, r.node.Link(), r.cred, s.handler(r.cred.ID, r.cred.Name), func(o *endpoint.Options) {
+			o.Channels = []string{"ledger"}
+		})
+		joinedDurable(t, ep, "ledger")
+	}
+	return s, r3, []string{r1.ID, r2.ID, r3.cred.ID}
+}
