@@ -2,12 +2,17 @@ package endpoint_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // An @mention on a live channel writes a durable copy for an authorized target even while it
@@ -34,6 +39,11 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 		if err := p.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
+		// Under load the broker can keep the closed incarnation's pull request past its
+		// close, until the request's 30 s expiry, and a copy handed over meanwhile goes to it
+		// and waits out dlv_<id>'s 60 s ack wait (RELIABILITY.md, Known open). What this test
+		// proves is the mention's copy, so it sends once the request is gone.
+		await.True(t, 45*time.Second, c.Name+"'s closed pull requests dropped", func() bool { return dlvWaiting(t, m, c) == 0 })
 	}
 	await.True(t, settle, "both dups in alice's roster", func() bool {
 		_, a := alice.Roster().Peer(dup1.ID())
@@ -63,4 +73,38 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 	if got := eve.rec.withID(sent.ID); len(got) != 0 {
 		t.Fatalf("eve, outside lobby's read ACL, got %d copies", len(got))
 	}
+}
+
+// dlvWaiting is the number of pull requests the broker holds on cred's dlv_<id> consumer, read
+// with cred itself (an agent may read its own consumer's info).
+func dlvWaiting(t *testing.T, m *space.Mesh, cred *space.MintedCredential) int {
+	t.Helper()
+	token, err := jwt.ParseDecoratedJWT(cred.Creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := nkeys.ParseDecoratedNKey(cred.Creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(m.InProcess()), nats.UserJWTAndSeed(token, string(seed)),
+		nats.CustomInboxPrefix(wire.InboxPrefix(cred.ID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := wire.NewNames("main")
+	cons, err := js.Consumer(ctxT(t), n.DLVStream(), n.DLVConsumer(cred.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons.CachedInfo().NumWaiting
 }
