@@ -64,6 +64,7 @@ func (d *directory) nextWatch(ctx context.Context) (*Endpoint, context.Context, 
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	d.carrier, d.endWatch, d.watchDone = c, cancel, done
+	d.lastUpdate = time.Now() // the watch's start, for initialLoadWait
 	clear(d.unseen)
 	return c, wctx, func() {
 		cancel()
@@ -85,7 +86,8 @@ func (d *directory) countRebuild() {
 
 // follow applies watch updates and sweeps stale peers until the watch ends, stalls, or ctx
 // ends, and says why it stopped. The watch has stalled when a member's heartbeat, written
-// while the carrier is connected, is not seen within two heartbeats.
+// while the carrier is connected, is not seen within two heartbeats, or when it has delivered
+// nothing for initialLoadWait before its initial values (stalledLocked).
 func (d *directory) follow(ctx context.Context, c *Endpoint, w jetstream.KeyWatcher) string {
 	tick := time.NewTicker(d.heartbeat / 2)
 	defer tick.Stop()
@@ -107,20 +109,31 @@ func (d *directory) follow(ctx context.Context, c *Endpoint, w jetstream.KeyWatc
 			d.sweepLocked(now)
 			stalled := d.stalledLocked(now)
 			d.mu.Unlock()
-			if stalled && c.nc.IsConnected() {
-				return "own heartbeat not seen for two heartbeats"
+			if stalled != "" && c.nc.IsConnected() {
+				return stalled
 			}
 		}
 	}
 }
 
-func (d *directory) stalledLocked(now time.Time) bool {
+// initialLoadWait is how long a new watch may deliver nothing before its initial values are
+// in. A watch whose consumer create was lost (as happens to JetStream requests crossing the
+// storage import while the broker applies an account update) would otherwise never load, and
+// a passive Endpoint writes no heartbeat whose absence would tell.
+const initialLoadWait = 3 * time.Second
+
+// stalledLocked says why the watch has stalled, or "": a member's own heartbeat unseen for two
+// heartbeats, or no entry for initialLoadWait before the initial values are in.
+func (d *directory) stalledLocked(now time.Time) string {
+	if !d.watching && now.Sub(d.lastUpdate) > initialLoadWait {
+		return "no initial values within " + initialLoadWait.String()
+	}
 	for _, at := range d.unseen {
 		if now.Sub(at) > 2*d.heartbeat {
-			return true
+			return "own heartbeat not seen for two heartbeats"
 		}
 	}
-	return false
+	return ""
 }
 
 func (d *directory) setWatching() {
