@@ -54,7 +54,7 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 	var channelCatchUps, dmCatchUps, stalls, downs []time.Duration
 	var rejoins []string // join states short of durable when r3 came back
 	for range tier.clusterKills {
-		time.Sleep(tier.clusterOutage / 2) // publishing with all three nodes up
+		time.Sleep(tier.clusterOutage / 2) // pacing: publishing with all three nodes up
 		r3.proc.stop(t)
 		before := ackedCount(t, journals...)
 		victim.kill()
@@ -69,7 +69,7 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 			if time.Since(killed) > tier.drain {
 				t.Fatalf("the survivors acknowledged fewer than %d publishes in the %v after node 2 died", resumedAfter, tier.drain)
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // pacing: polling the journals for acknowledgements through the survivors
 		}
 		during = append(during, ackedCount(t, journals...)-before)
 		stalls = append(stalls, stall)
@@ -100,7 +100,7 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 			t.Errorf("the receiver through restarted node 2 did not read what it was owed within %v", tier.drain)
 		}
 	}
-	time.Sleep(tier.clusterOutage / 2) // publishing after the last restart too
+	time.Sleep(tier.clusterOutage / 2) // pacing: publishing after the last restart too
 	for _, p := range pubs {
 		p.proc.stop(t)
 		if p.proc.code != 0 {

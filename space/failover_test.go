@@ -82,7 +82,7 @@ func TestTheBackstopSurvivesItsNode(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatalf("send %d: %v", i, err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // pacing: a refused send is sent again after a pause, not in a tight loop
 		}
 	}
 	for i := range 20 {
