@@ -61,6 +61,7 @@ func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 		}
 		return o
 	}
+	began := time.Now()
 	meshes := make([]*space.Mesh, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
@@ -87,6 +88,7 @@ func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("start the cluster: %v", err)
 	}
+	t.Logf("the cluster started in %v", time.Since(began).Round(time.Millisecond))
 	return meshes
 }
 
@@ -212,6 +214,16 @@ func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 		}
 		if st.Cluster == nil || st.Cluster.Node != "node2" || len(st.Cluster.Nodes) != 3 || st.Cluster.MetaLeader == "" {
 			t.Fatalf("node 2's cluster status: %+v", st.Cluster)
+		}
+		// What a start that cannot place its streams adds to its error.
+		report := nodes[1].PlacementReport()
+		for _, want := range []string{"node node1 sees", "meta leader \"node", "CHAT_main (group ", "DLV_main (group "} {
+			if !strings.Contains(report, want) {
+				t.Errorf("node 1's placement report lacks %q: %s", want, report)
+			}
+		}
+		if strings.Contains(report, `leader ""`) {
+			t.Errorf("a stream without a leader in a healthy cluster: %s", report)
 		}
 	})
 

@@ -32,7 +32,7 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
 	for i, cfg := range cfgs {
-		wg.Go(func() { streams[i], errs[i] = ensureStream(ctx, js, cfg, fresh) })
+		wg.Go(func() { streams[i], errs[i] = ensureStream(ctx, js, cfg, fresh, streamRequestTimeout) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -46,27 +46,24 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 }
 
 // ensureStream creates cfg's stream, or on a broker that is not fresh, creates or updates it.
-// In a cluster that has a leader but not yet the nodes cfg's replicas need, JetStream refuses
-// for want of peers; ensureStream asks again until they have joined or ctx ends. A request
-// that times out (a store recovering after a crash on a loaded machine has answered an update
-// after 7 s, past the client's 5 s) is asked again up to provisionTimeouts times, and for a
-// replicated stream until ctx ends (placing R3 streams on a loaded cluster that is still
-// electing leaders has timed out more than four times): create and update are idempotent. A cluster's meta leader may not yet hold the space account's
-// JetStream limits pushed from the key-store node a moment earlier ("JetStream not enabled
-// for account"); that is asked again for up to accountPendingTries rounds, so an account
-// really without JetStream still fails in seconds.
-func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool) (jetstream.Stream, error) {
+// Each request waits at most request for its answer, whatever ctx allows: a clustered
+// metadata leader that loses its leadership between taking a create and proposing it drops
+// the request without an answer, and a request that waited for ctx's whole deadline would
+// turn one lost answer into a failed start. In a cluster that has a leader but not yet the
+// nodes cfg's replicas need, JetStream refuses for want of peers; ensureStream asks again
+// until they have joined or ctx ends. A request that times out (a store recovering after a
+// crash on a loaded machine has answered an update after 7 s) is asked again up to
+// provisionTimeouts times, and for a replicated stream until ctx ends: create and update
+// are idempotent. A cluster's meta leader may not yet hold the space account's JetStream
+// limits pushed from the key-store node a moment earlier ("JetStream not enabled for
+// account"); that is asked again for up to accountPendingTries rounds, so an account really
+// without JetStream still fails in seconds.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool, request time.Duration) (jetstream.Stream, error) {
 	retry := time.NewTicker(clusterRetry)
 	defer retry.Stop()
 	timeouts, accountPending := 0, 0
 	for {
-		var st jetstream.Stream
-		var err error
-		if fresh {
-			st, err = js.CreateStream(ctx, cfg)
-		} else {
-			st, err = js.CreateOrUpdateStream(ctx, cfg)
-		}
+		st, err := askStream(ctx, js, cfg, fresh, request)
 		if err == nil {
 			return st, nil
 		}
@@ -88,6 +85,21 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		}
 	}
 }
+
+// askStream sends one create (fresh) or create-or-update request for cfg and waits at most
+// request for its answer.
+func askStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool, request time.Duration) (jetstream.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, request)
+	defer cancel()
+	if fresh {
+		return js.CreateStream(ctx, cfg)
+	}
+	return js.CreateOrUpdateStream(ctx, cfg)
+}
+
+// streamRequestTimeout bounds one stream request of provisioning; it is above the longest
+// answer seen from a store recovering on a loaded machine.
+const streamRequestTimeout = 10 * time.Second
 
 // clusterRetry is how often provisioning asks again while a cluster lacks the nodes a
 // stream's replicas need; provisionTimeouts how many timed-out requests it sends in all;

@@ -58,6 +58,9 @@ func (m *Mesh) startSpace(ctx context.Context, name string, creds infraCreds) (*
 	}
 	fresh := m.opts.Memory && !m.opts.clustered() // a cluster's memory streams outlive one node
 	if rt.streams, err = provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), m.opts.replicas(), class, fresh); err != nil {
+		if report := m.placementReport(); report != "" {
+			err = fmt.Errorf("%w\n%s", err, report)
+		}
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {

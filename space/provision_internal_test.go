@@ -1,0 +1,54 @@
+package space
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// losingJS loses the answer to its first stream request: the request waits until its
+// context ends, as one does whose clustered metadata leader stepped down before proposing it.
+type losingJS struct {
+	jetstream.JetStream
+	asked atomic.Int64
+}
+
+func (j *losingJS) CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	if j.asked.Add(1) == 1 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return j.JetStream.CreateOrUpdateStream(ctx, cfg)
+}
+
+// TestAStreamRequestWhoseAnswerIsLostIsAskedAgain: provisioning under a start deadline asks
+// again once one request has waited its own bound, instead of spending the whole deadline
+// on an answer that will not come.
+func TestAStreamRequestWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	m := startTestMesh(t, Options{Memory: true})
+	rt, err := m.space("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	chat, err := rt.js.Stream(ctx, rt.names.ChatStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossy := &losingJS{JetStream: rt.js}
+	st, err := ensureStream(ctx, lossy, chat.CachedInfo().Config, false, 300*time.Millisecond)
+	if err != nil {
+		t.Fatalf("provisioning with its first answer lost: %v", err)
+	}
+	if got := lossy.asked.Load(); got != 2 {
+		t.Errorf("asked %d times, want 2", got)
+	}
+	if st.CachedInfo().Config.Name != rt.names.ChatStream() {
+		t.Errorf("got stream %s", st.CachedInfo().Config.Name)
+	}
+}
