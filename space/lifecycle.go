@@ -47,7 +47,7 @@ func (m *Mesh) watch() {
 	defer tick.Stop()
 	for {
 		select {
-		case <-m.stopping:
+		case <-m.life.Done():
 			return
 		case <-m.broker.Done():
 			m.fail(m.broker.Err())

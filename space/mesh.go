@@ -38,7 +38,11 @@ type Mesh struct {
 	broker       *broker.Broker
 	ops          *opsServer
 
-	stopping chan struct{}  // closed when Close begins; stops the watcher
+	// life ends when Close begins: it stops the watcher and the reconcilers, and cancels the
+	// requests of a reconciliation pass in flight, which on a cluster that lost its quorum
+	// would otherwise each wait out their timeout before Close could go on.
+	life     context.Context
+	endLife  context.CancelFunc
 	watcher  sync.WaitGroup // the goroutine that turns a dead broker into Done, and each space's reconciler
 	done     chan struct{}  // closed once the mesh has stopped (see Done)
 	doneOnce sync.Once
@@ -72,7 +76,8 @@ func Start(ctx context.Context, opts Options) (*Mesh, error) {
 		return nil, fmt.Errorf("space: %w", err)
 	}
 	m := &Mesh{opts: opts, log: opts.Logger, spaces: map[string]*spaceRuntime{}, backstops: map[string]*backstop{},
-		stopping: make(chan struct{}), done: make(chan struct{})}
+		done: make(chan struct{})}
+	m.life, m.endLife = context.WithCancel(context.Background())
 	if err := m.start(ctx); err != nil {
 		_ = m.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -342,7 +347,7 @@ func (m *Mesh) Close(ctx context.Context) error {
 		backstops = append(backstops, b)
 	}
 	m.mu.Unlock()
-	close(m.stopping)
+	m.endLife()
 	m.watcher.Wait()
 	defer m.stop(nil)
 

@@ -248,21 +248,23 @@ func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r roster, c
 }
 
 // reconcileLoop re-checks rt's consumers every interval, and each consumer created or updated
-// as it happens (queued on news by watchCreates), until stop is closed.
-func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, news <-chan created, stop <-chan struct{}) {
+// as it happens (queued on news by watchCreates), until life ends. Ending life also cancels
+// the requests in flight, so Close does not wait out a pass that a cluster without its
+// quorum leaves unanswered.
+func (m *Mesh) reconcileLoop(life context.Context, rt *spaceRuntime, interval time.Duration, news <-chan created) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	for {
+	for life.Err() == nil {
 		select {
-		case <-stop:
+		case <-life.Done():
 			return
 		case c := <-news:
-			m.checkCreated(rt, c)
+			m.checkCreated(life, rt, c)
 		case <-tick.C:
-			ctx, cancel := context.WithTimeout(context.Background(), reconcileTimeout)
+			ctx, cancel := context.WithTimeout(life, reconcileTimeout)
 			_, err := m.pass(ctx, rt)
 			cancel()
-			if err != nil {
+			if err != nil && life.Err() == nil {
 				m.log.Error("periodic consumer reconciliation failed", "space", rt.name, "err", err)
 			}
 		}
@@ -270,7 +272,7 @@ func (m *Mesh) reconcileLoop(rt *spaceRuntime, interval time.Duration, news <-ch
 }
 
 // startReconcilers runs each space's periodic and on-create passes, stopped by Close through
-// m.stopping.
+// m.life.
 func (m *Mesh) startReconcilers() {
 	if m.store == nil || m.opts.ReconcileInterval < 0 {
 		return
@@ -294,7 +296,7 @@ func (m *Mesh) startReconcilers() {
 			if sub != nil {
 				defer func() { _ = sub.Unsubscribe() }()
 			}
-			m.reconcileLoop(rt, m.opts.ReconcileInterval, news, m.stopping)
+			m.reconcileLoop(m.life, rt, m.opts.ReconcileInterval, news)
 		}()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,4 +235,61 @@ func BenchmarkReconcile(b *testing.B) {
 		}
 		b.ReportMetric(float64(total.Microseconds())/1000/float64(i), "ms-to-delete")
 	})
+}
+
+// hangingStream is a stream whose consumer listing is never answered, as on a cluster that
+// has lost its quorum, until the caller's context ends.
+type hangingStream struct {
+	jetstream.Stream
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (s *hangingStream) ListConsumers(ctx context.Context) jetstream.ConsumerInfoLister {
+	s.once.Do(func() { close(s.entered) })
+	return hangingLister{ctx}
+}
+
+type hangingLister struct{ ctx context.Context }
+
+func (l hangingLister) Info() <-chan *jetstream.ConsumerInfo {
+	ch := make(chan *jetstream.ConsumerInfo)
+	context.AfterFunc(l.ctx, func() { close(ch) })
+	return ch
+}
+
+func (l hangingLister) Err() error { return l.ctx.Err() }
+
+// TestEndingTheMeshsLifeCancelsAPassInFlight: a reconciliation pass whose requests go
+// unanswered ends as soon as the mesh's life does, not after its own timeout, so Close
+// does not wait for it (a cluster test's Close waited minutes for passes of a node whose
+// peers were gone).
+func TestEndingTheMeshsLifeCancelsAPassInFlight(t *testing.T) {
+	t.Parallel()
+	m := startTestMesh(t, Options{Memory: true, ReconcileInterval: -1})
+	rt, err := m.space("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := rt.names.ChatStream()
+	hang := &hangingStream{Stream: rt.streams[chat], entered: make(chan struct{})}
+	rt.streams[chat] = hang
+	life, end := context.WithCancel(context.Background())
+	defer end()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		m.reconcileLoop(life, rt, 10*time.Millisecond, nil)
+	}()
+	select {
+	case <-hang.entered:
+	case <-time.After(testWait):
+		t.Fatal("no pass listed the consumers of " + chat)
+	}
+	end()
+	select {
+	case <-stopped:
+	case <-time.After(reconcileTimeout / 2):
+		t.Fatalf("the loop still ran %v after its life ended", reconcileTimeout/2)
+	}
 }

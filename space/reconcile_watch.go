@@ -98,11 +98,11 @@ func consumerCreate(subject string) bool {
 }
 
 // checkCreated judges one created consumer against the registry now and acts on it.
-func (m *Mesh) checkCreated(rt *spaceRuntime, c created) {
+func (m *Mesh) checkCreated(life context.Context, rt *spaceRuntime, c created) {
 	if !rt.ownsStream(c.stream) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), reconcileTimeout)
+	ctx, cancel := context.WithTimeout(life, reconcileTimeout)
 	defer cancel()
 	rt.mintMu.Lock()
 	defer rt.mintMu.Unlock()
