@@ -34,7 +34,7 @@ type Subject struct {
 // ParseSubject parses a delivery or control subject (SPEC §3): cotal.<space>.chat.<sender>.
 // <channel...> with at least one channel token, or cotal.<space>.<inst|svc|ctl>.<target>.<sender>
 // with exactly five tokens. Every token must be a non-empty sanitized token ([A-Za-z0-9_-]),
-// which excludes wildcards. Any other subject has no sender and is not a delivery: the error is
+// which excludes wildcards, and a chat subject's channel holds at most MaxChannelLen bytes. Any other subject has no sender and is not a delivery: the error is
 // an *Anomaly with reason malformed-subject.
 func ParseSubject(s string) (Subject, error) {
 	toks := strings.Split(s, ".")
@@ -52,6 +52,12 @@ func ParseSubject(s string) (Subject, error) {
 	switch sub.Kind {
 	case KindChat:
 		sub.Sender, sub.Rest = toks[3], strings.Join(toks[4:], ".")
+		if len(sub.Rest) > MaxChannelLen {
+			// No copy of such a channel could pass: its payload's channel must match and
+			// ValidatePublishChannel refuses it. Saying so here names the real fault.
+			return Subject{}, anomalyf(ReasonMalformedSubject,
+				"chat subject %q: its channel has %d bytes, the limit is %d", s, len(sub.Rest), MaxChannelLen)
+		}
 	case KindInst, KindSvc, KindCtl:
 		if len(toks) != 5 {
 			return Subject{}, anomalyf(ReasonMalformedSubject,

@@ -87,6 +87,8 @@ func TestParseSubjectLocatesTheSenderByKind(t *testing.T) {
 			Subject{"main", KindCtl, vecBob, DeliveryService}},
 		{"tokens may hold dashes and underscores", "cotal.my-space.chat.open_id.team-a.x_y",
 			Subject{"my-space", KindChat, "open_id", "team-a.x_y"}},
+		{"a channel of MaxChannelLen bytes", n.ChatSubject(vecAlice, strings.Repeat("a", MaxChannelLen)),
+			Subject{"main", KindChat, vecAlice, strings.Repeat("a", MaxChannelLen)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +121,7 @@ func TestParseSubjectRefusesEveryOtherShape(t *testing.T) {
 		{"a star channel segment", "cotal.main.chat." + vecAlice + ".team.*"},
 		{"an unsanitized token", "cotal.main.chat." + vecAlice + ".team backend"},
 		{"a non-ASCII token", "cotal.main.chat." + vecAlice + ".caf\u00e9"},
+		{"a channel past MaxChannelLen", "cotal.main.chat." + vecAlice + "." + strings.Repeat("a", MaxChannelLen+1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
