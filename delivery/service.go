@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -14,6 +15,16 @@ import (
 
 // closeStartTimeout bounds how long a failed Start waits for the loops it started to stop.
 const closeStartTimeout = 10 * time.Second
+
+// bindTimeout bounds one bucket lookup of Start, and bindTries how many it sends per bucket.
+// A lookup sent while the bucket's stream has no leader, because the node that led it just
+// died (the moment a cluster's backstop moves), is never answered; waiting for the rest of
+// Start's bound would fail the start, while asking again is answered as soon as the stream
+// has a new leader.
+const (
+	bindTimeout = 2 * time.Second
+	bindTries   = 5
+)
 
 // Service is the durable backstop of one space (SPEC §4, §7, §8, §9 item 5): the membership
 // registry and its control service, the fan-out writer and the trusted reader, each loop under
@@ -78,24 +89,17 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 // openRegistries binds the membership, channel and presence buckets.
 func (s *Service) openRegistries(ctx context.Context) error {
 	n := s.names
-	bind := func(bucket string) (jetstream.KeyValue, error) {
-		kv, err := s.js.KeyValue(ctx, bucket)
-		if err != nil {
-			return nil, fmt.Errorf("delivery: open bucket %s (is the space provisioned?): %w", bucket, err)
-		}
-		return kv, nil
-	}
-	membersKV, err := bind(n.MembersBucket())
+	membersKV, err := s.bind(ctx, n.MembersBucket())
 	if err != nil {
 		return err
 	}
-	channelsKV, err := bind(n.ChannelsBucket())
+	channelsKV, err := s.bind(ctx, n.ChannelsBucket())
 	if err != nil {
 		return err
 	}
 	// The presence cache follows the bucket's subjects rather than watching it (follow.go);
 	// binding it only checks that it exists.
-	if _, err := bind(n.PresenceBucket()); err != nil {
+	if _, err := s.bind(ctx, n.PresenceBucket()); err != nil {
 		return err
 	}
 	s.members = &registry{
@@ -177,4 +181,20 @@ func (s *Service) stopLoop(name string, hold bool) (release func(), err error) {
 		return nil, err
 	}
 	return l.stop(hold), nil
+}
+
+// bind looks up bucket, asking again when an answer does not come within bindTimeout, up to
+// bindTries times or until ctx ends.
+func (s *Service) bind(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	for try := 1; ; try++ {
+		rctx, cancel := context.WithTimeout(ctx, bindTimeout)
+		kv, err := s.js.KeyValue(rctx, bucket)
+		cancel()
+		if err == nil {
+			return kv, nil
+		}
+		if ctx.Err() != nil || try == bindTries || !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("delivery: open bucket %s (is the space provisioned?) after %d tries: %w", bucket, try, err)
+		}
+	}
 }
