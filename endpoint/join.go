@@ -170,13 +170,13 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 }
 
 // channelConfig reads the channel's registry entry and the space defaults (SPEC §7) through
-// KV Get, which uses STREAM.MSG.GET, the only read agents hold on the registry (Appendix B).
-// A missing key is no config. A value that does not decode is ignored and logged: it may be a
+// KV Get, which uses STREAM.MSG.GET, the only read agents hold on the registry (Appendix B),
+// each read asked again when its answer is lost (retryRead). A missing key is no config. A value that does not decode is ignored and logged: it may be a
 // JetStream reply written through an injected reply subject (LAYOUT.md).
 func (e *Endpoint) channelConfig(ctx context.Context, name string) (*wire.ChannelConfig, *wire.ChannelDefaults, error) {
 	raw := func(key string) ([]byte, error) {
 		var entry jetstream.KeyValueEntry
-		err := retryNoResponders(ctx, func() (err error) {
+		err := retryRead(ctx, readAttempt, func(ctx context.Context) (err error) {
 			entry, err = e.channelsKV.Get(ctx, key)
 			return err
 		})
@@ -210,9 +210,15 @@ func (e *Endpoint) channelConfig(ctx context.Context, name string) (*wire.Channe
 	return cfg, defaults, nil
 }
 
-// chatFrontier is the CHAT stream's last sequence (SPEC §7 step 1).
+// chatFrontier is the CHAT stream's last sequence (SPEC §7 step 1), asked again when the
+// answer is lost (retryRead): on a cluster, a stream info sent while the stream elects a
+// leader is never answered, and the join would wait out its caller's whole deadline.
 func (e *Endpoint) chatFrontier(ctx context.Context) (uint64, error) {
-	s, err := e.js.Stream(ctx, e.names.ChatStream())
+	var s jetstream.Stream
+	err := retryRead(ctx, readAttempt, func(ctx context.Context) (err error) {
+		s, err = e.js.Stream(ctx, e.names.ChatStream())
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("read the CHAT frontier of %s: %w", e.names.ChatStream(), err)
 	}

@@ -41,7 +41,7 @@ func isNoResponders(err error) bool {
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, ErrNoResponders)
 }
 
-// readAttempt bounds one attempt of an idempotent read made at connect. A JetStream API
+// readAttempt bounds one attempt of an idempotent read made at connect or join. A JetStream API
 // request crossing the storage import while the broker re-registers it (a mint or revocation
 // elsewhere) can also be lost with no answer at all; without a bound of its own the read then
 // waits out the caller's whole deadline (a connect's 30 s in the chaos load test).

@@ -1,0 +1,76 @@
+package endpoint
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/wire"
+)
+
+// losingJS loses the answer to its first stream info: the request waits until its context
+// ends, as one does that reaches a clustered stream while it elects a leader.
+type losingJS struct {
+	jetstream.JetStream
+	asked atomic.Int64
+}
+
+func (j *losingJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if j.asked.Add(1) == 1 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return j.JetStream.Stream(ctx, name)
+}
+
+// TestAJoinsLostFrontierReadIsAskedAgain: the watermark read of a join (SPEC §7 step 1) asks
+// again once an attempt has waited readAttempt, rather than spend the caller's whole deadline
+// on an answer that will not come (a cluster test's joins failed that way).
+func TestAJoinsLostFrontierReadIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	srv, err := server.NewServer(&server.Options{ServerName: "frontier-test", DontListen: true,
+		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*readAttempt)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: names.ChatStream(),
+		Subjects: []string{names.ChatFilter(">")}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := js.Publish(ctx, names.ChatSubject("UA", "general"), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lossy := &losingJS{JetStream: js}
+	e := &Endpoint{js: lossy, names: names}
+	seq, err := e.chatFrontier(ctx)
+	if err != nil || seq != 3 {
+		t.Fatalf("chatFrontier = %d, %v; want 3", seq, err)
+	}
+	if got := lossy.asked.Load(); got != 2 {
+		t.Errorf("asked %d times, want 2", got)
+	}
+}
