@@ -3,26 +3,12 @@ package delivery
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/internal/jsfault"
 )
-
-// losingJS loses the answer to its first bucket lookup: the request waits until its context
-// ends, as one does that reaches a stream whose leader's node just died.
-type losingJS struct {
-	jetstream.JetStream
-	asked atomic.Int64
-}
-
-func (j *losingJS) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	if j.asked.Add(1) == 1 {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return j.JetStream.KeyValue(ctx, bucket)
-}
 
 // TestABucketLookupWhoseAnswerIsLostIsAskedAgain: Start's bucket lookups ask again after
 // bindTimeout instead of spending Start's whole bound on an answer that will not come (a
@@ -42,7 +28,7 @@ func TestABucketLookupWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lossy := &losingJS{JetStream: h.js}
+			lossy := &jsfault.LoseFirst{JetStream: h.js}
 			s := &Service{js: lossy}
 			ctx, cancel := context.WithTimeout(context.Background(), bindTimeout*bindTries)
 			defer cancel()
@@ -50,7 +36,7 @@ func TestABucketLookupWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
 			if !errors.Is(err, tt.err) {
 				t.Fatalf("bind(%s) = %v, want %v", tt.bucket, err, tt.err)
 			}
-			if got := lossy.asked.Load(); got != tt.asked {
+			if got := lossy.Asked(); got != tt.asked {
 				t.Errorf("asked %d times, want %d", got, tt.asked)
 			}
 		})

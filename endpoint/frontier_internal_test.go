@@ -2,7 +2,6 @@ package endpoint
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,23 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/jsfault"
 	"github.com/cotal-go/cotal/wire"
 )
-
-// losingJS loses the answer to its first stream info: the request waits until its context
-// ends, as one does that reaches a clustered stream while it elects a leader.
-type losingJS struct {
-	jetstream.JetStream
-	asked atomic.Int64
-}
-
-func (j *losingJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
-	if j.asked.Add(1) == 1 {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return j.JetStream.Stream(ctx, name)
-}
 
 // TestAJoinsLostFrontierReadIsAskedAgain: the watermark read of a join (SPEC §7 step 1) asks
 // again once an attempt has waited readAttempt, rather than spend the caller's whole deadline
@@ -64,13 +49,13 @@ func TestAJoinsLostFrontierReadIsAskedAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lossy := &losingJS{JetStream: js}
+	lossy := &jsfault.LoseFirst{JetStream: js}
 	e := &Endpoint{js: lossy, names: names}
 	seq, err := e.chatFrontier(ctx)
 	if err != nil || seq != 3 {
 		t.Fatalf("chatFrontier = %d, %v; want 3", seq, err)
 	}
-	if got := lossy.asked.Load(); got != 2 {
+	if got := lossy.Asked(); got != 2 {
 		t.Errorf("asked %d times, want 2", got)
 	}
 }

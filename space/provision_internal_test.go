@@ -2,27 +2,11 @@ package space
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/cotal-go/cotal/internal/jsfault"
 )
-
-// losingJS loses the answer to its first stream request: the request waits until its
-// context ends, as one does whose clustered metadata leader stepped down before proposing it.
-type losingJS struct {
-	jetstream.JetStream
-	asked atomic.Int64
-}
-
-func (j *losingJS) CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	if j.asked.Add(1) == 1 {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return j.JetStream.CreateOrUpdateStream(ctx, cfg)
-}
 
 // TestAStreamRequestWhoseAnswerIsLostIsAskedAgain: provisioning under a start deadline asks
 // again once one request has waited its own bound, instead of spending the whole deadline
@@ -40,12 +24,12 @@ func TestAStreamRequestWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lossy := &losingJS{JetStream: rt.js}
+	lossy := &jsfault.LoseFirst{JetStream: rt.js}
 	st, err := ensureStream(ctx, lossy, chat.CachedInfo().Config, false, 300*time.Millisecond)
 	if err != nil {
 		t.Fatalf("provisioning with its first answer lost: %v", err)
 	}
-	if got := lossy.asked.Load(); got != 2 {
+	if got := lossy.Asked(); got != 2 {
 		t.Errorf("asked %d times, want 2", got)
 	}
 	if st.CachedInfo().Config.Name != rt.names.ChatStream() {

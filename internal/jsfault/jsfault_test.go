@@ -1,0 +1,57 @@
+package jsfault
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestOnlyTheFirstAnswerIsLost: the first call waits for its context and fails with its
+// error; the next ones reach the server.
+func TestOnlyTheFirstAnswerIsLost(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{ServerName: "jsfault-test", DontListen: true,
+		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lose := &LoseFirst{JetStream: js}
+	cfg := jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: jetstream.MemoryStorage}
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := lose.CreateOrUpdateStream(short, cfg); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first call = %v, want the context's deadline", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := lose.CreateOrUpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lose.Stream(ctx, "S"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lose.KeyValue(ctx, "missing"); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("KeyValue = %v, want the server's not found", err)
+	}
+	if got := lose.Asked(); got != 4 {
+		t.Errorf("Asked = %d, want 4", got)
+	}
+}
