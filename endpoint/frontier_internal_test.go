@@ -3,10 +3,7 @@ package endpoint
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/internal/jsfault"
@@ -18,25 +15,7 @@ import (
 // on an answer that will not come (a cluster test's joins failed that way).
 func TestAJoinsLostFrontierReadIsAskedAgain(t *testing.T) {
 	t.Parallel()
-	srv, err := server.NewServer(&server.Options{ServerName: "frontier-test", DontListen: true,
-		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jsfault.JetStream(t)
 	names := wire.NewNames("main")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*readAttempt)
 	defer cancel()

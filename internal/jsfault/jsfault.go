@@ -8,7 +8,11 @@ package jsfault
 import (
 	"context"
 	"sync/atomic"
+	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -54,4 +58,31 @@ func (j *LoseFirst) CreateOrUpdateStream(ctx context.Context, cfg jetstream.Stre
 		return nil, ctx.Err()
 	}
 	return j.JetStream.CreateOrUpdateStream(ctx, cfg)
+}
+
+// JetStream starts a bare embedded nats-server with JetStream for t, connects to it in
+// process and returns the connection's JetStream: the real thing a LoseFirst wraps in a test
+// that needs no mesh. The server and connection end with t.
+func JetStream(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{ServerName: "jsfault", DontListen: true,
+		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("embedded nats-server not ready within 10s")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

@@ -6,33 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestOnlyTheFirstAnswerIsLost: the first call waits for its context and fails with its
 // error; the next ones reach the server.
 func TestOnlyTheFirstAnswerIsLost(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{ServerName: "jsfault-test", DontListen: true,
-		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := JetStream(t)
 	lose := &LoseFirst{JetStream: js}
 	cfg := jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: jetstream.MemoryStorage}
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
