@@ -171,8 +171,9 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 
 // channelConfig reads the channel's registry entry and the space defaults (SPEC §7) through
 // KV Get, which uses STREAM.MSG.GET, the only read agents hold on the registry (Appendix B),
-// each read asked again when its answer is lost (retryRead). A missing key is no config. A value that does not decode is ignored and logged: it may be a
-// JetStream reply written through an injected reply subject (LAYOUT.md).
+// each read asked again when its answer is lost (retryRead). A missing key is no config. A
+// value that does not decode is ignored and logged: it may be a JetStream reply written
+// through an injected reply subject (LAYOUT.md).
 func (e *Endpoint) channelConfig(ctx context.Context, name string) (*wire.ChannelConfig, *wire.ChannelDefaults, error) {
 	raw := func(key string) ([]byte, error) {
 		var entry jetstream.KeyValueEntry
