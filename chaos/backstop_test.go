@@ -70,9 +70,7 @@ func TestTheBackstopNodeKilledUnderLoadLosesNothing(t *testing.T) {
 	r3.joinThrough(t, b, n2)
 	f.survivorCopies = catchUp(t, owed, r3, owedTo(audience, r3.cred.ID, chaos.KindChannel))
 	mintRefusedWithoutKeyStore(t, b, c.dirs[1])
-	for time.Since(f.killed) < tier.clusterOutage {
-		time.Sleep(20 * time.Millisecond) // pacing: the outage lasts at least tier.clusterOutage
-	}
+	time.Sleep(time.Until(f.killed.Add(tier.clusterOutage))) // pacing: the outage lasts at least tier.clusterOutage
 	f.restartNode1(t, b, journals, keys)
 	r3.proc.stop(t)
 	owed, _ = chaos.FromJournal(readJournals(t, journals...))
@@ -137,7 +135,7 @@ func (f *backstopFigures) killNode1(t *testing.T, journals []string, keys *meshP
 	keys.kill()
 	f.killed = time.Now()
 	var took string
-	for f.stall == 0 || f.failover == 0 {
+	await.Check(t, tier.drain, await.Interval, func() error {
 		if f.stall == 0 && ackedCount(t, journals...) >= f.ackedAtKill+resumedAfter {
 			f.stall = time.Since(f.killed)
 		}
@@ -146,12 +144,12 @@ func (f *backstopFigures) killNode1(t *testing.T, journals []string, keys *meshP
 				f.failover, took = time.Since(f.killed), line
 			}
 		}
-		if time.Since(f.killed) > tier.drain {
-			t.Fatalf("%v after node 1 died: %d publishes acknowledged (want %d), backstop taken over: %v; the nodes' warnings:\n%s",
-				tier.drain, ackedCount(t, journals...)-f.ackedAtKill, resumedAfter, f.failover > 0, warnings(append(survivors, keys)...))
+		if f.stall == 0 || f.failover == 0 {
+			return fmt.Errorf("after node 1 died: %d publishes acknowledged (want %d), backstop taken over: %v; the nodes' warnings:\n%s",
+				ackedCount(t, journals...)-f.ackedAtKill, resumedAfter, f.failover > 0, warnings(append(survivors, keys)...))
 		}
-		time.Sleep(20 * time.Millisecond) // pacing: polling the journals and logs
-	}
+		return nil
+	})
 	f.takeover = f.failover
 	if g := startedIn.FindStringSubmatch(took); g != nil {
 		if d, err := time.ParseDuration(g[1]); err == nil {

@@ -62,15 +62,14 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 		// The outage lasts tier.clusterOutage, and at least until the survivors acknowledge
 		// publishes again: a stream whose leader was on node 2 takes a RAFT election first.
 		var stall time.Duration
-		for stall == 0 || time.Since(killed) < tier.clusterOutage {
-			if stall == 0 && ackedCount(t, journals...) >= before+resumedAfter {
-				stall = time.Since(killed)
+		await.Check(t, tier.drain, await.Interval, func() error {
+			if ackedCount(t, journals...) < before+resumedAfter {
+				return fmt.Errorf("the survivors acknowledged fewer than %d publishes after node 2 died", resumedAfter)
 			}
-			if time.Since(killed) > tier.drain {
-				t.Fatalf("the survivors acknowledged fewer than %d publishes in the %v after node 2 died", resumedAfter, tier.drain)
-			}
-			time.Sleep(20 * time.Millisecond) // pacing: polling the journals for acknowledgements through the survivors
-		}
+			stall = time.Since(killed)
+			return nil
+		})
+		time.Sleep(time.Until(killed.Add(tier.clusterOutage))) // pacing: the outage lasts at least tier.clusterOutage
 		during = append(during, ackedCount(t, journals...)-before)
 		stalls = append(stalls, stall)
 		victim.start()
