@@ -47,7 +47,14 @@ func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint6
 	spec := e.names.HistoryConsumerSpec(e.id, name, since)
 	stream, consumer := spec.Stream, spec.Name
 	e.deleteHistory(ctx, stream, consumer)
-	cons, err := e.js.CreateOrUpdateConsumer(ctx, stream, jsconfig.Consumer(spec))
+	// A create is idempotent (the same pinned config), so one whose answer was lost is asked
+	// again rather than waiting out the caller's deadline: in a cluster the metadata leader
+	// can drop a proposal unanswered (RELIABILITY.md).
+	var cons jetstream.Consumer
+	err := retryRead(ctx, readAttempt, func(ctx context.Context) (err error) {
+		cons, err = e.js.CreateOrUpdateConsumer(ctx, stream, jsconfig.Consumer(spec))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("create history consumer %s: %w", consumer, err)
 	}

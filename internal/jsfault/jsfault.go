@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// LoseFirst is a JetStream whose first Stream, KeyValue or CreateOrUpdateStream call, of
-// all three together, gets no answer: it returns its context's error once the context ends.
+// LoseFirst is a JetStream whose first Stream, KeyValue, CreateOrUpdateStream or
+// CreateOrUpdateConsumer call, of all four together, gets no answer: it returns its context's error once the context ends.
 // Every later call goes to the JetStream it wraps.
 type LoseFirst struct {
 	jetstream.JetStream
@@ -58,6 +58,15 @@ func (j *LoseFirst) CreateOrUpdateStream(ctx context.Context, cfg jetstream.Stre
 		return nil, ctx.Err()
 	}
 	return j.JetStream.CreateOrUpdateStream(ctx, cfg)
+}
+
+// CreateOrUpdateConsumer creates or updates a consumer, losing the answer if it is the first
+// call.
+func (j *LoseFirst) CreateOrUpdateConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	if j.lost(ctx) {
+		return nil, ctx.Err()
+	}
+	return j.JetStream.CreateOrUpdateConsumer(ctx, stream, cfg)
 }
 
 // JetStream starts a bare embedded nats-server with JetStream for t, connects to it in
