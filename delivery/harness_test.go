@@ -388,16 +388,34 @@ func (h *harness) settle() {
 			{testNames.ChatStream(), wire.FanoutConsumer},
 			{testNames.InboxStream(), wire.ReaderConsumer},
 		} {
+			last, err := h.lastSeq(c.stream)
+			if err != nil {
+				return err
+			}
 			info, err := h.consumerInfo(c.stream, c.name)
 			if err != nil {
 				return err
 			}
-			if info.NumPending != 0 || info.NumAckPending != 0 {
-				return fmt.Errorf("%s: %d pending, %d unacknowledged", c.name, info.NumPending, info.NumAckPending)
+			// num_pending lags a PubAck (the stream signals its consumers asynchronously), so
+			// the consumer must also have been delivered the stream's last message.
+			if info.NumPending != 0 || info.NumAckPending != 0 || info.Delivered.Stream < last {
+				return fmt.Errorf("%s: %d pending, %d unacknowledged, delivered up to %d of %d",
+					c.name, info.NumPending, info.NumAckPending, info.Delivered.Stream, last)
 			}
 		}
 		return nil
 	})
+}
+
+// lastSeq is the sequence of the last message stored in stream.
+func (h *harness) lastSeq(stream string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	st, err := h.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	return st.CachedInfo().State.LastSeq, nil
 }
 
 func (h *harness) consumerInfo(stream, name string) (*jetstream.ConsumerInfo, error) {
@@ -411,40 +429,70 @@ func (h *harness) consumerInfo(stream, name string) (*jetstream.ConsumerInfo, er
 }
 
 // received reads every copy waiting on the agent's dlv_<id> consumer, acking each, once the
-// pipeline has settled; the result is exact, duplicates included.
+// pipeline has settled; the result is exact, duplicates included. The consumer learns of a
+// stored copy asynchronously after its PubAck, so its num_pending can lag the stream: it reads
+// until the last copy stored on the agent's DLV subject has been delivered.
 func (a *agent) received() []string {
 	a.h.t.Helper()
 	a.h.settle()
-	info, err := a.h.consumerInfo(testNames.DLVStream(), testNames.DLVConsumer(a.id))
-	if err != nil {
-		a.h.t.Fatal(err)
-	}
-	var ids []string
-	if info.NumPending == 0 {
-		return ids
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
+	last := a.lastStored(ctx)
 	cons, err := a.h.js.Consumer(ctx, testNames.DLVStream(), testNames.DLVConsumer(a.id))
 	if err != nil {
 		a.h.t.Fatal(err)
 	}
-	for uint64(len(ids)) < info.NumPending {
-		batch, err := cons.Fetch(int(info.NumPending)-len(ids), jetstream.FetchMaxWait(waitFor))
+	var ids []string
+	for {
+		info, err := cons.Info(ctx)
 		if err != nil {
-			a.h.t.Fatal(err)
+			a.h.t.Fatalf("dlv consumer of %s before stream sequence %d: %v", a.name, last, err)
 		}
-		for m := range batch.Messages() {
-			got, err := wire.DecodeMessage(m.Data())
-			if err != nil {
-				a.h.t.Fatalf("DLV copy is not a CotalMessage: %v", err)
-			}
-			ids = append(ids, got.ID)
-			_ = m.Ack()
+		if info.Delivered.Stream >= last {
+			return ids
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			a.h.t.Fatal(err)
+		if info.NumPending == 0 {
+			time.Sleep(pollEvery)
+			continue
 		}
+		ids = append(ids, a.fetch(cons, int(info.NumPending))...)
+	}
+}
+
+// lastStored is the stream sequence of the last copy stored on the agent's DLV subject, 0 if
+// none.
+func (a *agent) lastStored(ctx context.Context) uint64 {
+	st, err := a.h.js.Stream(ctx, testNames.DLVStream())
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, testNames.DLVSubject(a.id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0
+	}
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	return m.Sequence
+}
+
+// fetch reads and acks n copies from cons and returns their message ids.
+func (a *agent) fetch(cons jetstream.Consumer, n int) []string {
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(waitFor))
+	if err != nil {
+		a.h.t.Fatal(err)
+	}
+	var ids []string
+	for m := range batch.Messages() {
+		got, err := wire.DecodeMessage(m.Data())
+		if err != nil {
+			a.h.t.Fatalf("DLV copy is not a CotalMessage: %v", err)
+		}
+		ids = append(ids, got.ID)
+		_ = m.Ack()
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		a.h.t.Fatal(err)
 	}
 	return ids
 }

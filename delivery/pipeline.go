@@ -14,7 +14,7 @@ const (
 	batchLinger = time.Millisecond      // how long a batch waits for one more buffered message
 	flushAt     = 1024                  // unconfirmed publishes before a batch waits for them
 	retryDelay  = time.Second           // redelivery delay after a publish that was not stored
-	drainWait   = 50 * time.Millisecond // how long a stopping loop waits for each buffered message
+	drainLimit  = 2 * time.Second       // how long a stopping loop waits for its drain to complete
 	joinWait    = 20 * time.Millisecond // redelivery delay of an entry whose join is being written
 )
 
@@ -35,12 +35,21 @@ func nextBatch(ctx context.Context, it jetstream.MessagesContext, max int) ([]je
 	return batch, nil
 }
 
-// releaseBuffered stops the iterator and naks the messages it had buffered, so they are
-// redelivered now instead of after the consumer's 60 s ack wait.
+// releaseBuffered stops the iterator and naks every message it had buffered or that was still
+// on its way, so they are redelivered now instead of after the consumer's 60 s ack wait. The
+// drain ends once the broker confirmed the unsubscribe, which is what guarantees nothing
+// more arrives: a message sent to the pull request before that and not nak'd would wait out
+// the ack wait (a fan-out stopped mid-burst under load left up to 168 so when this stopped at
+// the first 50 ms without a message). drainLimit bounds it on a connection that is gone.
 func releaseBuffered(it jetstream.MessagesContext) {
 	it.Drain()
+	deadline := time.Now().Add(drainLimit)
 	for {
-		m, err := it.Next(jetstream.NextMaxWait(drainWait))
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return
+		}
+		m, err := it.Next(jetstream.NextMaxWait(wait))
 		if err != nil {
 			return
 		}
