@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/reask"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -183,18 +183,17 @@ func (s *Service) stopLoop(name string, hold bool) (release func(), err error) {
 	return l.stop(hold), nil
 }
 
-// bind looks up bucket, asking again when an answer does not come within bindTimeout, up to
-// bindTries times or until ctx ends.
+// bind looks up bucket, asking again when an answer does not come within bindTimeout, for at
+// most bindTries such attempts or until ctx ends.
 func (s *Service) bind(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	for try := 1; ; try++ {
-		rctx, cancel := context.WithTimeout(ctx, bindTimeout)
-		kv, err := s.js.KeyValue(rctx, bucket)
-		cancel()
-		if err == nil {
-			return kv, nil
-		}
-		if ctx.Err() != nil || try == bindTries || !errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("delivery: open bucket %s (is the space provisioned?) after %d tries: %w", bucket, try, err)
-		}
+	ctx, cancel := context.WithTimeout(ctx, bindTries*bindTimeout)
+	defer cancel()
+	var kv jetstream.KeyValue
+	if err := reask.Do(ctx, bindTimeout, func(ctx context.Context) (err error) {
+		kv, err = s.js.KeyValue(ctx, bucket)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("delivery: open bucket %s (is the space provisioned?): %w", bucket, err)
 	}
+	return kv, nil
 }

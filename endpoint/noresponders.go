@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/internal/reask"
 )
 
 // noResponderTries bounds how often a read or control request is sent again after the broker
@@ -51,26 +53,5 @@ const readAttempt = 5 * time.Second
 // fails for another reason, finds no responder noResponderTries times, or ctx ends. An
 // attempt that timed out while ctx still runs was lost, not refused, and is sent again.
 func retryRead(ctx context.Context, attempt time.Duration, op func(context.Context) error) error {
-	wait, noResponders := noResponderWait, 0
-	for {
-		actx, cancel := context.WithTimeout(ctx, attempt)
-		err := op(actx)
-		cancel()
-		switch {
-		case err == nil:
-			return nil
-		case isNoResponders(err):
-			if noResponders++; noResponders == noResponderTries {
-				return err
-			}
-		case !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-	}
+	return retryNoResponders(ctx, func() error { return reask.Do(ctx, attempt, op) })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/internal/jsconfig"
+	"github.com/cotal-go/cotal/internal/reask"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -32,7 +33,7 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
 	for i, cfg := range cfgs {
-		wg.Go(func() { streams[i], errs[i] = ensureStream(ctx, js, cfg, fresh, streamRequestTimeout) })
+		wg.Go(func() { streams[i], errs[i] = ensureStream(ctx, js, cfg, fresh, requestTimeout) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -97,9 +98,9 @@ func askStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stream
 	return js.CreateOrUpdateStream(ctx, cfg)
 }
 
-// streamRequestTimeout bounds one stream request of provisioning; it is above the longest
-// answer seen from a store recovering on a loaded machine.
-const streamRequestTimeout = 10 * time.Second
+// requestTimeout bounds one stream or consumer request of provisioning; it is above the
+// longest answer seen from a store recovering on a loaded machine.
+const requestTimeout = 10 * time.Second
 
 // clusterRetry is how often provisioning asks again while a cluster lacks the nodes a
 // stream's replicas need; provisionTimeouts how many timed-out requests it sends in all;
@@ -132,10 +133,15 @@ func jsNotEnabled(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10039
 }
 
-// writeDefaults writes the `=defaults` record with class unless one is there already.
+// writeDefaults writes the `=defaults` record with class unless one is there already. Both
+// requests are asked again when their answer is lost: a create applied but unanswered finds
+// its own record the second time, which is what ErrKeyExists already accepts.
 func writeDefaults(ctx context.Context, js jetstream.JetStream, n wire.Names, class wire.DeliveryClass) error {
-	kv, err := js.KeyValue(ctx, n.ChannelsBucket())
-	if err != nil {
+	var kv jetstream.KeyValue
+	if err := reask.Do(ctx, requestTimeout, func(ctx context.Context) (err error) {
+		kv, err = js.KeyValue(ctx, n.ChannelsBucket())
+		return err
+	}); err != nil {
 		return fmt.Errorf("open channel registry %s: %w", n.ChannelsBucket(), err)
 	}
 	defaults, err := json.Marshal(wire.ChannelDefaults{DeliveryClass: class})
@@ -144,7 +150,11 @@ func writeDefaults(ctx context.Context, js jetstream.JetStream, n wire.Names, cl
 	}
 	// SPEC §7: defaults.deliveryClass is written at space creation so the effective default
 	// is discoverable on the wire; Create never overwrites an operator's later choice.
-	if _, err := kv.Create(ctx, wire.DefaultsKey, defaults); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	err = reask.Do(ctx, requestTimeout, func(ctx context.Context) error {
+		_, err := kv.Create(ctx, wire.DefaultsKey, defaults)
+		return err
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("write %s/%s: %w", n.ChannelsBucket(), wire.DefaultsKey, err)
 	}
 	return nil
@@ -154,7 +164,12 @@ func writeDefaults(ctx context.Context, js jetstream.JetStream, n wire.Names, cl
 // agents may bind but never create them.
 func provisionInstance(ctx context.Context, js jetstream.JetStream, n wire.Names, id, role string, ackWait time.Duration) error {
 	for _, c := range n.InstanceConsumerSpecs(id, role, ackWait) {
-		if _, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jsconfig.Consumer(c)); err != nil {
+		// Idempotent, so a create whose answer a clustered metadata leader dropped is asked
+		// again instead of failing the mint at its deadline.
+		if err := reask.Do(ctx, requestTimeout, func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jsconfig.Consumer(c))
+			return err
+		}); err != nil {
 			return fmt.Errorf("create consumer %s on %s: %w", c.Name, c.Stream, err)
 		}
 	}

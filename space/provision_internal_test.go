@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cotal-go/cotal/internal/jsfault"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // TestAStreamRequestWhoseAnswerIsLostIsAskedAgain: provisioning under a start deadline asks
@@ -34,5 +37,43 @@ func TestAStreamRequestWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
 	}
 	if st.CachedInfo().Config.Name != rt.names.ChatStream() {
 		t.Errorf("got stream %s", st.CachedInfo().Config.Name)
+	}
+}
+
+// TestAMintsAndAStartsLostAnswersAreAskedAgain: the bind-only consumer creates of a mint and
+// the `=defaults` write of a start ask again after requestTimeout instead of failing at their
+// caller's deadline when a clustered metadata leader drops the request unanswered.
+func TestAMintsAndAStartsLostAnswersAreAskedAgain(t *testing.T) {
+	t.Parallel()
+	m := startTestMesh(t, Options{Memory: true})
+	rt, err := m.space("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		ask   func(ctx context.Context, js jetstream.JetStream) error
+		asked int64
+	}{
+		{"the bind-only consumers of a mint", func(ctx context.Context, js jetstream.JetStream) error {
+			return provisionInstance(ctx, js, rt.names, "ULOSTANSWER", "", time.Minute)
+		}, 3},
+		{"the =defaults record of a start", func(ctx context.Context, js jetstream.JetStream) error {
+			return writeDefaults(ctx, js, rt.names, wire.DeliveryDurable)
+		}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*requestTimeout)
+			defer cancel()
+			lossy := &jsfault.LoseFirst{JetStream: rt.js}
+			if err := tt.ask(ctx, lossy); err != nil {
+				t.Fatalf("with its first answer lost: %v", err)
+			}
+			if got := lossy.Asked(); got != tt.asked {
+				t.Errorf("asked %d times, want %d", got, tt.asked)
+			}
+		})
 	}
 }

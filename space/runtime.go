@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/delivery"
+	"github.com/cotal-go/cotal/internal/reask"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -63,7 +64,10 @@ func (m *Mesh) startSpace(ctx context.Context, name string, creds infraCreds) (*
 		}
 		return nil, errors.Join(err, rt.close(ctx))
 	}
-	if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {
+	if err := reask.Do(ctx, requestTimeout, func(ctx context.Context) (err error) {
+		rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket())
+		return err
+	}); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if err := m.syncRegistry(ctx, rt); err != nil {
