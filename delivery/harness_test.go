@@ -443,20 +443,20 @@ func (a *agent) received() []string {
 		a.h.t.Fatal(err)
 	}
 	var ids []string
-	for {
+	await.Check(a.h.t, waitFor, pollEvery, func() error {
 		info, err := cons.Info(ctx)
 		if err != nil {
-			a.h.t.Fatalf("dlv consumer of %s before stream sequence %d: %v", a.name, last, err)
+			return err
 		}
 		if info.Delivered.Stream >= last {
-			return ids
+			return nil
 		}
-		if info.NumPending == 0 {
-			time.Sleep(pollEvery)
-			continue
+		if info.NumPending > 0 {
+			ids = append(ids, a.fetch(cons, int(info.NumPending))...)
 		}
-		ids = append(ids, a.fetch(cons, int(info.NumPending))...)
-	}
+		return fmt.Errorf("dlv consumer of %s delivered up to %d of %d when last asked", a.name, info.Delivered.Stream, last)
+	})
+	return ids
 }
 
 // lastStored is the stream sequence of the last copy stored on the agent's DLV subject, 0 if
