@@ -62,7 +62,7 @@ func TestTheBackstopNodeKilledUnderLoadLosesNothing(t *testing.T) {
 	}
 	await.True(t, time.Minute, "node 1, the key-store node, runs the backstop", func() bool { return backstopHolder(t, b, dir) == "node1" })
 
-	time.Sleep(tier.clusterOutage / 2) // pacing: publishing with all three nodes up
+	publishPhase(t, tier.clusterOutage/2, journals...) // with all three nodes up
 	r3.proc.stop(t)
 	var f backstopFigures
 	f.killNode1(t, journals, keys, n2, n3)
@@ -80,7 +80,7 @@ func TestTheBackstopNodeKilledUnderLoadLosesNothing(t *testing.T) {
 		t.Error("restarted node 1 took the backstop lease while a survivor held it")
 	}
 
-	time.Sleep(tier.clusterOutage / 2) // pacing: publishing after the restart too
+	publishPhase(t, tier.clusterOutage/2, journals...) // after the restart too
 	for _, p := range pubs {
 		p.proc.stop(t)
 		if p.proc.code != 0 {

@@ -54,7 +54,7 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 	var channelCatchUps, dmCatchUps, stalls, downs []time.Duration
 	var rejoins []string // join states short of durable when r3 came back
 	for range tier.clusterKills {
-		time.Sleep(tier.clusterOutage / 2) // pacing: publishing with all three nodes up
+		publishPhase(t, tier.clusterOutage/2, journals...) // with all three nodes up
 		r3.proc.stop(t)
 		before := ackedCount(t, journals...)
 		victim.kill()
@@ -99,7 +99,7 @@ func TestAClusterMemberKilledUnderLoadLosesNothing(t *testing.T) {
 			t.Errorf("the receiver through restarted node 2 did not read what it was owed within %v", tier.drain)
 		}
 	}
-	time.Sleep(tier.clusterOutage / 2) // pacing: publishing after the last restart too
+	publishPhase(t, tier.clusterOutage/2, journals...) // after the last restart too
 	for _, p := range pubs {
 		p.proc.stop(t)
 		if p.proc.code != 0 {

@@ -119,6 +119,23 @@ func startClusterPublishers(t *testing.T, b bins, keyDir string, nodes []*meshPr
 }
 
 // ackedCount counts the acknowledged publishes in journals so far.
+// publishPhase lets the publishers run for at least d and until they have had resumedAfter
+// more publishes acknowledged, so every phase of a cluster scenario carries traffic however
+// slowly the machine starts them. The journals are read every 100 ms.
+func publishPhase(t *testing.T, d time.Duration, journals ...string) {
+	t.Helper()
+	began, before := time.Now(), ackedCount(t, journals...)
+	await.Check(t, d+tier.drain, 100*time.Millisecond, func() error {
+		if acked := ackedCount(t, journals...) - before; acked < resumedAfter {
+			return fmt.Errorf("%d of %d publishes acknowledged in this phase", acked, resumedAfter)
+		}
+		if ran := time.Since(began); ran < d {
+			return fmt.Errorf("the phase has run %v of %v", ran.Round(time.Millisecond), d)
+		}
+		return nil
+	})
+}
+
 func ackedCount(t *testing.T, journals ...string) int {
 	t.Helper()
 	pubs, _ := chaos.FromJournal(readJournals(t, journals...))
