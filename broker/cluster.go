@@ -2,14 +2,17 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// Cluster joins the broker to a NATS cluster of cotal nodes (issue 14): routes between the
+// Cluster joins the broker to a NATS cluster of cotal nodes: routes between the
 // nodes, JetStream clustered (RAFT meta and stream groups), and account JWTs shared through
 // nats-server's full NATS resolver instead of a memory one, so an account changed on one node
 // reaches every node.
@@ -21,7 +24,18 @@ type Cluster struct {
 	// Routes are the route listeners ("host:port") of the cluster's nodes; this node's own may
 	// be listed too, so every node can share one list.
 	Routes []string
+	// Secret is the password every node presents on the routes it dials and requires on the
+	// routes it accepts; a route without it is closed before it carries anything. Required.
+	Secret string
+	// TLS, when set, makes every route TLS both ways: this node presents its Certificates
+	// whichever side dialled, and requires and verifies the peer's against ClientCAs (RootCAs
+	// too when it is nil), the dialling side also checking the peer's address (RouteTLS
+	// builds one).
+	TLS *tls.Config
 }
+
+// routeUser is the user name of the routes' password; nats-server compares both.
+const routeUser = "cotal-route"
 
 // resolverDir is where the full resolver keeps account JWTs, inside the store directory.
 const resolverDir = "jwt"
@@ -46,6 +60,12 @@ func (c Config) validateCluster() error {
 			return fmt.Errorf("Cluster.Routes entry %q: %w: use \"host:port\" of a node's route listener", r, err)
 		}
 	}
+	if c.Cluster.Secret == "" {
+		return fmt.Errorf("Cluster.Secret is empty: routes need the secret every node shares, or anyone who reaches the route listener joins the cluster")
+	}
+	if t := c.Cluster.TLS; t != nil && (len(t.Certificates) == 0 || t.ClientCAs == nil) {
+		return fmt.Errorf("Cluster.TLS has no certificate or no ClientCAs: a route must present one and verify the peer's (see RouteTLS)")
+	}
 	if c.Listen == "" {
 		return fmt.Errorf("Cluster is set but Listen is empty: nats-server routes only once the client listener is open, so a cluster node needs one")
 	}
@@ -66,12 +86,36 @@ func clusterOptions(cfg Config, opts *server.Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Cluster = server.ClusterOpts{Name: cfg.Cluster.Name, Host: host, Port: randomIfZero(port)}
+	opts.Cluster = server.ClusterOpts{Name: cfg.Cluster.Name, Host: host, Port: randomIfZero(port),
+		Username: routeUser, Password: cfg.Cluster.Secret}
 	for _, r := range cfg.Cluster.Routes {
-		opts.Routes = append(opts.Routes, server.RoutesFromStr("nats://"+r)...)
+		opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats", Host: r, User: url.UserPassword(routeUser, cfg.Cluster.Secret)})
+	}
+	if t := cfg.Cluster.TLS; t != nil {
+		tc := t.Clone()
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+		if tc.RootCAs == nil {
+			tc.RootCAs = tc.ClientCAs
+		}
+		opts.Cluster.TLSConfig = tc
 	}
 	opts.DontListen = false
 	return nil
+}
+
+// RouteTLS is a route TLS configuration (Cluster.TLS) from PEM blocks: this node's
+// certificate and key, and the CA that signed every node's certificate, which may be the
+// certificate itself when every node shares one.
+func RouteTLS(certPEM, keyPEM, caPEM []byte) (*tls.Config, error) {
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the route certificate and key: %w", ErrTLS, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("%w: the route CA holds no PEM certificate", ErrTLS)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, ClientCAs: pool, RootCAs: pool}, nil
 }
 
 // newClusterResolver returns the full NATS resolver in the store's resolverDir, preloaded

@@ -3,14 +3,7 @@ package broker
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,54 +12,15 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/internal/testcert"
 )
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key as PEM files.
-func selfSigned(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatalf("generate key: %v", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "cotal test broker"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:              []string{"localhost"},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatalf("create certificate: %v", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatalf("marshal key: %v", err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
-	return certFile, keyFile
-}
-
-func writePEM(t *testing.T, path, kind string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		t.Fatalf("write %s: %v", path, err)
-	}
-}
 
 func TestTLSListener(t *testing.T) {
 	tt := newTestTrust(t)
 	cfg := operatorConfig(tt)
 	cfg.Listen = "127.0.0.1:0"
-	cfg.TLSCert, cfg.TLSKey = selfSigned(t)
+	cfg.TLSCert, cfg.TLSKey = testcert.Write(t, "cotal test broker")
 	b := startBroker(t, cfg)
 	alice := tt.user(t, "alice")
 
@@ -136,8 +90,8 @@ func plaintextSession(t *testing.T, hostPort string) string {
 }
 
 func TestTLSFilesThatDoNotLoadFailStart(t *testing.T) {
-	cert, key := selfSigned(t)
-	otherCert, _ := selfSigned(t)
+	cert, key := testcert.Write(t, "cotal test broker")
+	otherCert, _ := testcert.Write(t, "cotal test broker")
 	garbage := filepath.Join(t.TempDir(), "garbage.pem")
 	if err := os.WriteFile(garbage, []byte("not pem"), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 package config
 
-// Cluster makes `cotal up` one node of a NATS cluster of cotal nodes (issue 14). Every key is
+// Cluster makes `cotal up` one node of a NATS cluster of cotal nodes. Every key is
 // empty by default: the mesh runs alone.
 type Cluster struct {
 	// Name is the cluster name every node shares; setting it turns cluster mode on.
@@ -19,6 +19,11 @@ type Cluster struct {
 	// holds the key store, beside Trust: it lets this node take over each space's durable
 	// backstop when the node running it dies. It holds secrets, like a .creds file.
 	Backstop string `koanf:"backstop"`
+	// TLSCert and TLSKey are this node's route certificate and key, TLSCA the CA that signed
+	// every node's; required once a route leaves loopback.
+	TLSCert string `koanf:"tls_cert"`
+	TLSKey  string `koanf:"tls_key"`
+	TLSCA   string `koanf:"tls_ca"`
 }
 
 // check reports the cluster keys that cannot work.
@@ -26,7 +31,7 @@ func (c Cluster) check() []error {
 	var errs []error
 	add := func(key, problem string) { errs = append(errs, fieldError{key: key, problem: problem}) }
 	if c.Name == "" {
-		if c.Listen != "" || len(c.Peers) > 0 || c.Trust != "" || c.ServerName != "" || c.Backstop != "" {
+		if c.Listen != "" || len(c.Peers) > 0 || c.Trust != "" || c.ServerName != "" || c.Backstop != "" || c.TLSCert != "" || c.TLSKey != "" || c.TLSCA != "" {
 			add("cluster.name", "empty while other cluster keys are set; set the name every node shares, or drop the cluster keys")
 		}
 		return errs

@@ -204,6 +204,9 @@ func (c Config) values() map[string]any {
 		"cluster.server_name": c.Cluster.ServerName,
 		"cluster.trust":       c.Cluster.Trust,
 		"cluster.backstop":    c.Cluster.Backstop,
+		"cluster.tls_cert":    c.Cluster.TLSCert,
+		"cluster.tls_key":     c.Cluster.TLSKey,
+		"cluster.tls_ca":      c.Cluster.TLSCA,
 
 		"leaf.listen": c.Leaf.Listen,
 		"leaf.hub":    c.Leaf.Hub,

@@ -72,13 +72,11 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		batch, err := cons.FetchNoWait(int(min(pending, historyBatch)))
+		msgs, err := fetchBatch(ctx, cons, int(min(pending, historyBatch)))
 		if err != nil {
 			return out, fmt.Errorf("fetch history: %w", err)
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
+		for _, m := range msgs {
 			md, err := m.Metadata()
 			if err != nil {
 				continue
@@ -93,14 +91,32 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 				out = out[1:]
 			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return out, fmt.Errorf("fetch history: %w", err)
-		}
-		if n == 0 {
+		if len(msgs) == 0 {
 			return out, nil
 		}
 	}
 	return out, nil
+}
+
+// fetchBatch fetches up to n messages without waiting. A pull request that found no
+// responder reached nothing, as one sent right after a create does in a cluster until the
+// consumer's leader has announced its interest over the routes; it is sent again.
+func fetchBatch(ctx context.Context, cons jetstream.Consumer, n int) ([]jetstream.Msg, error) {
+	var msgs []jetstream.Msg
+	err := retryNoResponders(ctx, func() error {
+		batch, err := cons.FetchNoWait(n)
+		if err != nil {
+			return err
+		}
+		for m := range batch.Messages() {
+			msgs = append(msgs, m)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && len(msgs) == 0 {
+			return err
+		}
+		return nil
+	})
+	return msgs, err
 }
 
 // deleteHistory removes the history consumer; one that is already gone is fine.

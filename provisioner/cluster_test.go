@@ -1,7 +1,9 @@
 package provisioner
 
 import (
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +12,10 @@ import (
 	"github.com/nats-io/jwt/v2"
 )
 
-// TestClusterTrustCarriesNoSecretAndRoundTrips: the file another node starts from names the
-// operator and the system account, holds no seed, is 0600, and reads back as the same trust.
-func TestClusterTrustCarriesNoSecretAndRoundTrips(t *testing.T) {
+// TestClusterTrustCarriesNoSeedAndRoundTrips: the file another node starts from names the
+// operator and the system account, holds no seed but the route secret, which stays the same
+// from one call to the next, is 0600, and reads back as the same trust.
+func TestClusterTrustCarriesNoSeedAndRoundTrips(t *testing.T) {
 	s := openStore(t)
 	ct, err := s.ClusterTrust()
 	if err != nil {
@@ -27,13 +30,23 @@ func TestClusterTrustCarriesNoSecretAndRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fields map[string]string
-	if err := json.Unmarshal(data, &fields); err != nil || len(fields) != 2 {
-		t.Fatalf("the trust file holds %d fields (%v), want the two JWTs only:\n%s", len(fields), err, data)
+	if err := json.Unmarshal(data, &fields); err != nil || len(fields) != 5 {
+		t.Fatalf("the trust file holds %d fields (%v), want the two JWTs and the route secret, certificate and key:\n%s", len(fields), err, data)
 	}
-	for name, token := range fields {
-		if _, err := jwt.Decode(token); err != nil {
+	if _, err := tls.X509KeyPair([]byte(fields["routeCert"]), []byte(fields["routeKey"])); err != nil {
+		t.Errorf("the route certificate and key do not pair: %v", err)
+	}
+	for _, name := range []string{"operatorJwt", "systemAccountJwt"} {
+		if _, err := jwt.Decode(fields[name]); err != nil {
 			t.Errorf("field %s is not a JWT: %v", name, err)
 		}
+	}
+	if len(fields["routeSecret"]) < 26 {
+		t.Errorf("route secret %q, want 128 random bits at least", fields["routeSecret"])
+	}
+	again, err := s.ClusterTrust()
+	if err != nil || again != ct {
+		t.Errorf("a second ClusterTrust gave %+v (%v), want the first route secret and certificate kept", again, err)
 	}
 	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
 		t.Errorf("trust file mode %v, want 0600", info.Mode().Perm())
@@ -55,6 +68,24 @@ func TestClusterTrustCarriesNoSecretAndRoundTrips(t *testing.T) {
 	}
 	if _, err := ReadClusterTrust(filepath.Join(t.TempDir(), "missing.json")); err == nil || !strings.Contains(err.Error(), "copy it") {
 		t.Errorf("a missing trust file: %v, want an error that says where to copy it from", err)
+	}
+}
+
+// TestATrustFileWithoutARouteSecretIsRefused: a file written before routes were
+// authenticated would start a node that no other node lets in; reading it says what to do.
+func TestATrustFileWithoutARouteSecretIsRefused(t *testing.T) {
+	ct, err := openStore(t).ClusterTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct.RouteSecret = ""
+	path := filepath.Join(t.TempDir(), "cluster-trust.json")
+	if err := WriteClusterTrust(path, ct); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadClusterTrust(path)
+	if !errors.Is(err, ErrNoRouteSecret) || !strings.Contains(err.Error(), "copy it here again") {
+		t.Errorf("an old trust file: %v, want ErrNoRouteSecret saying to copy a new one", err)
 	}
 }
 

@@ -173,12 +173,16 @@ func (s *Store) mintTx(tx *bbolt.Tx, req MintRequest, perms jwt.Permissions, c *
 	if exp := req.expiry(s.opts.CredentialTTL, time.Now()); !exp.IsZero() {
 		uc.Expires = exp.Unix()
 	}
-	if req.InProcessOnly {
+	switch {
+	case req.InProcessOnly:
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeInProcess)
-	}
-	if req.Profile == ProfileLeaf {
+	case req.Profile == ProfileLeaf:
 		// A leaf link's grants would serve no client: refuse it anything but a leaf node.
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeLeafnode)
+	default:
+		// A client only: as a leaf node a credential would bring a server of its own into
+		// the space, whose connections the mesh neither counts nor caps.
+		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeStandard, jwt.ConnectionTypeWebsocket, jwt.ConnectionTypeInProcess)
 	}
 	// The mesh's own infrastructure credentials are not bounded: only credentials handed
 	// to instances are.

@@ -2,16 +2,18 @@ package space
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/provisioner"
 )
 
-// ClusterOptions make the mesh one node of a NATS cluster of cotal nodes (issue 14). One
+// ClusterOptions make the mesh one node of a NATS cluster of cotal nodes. One
 // node holds the key store: it mints and revokes, provisions every space's streams and
 // buckets, and runs the durable backstop. The others start from its cluster trust file
 // (Trust, written as DIR/cluster-trust.json by that node) and hold no keys: they serve agents
@@ -35,7 +37,17 @@ type ClusterOptions struct {
 	// over each space's durable backstop when the node running it dies; without it, it never
 	// runs one. Set only with Trust.
 	Backstop string
+	// TLSCert and TLSKey are this node's certificate and key for its routes, and TLSCA the CA
+	// that signed every node's; all three or none, and the same choice on every node. Without
+	// them routes run TLS with the certificate the trust file carries, which is valid for
+	// loopback addresses only: a node whose Listen or any of whose Peers is not a loopback
+	// address refuses to start without them.
+	TLSCert, TLSKey, TLSCA string
 }
+
+// ErrRouteTLS is returned by Start for a cluster node whose routes would leave this machine
+// without TLS.
+var ErrRouteTLS = errors.New("cluster routes leave this machine without TLS")
 
 // TrustFile is the name of the cluster trust file the key-store node writes in its data
 // directory at start.
@@ -65,6 +77,25 @@ func (o Options) validateCluster() error {
 		return fmt.Errorf("the cluster peers (cluster.peers) are empty: list every node's route host:port, this one's included")
 	case c.Backstop != "" && c.Trust == "":
 		return fmt.Errorf("the cluster backstop file (cluster.backstop) is set on the node with the key store, which writes it: set it only on the other nodes, beside cluster.trust")
+	}
+	return c.checkRouteTLS()
+}
+
+// checkRouteTLS applies config's loopback rule (config.IsLoopback) to the route listener and
+// the peers: a route that leaves the machine carries the space in plain text, and the route
+// secret with it, unless it has TLS.
+func (c ClusterOptions) checkRouteTLS() error {
+	if (c.TLSCert == "") != (c.TLSKey == "") || (c.TLSCert == "") != (c.TLSCA == "") {
+		return fmt.Errorf("the route TLS files are set in part: give cluster.tls_cert, cluster.tls_key and cluster.tls_ca together, or none")
+	}
+	if c.TLSCert != "" {
+		return nil
+	}
+	for _, addr := range append([]string{c.Listen}, c.Peers...) {
+		if !config.IsLoopback(addr) {
+			return fmt.Errorf("%w: %s is not a loopback address; give every node a route certificate (cluster.tls_cert, "+
+				"cluster.tls_key) and the CA that signed them all (cluster.tls_ca), or keep every node on 127.0.0.1", ErrRouteTLS, addr)
+		}
 	}
 	return nil
 }
@@ -104,24 +135,49 @@ func (o Options) replicas() int {
 	return 1
 }
 
-// clusterConfig fills c's cluster fields; on a node with the key store the broker sends
-// account changes to the other nodes as the system user capIdentities gave it.
+// clusterConfig fills c's cluster fields: the routes, their secret and TLS from the trust
+// file's material (the key store's on its own node). The key-store node writes the trust and
+// backstop files; the broker sends account changes from it to the other nodes as the system
+// user capIdentities gave it.
 func (m *Mesh) clusterConfig(c *broker.Config) error {
 	cl := m.opts.Cluster
 	c.ServerName = cl.ServerName
-	c.Cluster = &broker.Cluster{Name: cl.Name, Listen: cl.Listen, Routes: cl.Peers}
-	if m.store == nil {
-		return nil
+	t := m.clusterTrust
+	if m.store != nil {
+		var err error
+		if t, err = m.store.ClusterTrust(); err != nil {
+			return err
+		}
+		t.KeyStoreNode = cl.ServerName
+		if err := provisioner.WriteClusterTrust(filepath.Join(m.dir, TrustFile), t); err != nil {
+			return err
+		}
 	}
-	t, err := m.store.ClusterTrust()
+	tc, err := cl.routeTLS(t)
 	if err != nil {
 		return err
 	}
-	t.KeyStoreNode = cl.ServerName
-	if err := provisioner.WriteClusterTrust(filepath.Join(m.dir, TrustFile), t); err != nil {
-		return err
+	c.Cluster = &broker.Cluster{Name: cl.Name, Listen: cl.Listen, Routes: cl.Peers, Secret: t.RouteSecret, TLS: tc}
+	if m.store == nil {
+		return nil
 	}
 	return m.keyStoreBackstop()
+}
+
+// routeTLS is the routes' TLS: from the route TLS files when they are set, else the trust
+// material's shared certificate, its own CA.
+func (c ClusterOptions) routeTLS(t provisioner.ClusterTrust) (*tls.Config, error) {
+	if c.TLSCert == "" {
+		return broker.RouteTLS([]byte(t.RouteCert), []byte(t.RouteKey), []byte(t.RouteCert))
+	}
+	var pems [3][]byte
+	for i, f := range []string{c.TLSCert, c.TLSKey, c.TLSCA} {
+		var err error
+		if pems[i], err = os.ReadFile(f); err != nil {
+			return nil, fmt.Errorf("read the route TLS file: %w", err)
+		}
+	}
+	return broker.RouteTLS(pems[0], pems[1], pems[2])
 }
 
 // memberTrust is the trust chain of a node started from a trust file. The node keeps a copy
@@ -133,7 +189,7 @@ func (m *Mesh) memberTrust() (provisioner.Trust, error) {
 	if err != nil {
 		return provisioner.Trust{}, err
 	}
-	m.keyStoreNode = t.KeyStoreNode
+	m.keyStoreNode, m.clusterTrust = t.KeyStoreNode, t
 	if own := filepath.Join(m.dir, TrustFile); !sameFile(own, m.opts.Cluster.Trust) {
 		if err := provisioner.WriteClusterTrust(own, t); err != nil {
 			return provisioner.Trust{}, err

@@ -53,6 +53,16 @@ func within(t *testing.T, d time.Duration) context.Context {
 // over the spaces' durable backstop.
 func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 	t.Helper()
+	return startClusterWith(t, func(i int, o *space.Options) {
+		if i > 0 && len(backstop) > 0 && backstop[0] {
+			o.Cluster.Backstop = filepath.Join(filepath.Dir(o.Cluster.Trust), space.BackstopFile)
+		}
+	})
+}
+
+// startClusterWith is startCluster with tune applied to each node's options.
+func startClusterWith(t *testing.T, tune func(node int, o *space.Options)) []*space.Mesh {
+	t.Helper()
 	clusterSlot <- struct{}{}
 	t.Cleanup(func() { <-clusterSlot })
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartBudget)
@@ -67,12 +77,10 @@ func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 			Cluster: space.ClusterOptions{Name: "test", Listen: peers[i], Peers: peers, ServerName: fmt.Sprintf("node%d", i)}}
 		if i > 0 {
 			o.Cluster.Trust = filepath.Join(dirs[0], space.TrustFile)
-			if len(backstop) > 0 && backstop[0] {
-				o.Cluster.Backstop = filepath.Join(dirs[0], space.BackstopFile)
-			}
 		} else {
 			o.HTTP = "127.0.0.1:0"
 		}
+		tune(i, &o)
 		return o
 	}
 	began := time.Now()

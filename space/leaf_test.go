@@ -347,3 +347,47 @@ func plainLeaf(t *testing.T, hub, creds string) *server.Server {
 	await.True(t, 10*time.Second, "the plain server's leaf link", func() bool { return ns.NumLeafNodes() == 1 })
 	return ns
 }
+
+// TestARogueLeafIsRefused: the hub's leaf listener takes only the leaf credential. A process
+// dialling it with no credential, or with an ordinary agent's, is refused, so an agent cannot
+// bring a server of its own into the space; the leaf credential in turn is refused as a
+// client.
+func TestARogueLeafIsRefused(t *testing.T) {
+	p := startLeafPair(t)
+	await.True(t, 30*time.Second, "the laptop's link", func() bool { return linkUp(context.Background(), p.laptop) })
+	agent := mint(t, p.hub, "mallory", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}})
+	agentCreds, err := agent.Creds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mallory.creds")
+	if err := os.WriteFile(path, agentCreds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hubLeaf, _ := url.Parse("nats-leaf://" + p.leafAddr)
+	for name, creds := range map[string]string{"no credential": "", "an agent's credential": path} {
+		t.Run(name, func(t *testing.T) {
+			rogue, log := rogueServer(t, server.Options{LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond,
+				Remotes: []*server.RemoteLeafOpts{{URLs: []*url.URL{hubLeaf}, Credentials: creds}}}})
+			await.True(t, 30*time.Second, "the hub to refuse the rogue leaf", func() bool { return log.has("authorization violation") })
+			if rogue.NumLeafNodes() != 0 || p.hub.Broker().Server().NumLeafNodes() != 1 {
+				t.Errorf("the rogue has %d leaf links and the hub %d, want none and the laptop's alone:\n%s",
+					rogue.NumLeafNodes(), p.hub.Broker().Server().NumLeafNodes(), log)
+			}
+		})
+	}
+	t.Run("the leaf credential as a client", func(t *testing.T) {
+		creds, err := p.leafCred.Creds()
+		if err != nil {
+			t.Fatal(err)
+		}
+		link, err := p.hub.Link("main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = endpoint.Connect(context.Background(), endpoint.Options{Link: link, Creds: creds, Name: "laptop"})
+		if err == nil {
+			t.Fatal("the leaf credential connected as a client")
+		}
+	})
+}

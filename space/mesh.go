@@ -54,6 +54,9 @@ type Mesh struct {
 	// keyStoreNode is, on a cluster node without the key store, the node its trust file names
 	// as holding it; written before the broker starts.
 	keyStoreNode string
+	// clusterTrust is, on a cluster node without the key store, its trust file, which carries
+	// the route secret and certificate.
+	clusterTrust provisioner.ClusterTrust
 
 	mu     sync.Mutex // guards spaces, backstops, backstopConns and closed; held across a mint so re-mints serialize
 	spaces map[string]*spaceRuntime

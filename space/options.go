@@ -103,7 +103,8 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 			TaskBytes: c.Limits.TaskBytes, PerSubject: c.Limits.PerSubject, WatchConsumers: c.Limits.WatchConsumers,
 			WatchesPerIdentity: c.Limits.WatchesPerIdentity, ViolationLogInterval: c.Limits.ViolationLogInterval},
 		Cluster: ClusterOptions{Name: c.Cluster.Name, Listen: c.Cluster.Listen, Peers: c.Cluster.Peers,
-			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust, Backstop: c.Cluster.Backstop},
+			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust, Backstop: c.Cluster.Backstop,
+			TLSCert: c.Cluster.TLSCert, TLSKey: c.Cluster.TLSKey, TLSCA: c.Cluster.TLSCA},
 		Leaf: LeafOptions{Listen: c.Leaf.Listen, Hub: c.Leaf.Hub, Creds: c.Leaf.CredsBySpace()},
 	}
 	if c.Limits.ViolationLogInterval == 0 {

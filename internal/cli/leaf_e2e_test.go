@@ -1,15 +1,7 @@
 package cli
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/testcert"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
@@ -97,7 +90,7 @@ func historyHas(t *testing.T, bin, link, creds, text string) {
 // certificate through SSL_CERT_FILE as it would a CA's through the system roots.
 func TestALeafLinkTakesTLS(t *testing.T) {
 	bin := cotalBin(t)
-	cert, key := selfSignedCert(t)
+	cert, key := testcert.Write(t, "cotal test hub")
 	t.Setenv("SSL_CERT_FILE", cert) // not parallel: every process started here inherits it
 	hubDir, laptopDir, leafAddr := t.TempDir(), t.TempDir(), spacetest.FreeAddr(t)
 	leafCreds := filepath.Join(t.TempDir(), "laptop-leaf.creds")
@@ -112,33 +105,4 @@ func TestALeafLinkTakesTLS(t *testing.T) {
 	statusSays(t, bin, laptopDir, "space main link: up to ")
 	laptop.stop(t)
 	hub.stop(t)
-}
-
-// selfSignedCert writes a self-signed CA certificate for 127.0.0.1 and its key as PEM files.
-func selfSignedCert(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cotal test hub"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	for path, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return certFile, keyFile
 }

@@ -30,8 +30,9 @@ var upConfigFlags = map[string]string{
 	"log-format": "log.format", "log-level": "log.level",
 	"cluster-name": "cluster.name", "cluster-listen": "cluster.listen", "cluster-peers": "cluster.peers",
 	"server-name": "cluster.server_name", "cluster-trust": "cluster.trust",
-	"cluster-backstop": "cluster.backstop",
-	"leaf-listen":      "leaf.listen", "leaf-hub": "leaf.hub", "leaf-creds": "leaf.creds",
+	"cluster-backstop": "cluster.backstop", "cluster-tls-cert": "cluster.tls_cert", "cluster-tls-key": "cluster.tls_key",
+	"cluster-tls-ca": "cluster.tls_ca",
+	"leaf-listen":    "leaf.listen", "leaf-hub": "leaf.hub", "leaf-creds": "leaf.creds",
 }
 
 // dirConfigFlags are the config flags of every other command: they only locate the mesh, and
@@ -107,6 +108,9 @@ while it is up, and its own agents keep working while it is down (README, "Leaf 
 	f.String("server-name", "", "this node's name, unique in the cluster (default cotal-<route port>)")
 	f.String("cluster-trust", "", "cluster-trust.json copied from the node that holds the key store (every other node)")
 	f.String("cluster-backstop", "", "cluster-backstop.json copied from the node that holds the key store: this node may take over the durable backstop (secret, like a .creds file)")
+	f.String("cluster-tls-cert", "", "this node's route certificate (PEM); required once routes leave loopback")
+	f.String("cluster-tls-key", "", "this node's route private key (PEM)")
+	f.String("cluster-tls-ca", "", "the CA (PEM) that signed every node's route certificate")
 	f.String("leaf-listen", "", "be a hub: leaf node listener host:port that leaf meshes (laptops) connect to, e.g. 0.0.0.0:7422")
 	f.String("leaf-hub", "", "be a leaf: the hub's leaf URL, e.g. nats-leaf://hub.example:7422 (tls://... for a hub with TLS)")
 	f.StringSlice("leaf-creds", nil, "SPACE=FILE per space linked to the hub: the .creds the hub minted with --profile leaf (repeatable)")
@@ -237,7 +241,7 @@ func printClusterBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 	}
 	fmt.Fprintf(w, "  cluster:  %s, node %s, route %s, %d peers, streams %s\n", c.Name, m.Broker().Server().Name(), c.Listen, len(c.Peers), replicas)
 	if c.Trust == "" {
-		fmt.Fprintf(w, "  every other node starts with --cluster-trust %s (copy it there; it holds no secret)\n", filepath.Join(m.Dir(), space.TrustFile))
+		fmt.Fprintf(w, "  every other node starts with --cluster-trust %s (copy it there as you would a .creds file: it holds the route secret)\n", filepath.Join(m.Dir(), space.TrustFile))
 		fmt.Fprintf(w, "  and, to take over the durable backstop if this node dies, --cluster-backstop %s (copy it as you would a .creds file)\n", filepath.Join(m.Dir(), space.BackstopFile))
 	}
 }
