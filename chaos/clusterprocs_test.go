@@ -16,6 +16,7 @@ import (
 	"github.com/cotal-go/cotal/chaos"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/testcert"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
@@ -61,9 +62,17 @@ func startClusterAt(t *testing.T, b bins, place clusterPlace) clusterProcs {
 		}
 	}
 	c := clusterProcs{dirs: []string{t.TempDir(), t.TempDir(), t.TempDir()}}
+	var routeTLS []string
+	if place.hosts != nil {
+		// Routes beyond loopback need certificates of their own; one for every address serves
+		// all three nodes.
+		cert, key := testcert.Write(t, "chaos route", place.hosts...)
+		routeTLS = []string{"--cluster-tls-cert", cert, "--cluster-tls-key", key, "--cluster-tls-ca", cert}
+	}
 	args := func(i int) []string {
 		a := []string{"--cluster-name", "chaos", "--cluster-listen", routes[i], "--cluster-peers", strings.Join(routes, ","),
 			"--server-name", fmt.Sprint("node", i+1)}
+		a = append(a, routeTLS...)
 		if i > 0 {
 			a = append(a, "--cluster-trust", filepath.Join(c.dirs[0], space.TrustFile),
 				"--cluster-backstop", filepath.Join(c.dirs[0], space.BackstopFile))

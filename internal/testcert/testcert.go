@@ -17,12 +17,13 @@ import (
 	"time"
 )
 
-// Write writes a fresh self-signed certificate for 127.0.0.1, ::1 and localhost and its key
-// as PEM files in a new temporary directory, and returns their paths. The certificate is its
-// own CA, valid for one hour, for server and client authentication.
-func Write(t testing.TB, name string) (certFile, keyFile string) {
+// Write writes a fresh self-signed certificate for 127.0.0.1, ::1, localhost and the IP
+// addresses in hosts, and its key, as PEM files in a new temporary directory, and returns
+// their paths. The certificate is its own CA, valid for one hour, for server and client
+// authentication.
+func Write(t testing.TB, name string, hosts ...string) (certFile, keyFile string) {
 	t.Helper()
-	certPEM, keyPEM := New(t, name)
+	certPEM, keyPEM := New(t, name, hosts...)
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	for path, data := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
@@ -34,8 +35,16 @@ func Write(t testing.TB, name string) (certFile, keyFile string) {
 }
 
 // New is Write's certificate and key as PEM blocks, not written anywhere.
-func New(t testing.TB, name string) (certPEM, keyPEM []byte) {
+func New(t testing.TB, name string, hosts ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	for _, h := range hosts {
+		ip := net.ParseIP(h)
+		if ip == nil {
+			t.Fatalf("certificate host %q is not an IP address", h)
+		}
+		ips = append(ips, ip)
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatalf("generate key: %v", err)
@@ -45,7 +54,7 @@ func New(t testing.TB, name string) (certPEM, keyPEM []byte) {
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses:           ips,
 		DNSNames:              []string{"localhost"},
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
