@@ -264,7 +264,7 @@ func newListCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tNAME\tPROFILE\tROLE\tEXPIRES\tSTATE")
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Profile, r.Grants.Role, expiryText(r.ExpiresAt), stateText(r))
+				row(tw, r.ID, r.Name, string(r.Profile), r.Grants.Role, expiryText(r.ExpiresAt), stateText(r))
 			}
 			return tw.Flush()
 		},

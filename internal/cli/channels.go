@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -117,7 +118,8 @@ func windowText(w time.Duration, c *wire.ChannelConfig, d *wire.ChannelDefaults)
 
 func printChannels(w io.Writer, d *wire.ChannelDefaults, rows []channelRow) error {
 	dr := effectiveRow("", 0, nil, d)
-	fmt.Fprintf(w, "space defaults: class %s, replay %s, window %s\n", dr.Class, onOff(dr.Replay), dash(dr.ReplayWindow))
+	fmt.Fprintf(w, "space defaults: class %s, replay %s, window %s\n", termsafe.String(string(dr.Class)), onOff(dr.Replay),
+		termsafe.String(dash(dr.ReplayWindow)))
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "no channel has messages or config yet; `cotal send CHANNEL TEXT` creates one")
 		return err
@@ -129,7 +131,7 @@ func printChannels(w io.Writer, d *wire.ChannelDefaults, rows []channelRow) erro
 		if r.Config != nil {
 			desc = r.Config.Description
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Channel, r.Messages, r.Class, onOff(r.Replay), dash(r.ReplayWindow), dash(desc))
+		row(tw, r.Channel, fmt.Sprint(r.Messages), string(r.Class), onOff(r.Replay), dash(r.ReplayWindow), dash(desc))
 	}
 	return tw.Flush()
 }
@@ -299,8 +301,9 @@ func runChannelUpdate(cmd *cobra.Command, op, spaceName string, u space.ChannelU
 		replay = onOff(*cfg.Replay)
 	}
 	_, err = fmt.Fprintf(w, "channel %s in space %s: replay %s, window %s, class %s, description %s\n",
-		wire.SanitizeChannel(u.Channel), spaceName, replay, orDefault(cfg.ReplayWindow),
-		orDefault(string(cfg.DeliveryClass)), dash(cfg.Description))
+		termsafe.String(wire.SanitizeChannel(u.Channel)), termsafe.String(spaceName), replay,
+		termsafe.String(orDefault(cfg.ReplayWindow)), termsafe.String(orDefault(string(cfg.DeliveryClass))),
+		termsafe.String(dash(cfg.Description)))
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/internal/admin"
+	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
@@ -90,22 +91,24 @@ func completeAgentNames(spaceName *string) cobra.CompletionFunc {
 	}
 }
 
+// printPending prints b; the name, id, role and channels, which an agent's credential or its
+// peers chose, are escaped (termsafe).
 func printPending(w io.Writer, spaceName string, b *space.MemberBacklog) error {
-	fmt.Fprintf(w, "waiting for %s (%s) in space %s:\n", b.Name, b.ID, spaceName)
+	fmt.Fprintf(w, "waiting for %s (%s) in space %s:\n", termsafe.String(b.Name), termsafe.String(b.ID), termsafe.String(spaceName))
 	fmt.Fprintf(w, "  DMs             %s\n", pendingLine(&b.DM))
 	fmt.Fprintf(w, "  durable copies  %s\n", pendingLine(&b.Durable))
 	for _, ch := range slices.Sorted(maps.Keys(b.Dropped)) {
-		fmt.Fprintf(w, "  lost on %s  %d copies refused: the durable handoff was full of unacknowledged copies\n", ch, b.Dropped[ch])
+		fmt.Fprintf(w, "  lost on %s  %d copies refused: the durable handoff was full of unacknowledged copies\n", termsafe.String(ch), b.Dropped[ch])
 	}
 	if b.Anycast != nil {
-		fmt.Fprintf(w, "  anycasts        %s, shared by every holder of role %s\n", pendingLine(b.Anycast), b.Role)
+		fmt.Fprintf(w, "  anycasts        %s, shared by every holder of role %s\n", pendingLine(b.Anycast), termsafe.String(b.Role))
 	}
 	return nil
 }
 
 func pendingLine(b *space.Backlog) string {
 	if b.Missing {
-		return fmt.Sprintf("none kept: consumer %s does not exist (a running mesh creates it at mint, else at its next start)", b.Consumer)
+		return fmt.Sprintf("none kept: consumer %s does not exist (a running mesh creates it at mint, else at its next start)", termsafe.String(b.Consumer))
 	}
-	return fmt.Sprintf("%d pending, %d delivered and not acknowledged (%s)", b.Pending, b.AckPending, b.Consumer)
+	return fmt.Sprintf("%d pending, %d delivered and not acknowledged (%s)", b.Pending, b.AckPending, termsafe.String(b.Consumer))
 }

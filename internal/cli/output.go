@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -88,17 +89,18 @@ func (p *printer) print(it item) error {
 	}
 	p.seen[it.Message.ID] = true
 	if p.asJSON {
-		return json.NewEncoder(p.w).Encode(it)
+		return json.NewEncoder(p.w).Encode(it) // the exact data, for programs
 	}
 	_, err := fmt.Fprintln(p.w, p.line(it))
 	return err
 }
 
 // reportDropped is an Endpoint's OnEvent: it reports each copy the Endpoint terminated for
-// failing the receive checks, which is never printed.
+// failing the receive checks, which is never printed. The subject and the reason can quote
+// what the sender wrote, so both are escaped.
 func (p *printer) reportDropped(ev endpoint.Event) {
 	if ev.Kind == endpoint.EventRejected {
-		fmt.Fprintf(p.dropped, "cotal: dropped a copy on %s: %v\n", ev.Subject, ev.Err)
+		fmt.Fprintf(p.dropped, "cotal: dropped a copy on %s: %s\n", termsafe.String(ev.Subject), termsafe.String(fmt.Sprint(ev.Err)))
 	}
 }
 
@@ -113,7 +115,7 @@ func (p *printer) reportConnection(ev endpoint.Event) {
 		}
 		cause := ""
 		if ev.Err != nil {
-			cause = fmt.Sprintf(" (%v)", ev.Err)
+			cause = " (" + termsafe.String(ev.Err.Error()) + ")"
 		}
 		fmt.Fprintf(p.dropped, "cotal: %s lost the mesh%s; reconnecting\n", clock(ev.Time), cause)
 	case endpoint.EventReconnected:
@@ -133,21 +135,22 @@ func (p *printer) stopping() bool {
 	}
 }
 
-// line is the human form: time, where (channel, dm or svc:role), sender, text.
+// line is the human form: time, where (channel, dm or svc:role), sender, text. Every string
+// the sender chose is escaped (termsafe), so the line holds no control of the sender's.
 func (p *printer) line(it item) string {
 	m := it.Message
-	where := "#" + it.Channel
+	where := "#" + termsafe.String(it.Channel)
 	switch it.Kind {
 	case endpoint.MetaDM:
 		where = "dm"
 	case endpoint.MetaAnycast:
-		where = "svc:" + m.ToService
+		where = "svc:" + termsafe.String(m.ToService)
 	}
 	ts := clock(time.UnixMilli(m.TS))
 	text := partsText(m.Parts)
-	from := style(p.color, ansiBold, m.From.Name)
+	from := style(p.color, ansiBold, termsafe.String(m.From.Name))
 	if it.Kind == endpoint.MetaDM && m.To != "" && m.To != p.self {
-		from += " → " + style(p.color, ansiBold, p.recipient(m.To))
+		from += " → " + style(p.color, ansiBold, termsafe.String(p.recipient(m.To)))
 	}
 	s := fmt.Sprintf("%s %s %s: %s", style(p.color, ansiDim, ts), style(p.color, ansiCyan, where), from, text)
 	if it.Historical && p.markOld {
@@ -178,21 +181,35 @@ func clock(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05")
 }
 
-// partsText renders a message's parts on one line (SPEC §5): text as is, data as compact
-// JSON, an extension part by its kind.
+// partsText renders a message's parts (SPEC §5), escaped by termsafe: text with its newlines
+// and tabs, each line after the first indented so that none passes for a line of its own;
+// data as its JSON on one line; an extension part by its kind.
 func partsText(parts []wire.Part) string {
 	out := make([]string, 0, len(parts))
 	for _, p := range parts {
 		switch p.Kind {
 		case wire.PartText:
-			out = append(out, strings.ReplaceAll(p.Text, "\n", "\n    "))
+			out = append(out, strings.ReplaceAll(termsafe.Text(p.Text), "\n", "\n    "))
 		case wire.PartData:
-			out = append(out, string(p.Data))
+			out = append(out, termsafe.String(string(p.Data)))
 		default:
-			out = append(out, "["+p.Kind+"]")
+			out = append(out, "["+termsafe.String(p.Kind)+"]")
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// row writes one table row to tw, each cell escaped by termsafe: a cell can hold what a peer
+// chose (a name, an activity, a description), and a tab or newline in it would also shift the
+// columns or forge a row.
+func row(tw io.Writer, cells ...string) {
+	for i, c := range cells {
+		if i > 0 {
+			_, _ = io.WriteString(tw, "\t")
+		}
+		_, _ = io.WriteString(tw, termsafe.String(c))
+	}
+	_, _ = io.WriteString(tw, "\n")
 }
 
 // ago is a short relative time for tables.

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/termsafe"
 )
 
 // Exit codes of run.
@@ -78,7 +79,8 @@ func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "cotal: %s\n", strings.TrimRight(err.Error(), "\n"))
+	// An error can quote what a peer chose (a name, a channel's registry entry): escaped.
+	fmt.Fprintf(stderr, "cotal: %s\n", termsafe.Text(strings.TrimRight(err.Error(), "\n")))
 	if errors.As(err, new(runError)) {
 		return exitError
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -117,7 +118,7 @@ func printStatus(w io.Writer, st *space.Status, only string) error {
 		if !c.OK {
 			status = "DOWN: " + c.Error
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", c.Name, status)
+		row(tw, "  "+c.Name, status)
 	}
 	_ = tw.Flush()
 	if st.Cluster != nil {
@@ -171,7 +172,7 @@ func printClusterStatus(w io.Writer, c *space.ClusterStatus) {
 	for _, b := range c.Backstops {
 		switch {
 		case b.Error != "":
-			fmt.Fprintf(w, "  space %s backstop: lease unreadable (%s)\n", b.Space, b.Error)
+			fmt.Fprintf(w, "  space %s backstop: lease unreadable (%s)\n", b.Space, termsafe.String(b.Error))
 		case b.Node == "":
 			fmt.Fprintf(w, "  space %s backstop: NO NODE (its holder died less than %v ago, or none may take it)\n", b.Space, wire.BackstopLeaseTTL)
 		default:
@@ -243,7 +244,7 @@ func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
 		b.FanoutLag, b.ReaderLag, b.ReaderDelivered, b.ReaderDroppedUnauthorized+b.ReaderDroppedNotEligible+b.ReaderGaveUpUnknown,
 		b.GapMessages+b.ReaderDroppedFull, b.Restarts)
 	if s.Error != "" {
-		fmt.Fprintf(w, "  UNREAD: %s\n", s.Error)
+		fmt.Fprintf(w, "  UNREAD: %s\n", termsafe.String(s.Error))
 	}
 	if len(s.Members) == 0 {
 		fmt.Fprintln(w, "  no active agent credential")
@@ -252,7 +253,7 @@ func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  MEMBER\tDM\tDURABLE\tANYCAST\tID")
 	for _, m := range s.Members {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", m.Name, backlogText(&m.DM), backlogText(&m.Durable), backlogText(m.Anycast), m.ID)
+		row(tw, "  "+m.Name, backlogText(&m.DM), backlogText(&m.Durable), backlogText(m.Anycast), m.ID)
 	}
 	_ = tw.Flush()
 }

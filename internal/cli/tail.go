@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -192,7 +193,7 @@ func joinAll(ctx context.Context, w io.Writer, e *endpoint.Endpoint, channels []
 		if err != nil {
 			return fmt.Errorf("join %s: %w", ch, err)
 		}
-		fmt.Fprintf(w, "%s: %s\n", res.Channel, res.State)
+		fmt.Fprintf(w, "%s: %s\n", termsafe.String(res.Channel), termsafe.String(string(res.State)))
 	}
 	return nil
 }

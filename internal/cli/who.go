@@ -136,7 +136,9 @@ func rosterKey(peers []endpoint.Peer) string {
 	return b.String()
 }
 
-// renderWho prints the roster and returns its rosterKey.
+// renderWho prints the roster and returns its rosterKey. The JSON form holds the peers'
+// strings exactly, for programs; the table escapes them (row), since every peer chooses its
+// own name, role and activity.
 func renderWho(peers []endpoint.Peer, asJSON bool, out io.Writer, watch bool) string {
 	list := whoRows(peers)
 	if asJSON {
@@ -158,7 +160,7 @@ func renderWho(peers []endpoint.Peer, asJSON bool, out io.Writer, watch bool) st
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tROLE\tSTATUS\tACTIVITY\tLAST SEEN\tID")
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, dash(r.Role), r.Status, dash(r.Activity), ago(r.LastSeen), r.ID)
+		row(tw, r.Name, r.Kind, dash(r.Role), r.Status, dash(r.Activity), ago(r.LastSeen), r.ID)
 	}
 	_ = tw.Flush()
 	return rosterKey(peers)

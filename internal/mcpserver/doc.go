@@ -14,6 +14,9 @@
 //     acknowledged only once it is in the buffer, and a full buffer refuses it for redelivery;
 //     a live copy that does not fit is dropped and counted, and cotal_inbox says so; it is not
 //     reported as handled, so its durable or @mention twin still comes in.
+//   - Every string a peer or the registry chose reaches the model escaped by package termsafe,
+//     in every tool result, tool error and the inbox resource: no control, bidi or invisible
+//     character of theirs is read raw. Message text keeps its newlines and tabs.
 //   - The inbox is also the resource InboxURI; subscribed clients are notified when messages
 //     arrive, so a runtime that supports it need not poll.
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -21,7 +22,10 @@ const DefaultInboxSize = 1000
 // twin is still taken in when it arrives (SPEC §4).
 var ErrInboxFull = errors.New("inbox is full")
 
-// InboxMessage is one message as cotal_inbox and the inbox resource show it.
+// InboxMessage is one message as cotal_inbox, cotal_history and the inbox resource show it.
+// Every string the sender chose (its name and id, the channel, the text, the mentions, the ids
+// it quotes) is escaped by termsafe, so a model reads no control, bidi or invisible character
+// of the sender's; the text keeps its newlines and tabs.
 type InboxMessage struct {
 	// Kind is how the message reached this agent: channel, dm or anycast (SPEC §4).
 	Kind string `json:"kind"`
@@ -153,7 +157,12 @@ func inboxMessage(d endpoint.Delivery) InboxMessage {
 			text = append(text, p.Text)
 		}
 	}
-	return InboxMessage{Kind: string(d.Meta.Kind), Channel: d.Meta.Channel, From: m.From.Name, FromID: m.From.ID,
-		ID: m.ID, Time: time.UnixMilli(m.TS).UTC().Format(time.RFC3339Nano), Text: strings.Join(text, "\n"),
-		Mentions: m.Mentions, ReplyTo: m.ReplyTo, History: d.Meta.Historical}
+	var mentions []string
+	for _, name := range m.Mentions {
+		mentions = append(mentions, termsafe.String(name))
+	}
+	return InboxMessage{Kind: string(d.Meta.Kind), Channel: termsafe.String(d.Meta.Channel), From: termsafe.String(m.From.Name),
+		FromID: termsafe.String(m.From.ID), ID: termsafe.String(m.ID), Time: time.UnixMilli(m.TS).UTC().Format(time.RFC3339Nano),
+		Text: termsafe.Text(strings.Join(text, "\n")), Mentions: mentions, ReplyTo: termsafe.String(m.ReplyTo),
+		History: d.Meta.Historical}
 }

@@ -9,12 +9,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/wire"
 )
 
 type empty struct{}
 
-// peerView is one roster row.
+// peerView is one roster row; its strings are the peer's own choice, escaped by termsafe.
 type peerView struct {
 	Name     string `json:"name"`
 	ID       string `json:"id"`
@@ -50,8 +51,9 @@ func (s *Server) roster(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*
 			status = string(wire.StatusOffline)
 		}
 		c := p.Presence.Card
-		v.Peers = append(v.Peers, peerView{Name: c.Name, ID: c.ID, Role: c.Role, Status: status,
-			Activity: p.Presence.Activity, LastSeen: p.LastSeen.UTC().Format(time.RFC3339), You: c.ID == s.e.ID()})
+		v.Peers = append(v.Peers, peerView{Name: termsafe.String(c.Name), ID: termsafe.String(c.ID),
+			Role: termsafe.String(c.Role), Status: termsafe.String(status), Activity: termsafe.String(p.Presence.Activity),
+			LastSeen: p.LastSeen.UTC().Format(time.RFC3339), You: c.ID == s.e.ID()})
 	}
 	return nil, v, nil
 }
@@ -71,7 +73,7 @@ func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, in statusIn
 	defer s.statusMu.Unlock()
 	status, activity := s.state.Status, s.state.Activity
 	if in.Status == "" && in.Activity == nil {
-		return nil, s.state, nil
+		return nil, s.state.shown(), nil
 	}
 	if in.Status != "" {
 		status = in.Status
@@ -93,10 +95,17 @@ func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, in statusIn
 		return nil, statusView{}, meshError("announce the status", err)
 	}
 	s.state = statusView{Status: status, Activity: activity}
-	return nil, s.state, nil
+	return nil, s.state.shown(), nil
+}
+
+// shown is v as the tool answers it, escaped by termsafe like every result.
+func (v statusView) shown() statusView {
+	return statusView{Status: termsafe.String(v.Status), Activity: termsafe.String(v.Activity)}
 }
 
 // channelView is one channel with its effective config (SPEC §7) and this agent's join state.
+// The name, description and instructions come from the mesh's streams and registry, and are
+// escaped by termsafe; the instructions keep their newlines.
 type channelView struct {
 	Name         string `json:"name"`
 	Messages     uint64 `json:"messages"`
@@ -115,15 +124,15 @@ type channelsView struct {
 }
 
 func (s *Server) channelView(c endpoint.ChannelInfo) channelView {
-	v := channelView{Name: c.Name, Messages: c.Messages, Class: string(c.Class), Replay: c.Replay}
+	v := channelView{Name: termsafe.String(c.Name), Messages: c.Messages, Class: termsafe.String(string(c.Class)), Replay: c.Replay}
 	if c.ReplayWindow > 0 {
 		v.ReplayWindow = c.ReplayWindow.String()
 	}
 	if c.Config != nil {
-		v.Description, v.Instructions = c.Config.Description, c.Config.Instructions
+		v.Description, v.Instructions = termsafe.String(c.Config.Description), termsafe.Text(c.Config.Instructions)
 	}
 	if j, ok := s.e.JoinStatus(c.Name); ok {
-		v.Joined, v.JoinState = true, string(j.State)
+		v.Joined, v.JoinState = true, termsafe.String(string(j.State))
 	}
 	return v
 }
@@ -138,7 +147,7 @@ func (s *Server) channels(ctx context.Context, _ *mcp.CallToolRequest, _ empty) 
 	if err != nil {
 		return nil, channelsView{}, meshError("list the channels", err)
 	}
-	v := channelsView{Channels: []channelView{}, Joined: append([]string{}, s.e.Joined()...)}
+	v := channelsView{Channels: []channelView{}, Joined: joined(s.e)}
 	for _, c := range list.Channels {
 		v.Channels = append(v.Channels, s.channelView(c))
 	}
@@ -200,7 +209,8 @@ func (s *Server) join(ctx context.Context, _ *mcp.CallToolRequest, in channelInp
 	if err != nil {
 		return nil, joinView{}, meshError("join "+in.Channel, err)
 	}
-	v := joinView{Channel: r.Channel, State: string(r.State), Class: string(r.Class), Backfilled: r.Backfilled, Note: r.Reason}
+	v := joinView{Channel: termsafe.String(r.Channel), State: termsafe.String(string(r.State)), Class: termsafe.String(string(r.Class)),
+		Backfilled: r.Backfilled, Note: termsafe.String(r.Reason)}
 	if r.Backfilled > 0 {
 		v.Note = fmt.Sprintf("%d earlier messages are in your inbox, marked as history", r.Backfilled)
 	}
@@ -220,7 +230,16 @@ func (s *Server) leave(ctx context.Context, _ *mcp.CallToolRequest, in channelIn
 	if err != nil {
 		return nil, channelsView{}, meshError("leave "+in.Channel, err)
 	}
-	return nil, channelsView{Channels: []channelView{}, Joined: append([]string{}, s.e.Joined()...)}, nil
+	return nil, channelsView{Channels: []channelView{}, Joined: joined(s.e)}, nil
+}
+
+// joined is the channels e joined, escaped by termsafe.
+func joined(e *endpoint.Endpoint) []string {
+	out := []string{}
+	for _, ch := range e.Joined() {
+		out = append(out, termsafe.String(ch))
+	}
+	return out
 }
 
 type historyInput struct {
@@ -257,7 +276,7 @@ func (s *Server) history(ctx context.Context, _ *mcp.CallToolRequest, in history
 	case err != nil:
 		return nil, historyView{}, meshError("read the history of "+in.Channel, err)
 	}
-	v := historyView{Channel: wire.SanitizeChannel(in.Channel), Messages: make([]InboxMessage, 0, len(ds))}
+	v := historyView{Channel: termsafe.String(wire.SanitizeChannel(in.Channel)), Messages: make([]InboxMessage, 0, len(ds))}
 	for _, d := range ds {
 		v.Messages = append(v.Messages, inboxMessage(d))
 	}
