@@ -14,6 +14,13 @@ import (
 // that would not fit under it.
 const MaxControlLine = 64 << 10
 
+// MaxPullBatch is the most messages one pull request may ask a consumer for; a larger
+// request is refused (409 Exceeded MaxRequestBatch). A pull's reply subject is the
+// requester's to choose, so it bounds what one request can make the broker send to another
+// subscriber. It is above every batch cotal and the reference client ask for (256) and
+// nats.go's default (500).
+const MaxPullBatch = 1000
+
 // serverOptions translates a validated Config into nats-server options.
 func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
 	cfg := b.cfg
@@ -30,6 +37,7 @@ func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
 		// being answered on a loaded machine, and nats.go then fails the connect with
 		// "expected 'PONG', got 'PING'"; the regular interval is enough to find dead clients.
 		DisableShortFirstPing: true,
+		JetStreamLimits:       server.JSLimitOpts{MaxRequestBatch: MaxPullBatch},
 	}
 	if cfg.Sync == SyncInterval {
 		opts.SyncInterval = cfg.SyncInterval

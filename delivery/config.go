@@ -51,6 +51,12 @@ type Config struct {
 	// Conn is the service's own scoped connection, holding exactly wire.DeliveryPermissions. The
 	// Service never closes it; the caller does, after Close.
 	Conn *nats.Conn
+	// ControlConn is where the control service takes requests and answers them: a connection
+	// in the space's agent account holding exactly wire.DeliveryControlPermissions, so that
+	// each request arrives with the reply subject its sender named and is answered only
+	// inside the sender's own subtree. Nil takes them on Conn, which serves only a mesh of
+	// one account (open mode). The Service never closes it.
+	ControlConn *nats.Conn
 	// ACL answers each member's current read ACL (SPEC §9 items 5, 6).
 	ACL ACLSource
 	// Logger receives the service's logs; nil logs through slog.Default().

@@ -40,12 +40,16 @@ func (s *Service) runControl(ctx context.Context, up func()) error {
 	if err := s.members.loaded.wait(ctx); err != nil {
 		return err
 	}
-	sub, err := s.cfg.Conn.SubscribeSync(controlSubject(s.names))
+	conn := s.cfg.ControlConn
+	if conn == nil {
+		conn = s.cfg.Conn
+	}
+	sub, err := conn.SubscribeSync(controlSubject(s.names))
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", controlSubject(s.names), err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := s.cfg.Conn.FlushTimeout(controlTimeout); err != nil {
+	if err := conn.FlushTimeout(controlTimeout); err != nil {
 		return fmt.Errorf("confirm the subscription to %s: %w", controlSubject(s.names), err)
 	}
 	pool := newControlPool(s.cfg.ControlQueue, s.cfg.ControlPerSender)
@@ -72,13 +76,14 @@ func (s *Service) runControl(ctx context.Context, up func()) error {
 
 // admitControl queues one request for the workers, or answers it at once with why not. A
 // reply subject outside the request subject's .reply. subtree gets no answer at all: the
-// answer would be published wherever the requester pointed it (LAYOUT.md "Reply-subject
-// injection").
+// answer would be published wherever the requester pointed it.
 func (s *Service) admitControl(pool *controlPool, m *nats.Msg) {
 	if err := wire.CheckControlReplySubject(m.Subject, m.Reply); err != nil {
-		s.stats.refusedReply.Add(1)
-		s.log.Warn("dropping a control request whose reply subject is outside its own subtree",
-			"subject", m.Subject, "reply", m.Reply)
+		n := s.stats.refusedReply.Add(1)
+		if s.refusedLog.Admit(time.Now()) {
+			s.log.Warn("dropping control requests whose reply subject is outside their own subtree",
+				"sender", m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], "reply", m.Reply, "dropped_so_far", n)
+		}
 		return
 	}
 	if s.requests.duplicate(m.Subject, m.Header.Get(wire.RequestIDHeader), time.Now()) {

@@ -28,6 +28,7 @@ const (
 	waitFor          = 20 * time.Second
 	pollEvery        = 10 * time.Millisecond
 	deliveryUser     = "delivery"
+	controlUser      = "delivery-control"
 	agentUser        = "agent"
 	testUserPassword = "pw"
 )
@@ -45,6 +46,7 @@ type harness struct {
 	cfg    Config
 	svc    *Service
 	svcNC  *nats.Conn
+	ctlNC  *nats.Conn // the control listener's connection
 	asyncE *asyncErrors
 	once   sync.Once
 }
@@ -82,15 +84,18 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 func (h *harness) startServer() {
 	h.t.Helper()
-	g := wire.DeliveryPermissions(testNames, deliveryInbox)
+	perms := func(g wire.Permissions) *server.Permissions {
+		return &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: g.Pub.Allow, Deny: g.Pub.Deny},
+			Subscribe: &server.SubjectPermission{Allow: g.Sub.Allow, Deny: g.Sub.Deny},
+		}
+	}
 	opts := &server.Options{
 		ServerName: "delivery-test", DontListen: true, JetStream: true, StoreDir: h.dir,
 		NoLog: true, NoSigs: true, MaxControlLine: 65536,
 		Users: []*server.User{
-			{Username: deliveryUser, Password: testUserPassword, Permissions: &server.Permissions{
-				Publish:   &server.SubjectPermission{Allow: g.Pub.Allow, Deny: g.Pub.Deny},
-				Subscribe: &server.SubjectPermission{Allow: g.Sub.Allow, Deny: g.Sub.Deny},
-			}},
+			{Username: deliveryUser, Password: testUserPassword, Permissions: perms(wire.DeliveryPermissions(testNames, deliveryInbox))},
+			{Username: controlUser, Password: testUserPassword, Permissions: perms(wire.DeliveryControlPermissions(testNames))},
 			{Username: agentUser, Password: testUserPassword},
 		},
 	}
@@ -125,8 +130,9 @@ func (h *harness) connect(user string, extra []nats.Option) *nats.Conn {
 func (h *harness) startService() {
 	h.t.Helper()
 	h.svcNC = h.connect(deliveryUser, []nats.Option{nats.CustomInboxPrefix(deliveryInbox)})
+	h.ctlNC = h.connect(controlUser, nil)
 	cfg := h.cfg
-	cfg.Conn = h.svcNC
+	cfg.Conn, cfg.ControlConn = h.svcNC, h.ctlNC
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	svc, err := Start(ctx, cfg)
@@ -148,6 +154,7 @@ func (h *harness) stopService() {
 	}
 	h.svc = nil
 	h.svcNC.Close()
+	h.ctlNC.Close()
 }
 
 // restartMesh stops the Service and the server and starts both again on the same store.

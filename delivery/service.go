@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/loggate"
 	"github.com/cotal-go/cotal/internal/reask"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -41,9 +42,11 @@ type Service struct {
 	inGaps   gapLog // INBOX sequences the reader never saw
 	room     dlvRoom
 	requests requestLog // control request ids seen recently
-	backlog  *backlog
-	stats    counters
-	sup      *supervisor
+	// refusedLog paces the log lines of control requests refused for their reply subject.
+	refusedLog loggate.Gate
+	backlog    *backlog
+	stats      counters
+	sup        *supervisor
 	// stalePresenceLogged is set once a stretch of mentions resolved on a presence cache that
 	// is not current was logged (noteStalePresence).
 	stalePresenceLogged atomic.Bool

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cotal-go/cotal/wire"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/loggate"
+	"github.com/cotal-go/cotal/wire"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -196,7 +198,9 @@ type Endpoint struct {
 	presenceKV jetstream.KeyValue
 	channelsKV jetstream.KeyValue
 
-	handler    atomic.Pointer[Handler]
+	handler atomic.Pointer[Handler]
+	// rejectLog paces the warnings of terminated anomalies, which a peer can provoke at will.
+	rejectLog  loggate.Gate
 	dedup      *dedup
 	stats      stats
 	roster     *Roster

@@ -46,7 +46,7 @@ func (e *Endpoint) Follow(ctx context.Context, opts FollowOptions, h func(Delive
 	}
 	for _, subject := range followSubjects(e.names, opts, e.readACL) {
 		sub, err := e.subscribeConfirmed(ctx, subject, func(m *nats.Msg) {
-			if d, ok := e.tapped(m.Subject, m.Data); ok {
+			if d, ok := e.tapped(subject, m); ok {
 				h(d)
 			}
 		})
@@ -122,18 +122,14 @@ func (e *Endpoint) subscribeConfirmed(ctx context.Context, subject string, h nat
 // tapped checks a copy Follow received (SPEC §3–§5) and derives its Meta from the subject. A
 // tap is not addressed to this instance, so unlike a DM or anycast this Endpoint receives,
 // its target is not checked against the own id or role.
-func (e *Endpoint) tapped(subject string, data []byte) (Delivery, bool) {
-	in := inbound{src: srcFollow, subject: subject, data: data}
-	sub, m, err := wire.CheckDelivery(subject, data)
-	if err == nil && sub.Space != e.names.Space() {
-		err = &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
-			Err: fmt.Errorf("subject %q is outside space %s", subject, e.names.Space())}
-	}
+func (e *Endpoint) tapped(filter string, msg *nats.Msg) (Delivery, bool) {
+	in := inbound{src: srcFollow, subject: msg.Subject, data: msg.Data, filter: filter, reply: msg.Reply}
+	sub, m, err := e.checkTap(in)
 	if err != nil {
 		e.reject(in, err)
 		return Delivery{}, false
 	}
-	meta := Meta{Subject: subject}
+	meta := Meta{Subject: in.subject}
 	switch sub.Kind {
 	case wire.KindChat:
 		meta.Kind, meta.Channel = MetaChannel, sub.Rest
@@ -143,4 +139,18 @@ func (e *Endpoint) tapped(subject string, data []byte) (Delivery, bool) {
 		meta.Kind = MetaAnycast
 	}
 	return Delivery{Message: m, Meta: meta}, true
+}
+
+// checkTap checks a tapped copy: on a subject its subscription is for, in this space, and
+// a valid delivery.
+func (e *Endpoint) checkTap(in inbound) (wire.Subject, *wire.CotalMessage, error) {
+	if err := checkSubscribed(in.filter, in.subject, in.reply); err != nil {
+		return wire.Subject{}, nil, err
+	}
+	sub, m, err := wire.CheckDelivery(in.subject, in.data)
+	if err == nil && sub.Space != e.names.Space() {
+		err = &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
+			Err: fmt.Errorf("subject %q is outside space %s", in.subject, e.names.Space())}
+	}
+	return sub, m, err
 }

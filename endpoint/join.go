@@ -234,7 +234,8 @@ func (e *Endpoint) subscribeLive(ctx context.Context, name string, j *joined) er
 	subject := e.names.ChatFilter(name)
 	before := e.nc.LastError()
 	sub, err := e.nc.Subscribe(subject, func(m *nats.Msg) {
-		e.receive(inbound{src: srcLive, subject: m.Subject, data: m.Data, msgID: m.Header.Get(nats.MsgIdHdr)})
+		e.receive(inbound{src: srcLive, subject: m.Subject, data: m.Data, msgID: m.Header.Get(nats.MsgIdHdr),
+			filter: subject, reply: m.Reply})
 	})
 	if err != nil {
 		return fmt.Errorf("join %s: subscribe: %w", name, err)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cotal-go/cotal/wire"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/loggate"
+	"github.com/cotal-go/cotal/wire"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -101,6 +103,9 @@ type inbound struct {
 	msgID string
 	// redelivered is read from msg's metadata once, by receive: parsing it is per copy work.
 	redelivered bool
+	// filter is the subject of the subscription a live copy arrived on, and reply its reply
+	// subject; empty on the other paths.
+	filter, reply string
 }
 
 // Handle sets the Handler, replacing any earlier one. Set Options.Handler instead to receive
@@ -262,6 +267,9 @@ func (e *Endpoint) check(in inbound) (*wire.CotalMessage, Meta, error) {
 	if in.src == srcDurable {
 		return e.checkDurable(in)
 	}
+	if err := checkSubscribed(in.filter, in.subject, in.reply); err != nil {
+		return nil, Meta{}, err
+	}
 	sub, m, err := wire.CheckDelivery(in.subject, in.data)
 	if err != nil {
 		return nil, Meta{}, err
@@ -287,6 +295,20 @@ func (e *Endpoint) check(in inbound) (*wire.CotalMessage, Meta, error) {
 		meta.Kind = MetaAnycast
 	}
 	return m, meta, nil
+}
+
+// checkSubscribed refuses a copy whose subject is not one its subscription, filter, is for
+// (an empty filter checks nothing). The broker routes a message by the subject it was sent
+// to, but a JetStream delivery carries the stored subject instead: another identity's pull
+// request whose reply subject names this subscription makes the broker send it copies of
+// other channels. reply, the copy's, names the consumer that sent it ($JS.ACK.<stream>.
+// <consumer>...), and with it the requester.
+func checkSubscribed(filter, subject, reply string) error {
+	if filter == "" || wire.SubjectMatches(filter, subject) {
+		return nil
+	}
+	return &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
+		Err: fmt.Errorf("copy on %q arrived on the subscription to %q (reply %q)", subject, filter, reply)}
 }
 
 // checkDurable checks a copy from dlv_<id>. The trusted reader publishes the bare message on
@@ -355,8 +377,10 @@ func (e *Endpoint) reject(in inbound, err error) {
 	default:
 		e.stats.terminate(reason)
 	}
-	e.log.Warn("terminated a permanent anomaly", "reason", reason, "path", in.src.String(),
-		"subject", in.subject, "err", err)
+	if e.rejectLog.Admit(time.Now()) {
+		e.log.Warn("terminated a permanent anomaly; the next ones within "+loggate.Interval.String()+" are only counted", "reason", reason,
+			"path", in.src.String(), "subject", in.subject, "err", err, "terminated_so_far", e.stats.terminatedTotal())
+	}
 	e.emit(Event{Kind: EventRejected, Subject: in.subject, Err: err})
 	if in.msg != nil {
 		if terr := in.msg.TermWithReason(reason); terr != nil {

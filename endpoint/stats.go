@@ -85,6 +85,18 @@ func (s *stats) terminate(reason string) {
 	s.terminated[reason]++
 }
 
+// terminatedTotal is the count of every anomaly terminated so far, whatever its reason, and
+// of durable copies outside the read ACL.
+func (s *stats) terminatedTotal() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := s.outsideACL.Load()
+	for _, n := range s.terminated {
+		total += n
+	}
+	return total
+}
+
 func (s *stats) snapshot() Stats {
 	out := Stats{
 		Surfaced: map[MetaKind]uint64{

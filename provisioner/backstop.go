@@ -21,10 +21,12 @@ type ClusterBackstop struct {
 	Spaces map[string]BackstopCredential `json:"spaces"`
 }
 
-// BackstopCredential is one space's delivery credential: its user JWT and seed.
+// BackstopCredential is one space's delivery credential: its user JWT and seed, and the
+// delivery control listener's credential, a user of the agent account.
 type BackstopCredential struct {
-	JWT  string `json:"jwt"`
-	Seed string `json:"seed"`
+	JWT     string              `json:"jwt"`
+	Seed    string              `json:"seed"`
+	Control *BackstopCredential `json:"control,omitempty"`
 }
 
 // ID is the credential's user public key, from which its inbox prefix derives.
@@ -37,13 +39,17 @@ func (c BackstopCredential) ID() (string, error) {
 	return kp.PublicKey()
 }
 
-// ClusterBackstop returns the delivery credential of each of spaces for the cluster backstop
-// file at path: those the file already holds that the space's storage account still accepts
-// (so every node keeps one delivery identity, and with it one inbox prefix, across restarts of
-// this node), and a fresh one for each other space. It writes the file, mode 0600, when it
-// changed anything.
+// ClusterBackstop returns the delivery and delivery control credentials of each of spaces
+// for the cluster backstop file at path: those the file already holds that the space's
+// accounts still accept (so every node keeps one delivery identity, and with it one inbox
+// prefix, across restarts of this node), and fresh ones for the rest. It writes the file,
+// mode 0600, when it changed anything.
 func (s *Store) ClusterBackstop(path string, spaces []string) (ClusterBackstop, error) {
 	b, err := ReadClusterBackstop(path)
+	if errors.Is(err, ErrNoControlCredential) {
+		// Written before the control credential: keep each delivery identity, add the rest.
+		err = nil
+	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		b = ClusterBackstop{}
 	}
@@ -56,15 +62,22 @@ func (s *Store) ClusterBackstop(path string, spaces []string) (ClusterBackstop, 
 		if err != nil {
 			return b, err
 		}
-		if c, ok := b.Spaces[space]; ok && acceptedBy(c, acct) {
-			continue
+		c, ok := b.Spaces[space]
+		if !ok || !acceptedBy(c, acct.Storage, acct.StorageJWT) {
+			cred, err := s.InfraCredential(space, ProfileDelivery)
+			if err != nil {
+				return b, err
+			}
+			c, changed = BackstopCredential{JWT: cred.JWT, Seed: string(cred.Seed)}, true
 		}
-		cred, err := s.InfraCredential(space, ProfileDelivery)
-		if err != nil {
-			return b, err
+		if c.Control == nil || !acceptedBy(*c.Control, acct.PublicKey, acct.JWT) {
+			cred, err := s.InfraCredential(space, ProfileDeliveryControl)
+			if err != nil {
+				return b, err
+			}
+			c.Control, changed = &BackstopCredential{JWT: cred.JWT, Seed: string(cred.Seed)}, true
 		}
-		b.Spaces[space] = BackstopCredential{JWT: cred.JWT, Seed: string(cred.Seed)}
-		changed = true
+		b.Spaces[space] = c
 	}
 	if !changed {
 		return b, nil
@@ -79,20 +92,25 @@ func (s *Store) ClusterBackstop(path string, spaces []string) (ClusterBackstop, 
 	return b, nil
 }
 
-// acceptedBy reports whether c is a delivery user of acct's storage account signed by one of
-// its current signing keys.
-func acceptedBy(c BackstopCredential, acct Account) bool {
+// acceptedBy reports whether c is a user of the account key, whose JWT is token, signed by
+// one of its current signing keys.
+func acceptedBy(c BackstopCredential, key, token string) bool {
 	uc, err := jwt.DecodeUserClaims(c.JWT)
-	if err != nil || uc.IssuerAccount != acct.Storage {
+	if err != nil || uc.IssuerAccount != key {
 		return false
 	}
-	ac, err := jwt.DecodeAccountClaims(acct.StorageJWT)
+	ac, err := jwt.DecodeAccountClaims(token)
 	if err != nil || !ac.SigningKeys.Contains(uc.Issuer) {
 		return false
 	}
 	id, err := c.ID()
 	return err == nil && id == uc.Subject
 }
+
+// ErrNoControlCredential is returned by ReadClusterBackstop for a file that carries no
+// delivery control credential: one written before the control service listened in the agent
+// account.
+var ErrNoControlCredential = errors.New("the cluster backstop file carries no delivery control credential")
 
 // ReadClusterBackstop reads a file ClusterBackstop wrote. Its error wraps os.ErrNotExist
 // when there is no file.
@@ -106,11 +124,17 @@ func ReadClusterBackstop(path string) (ClusterBackstop, error) {
 		return b, fmt.Errorf("the cluster backstop file %s is not JSON (%w): copy it again from the node that holds the key store", path, err)
 	}
 	for space, c := range b.Spaces {
-		if _, err := jwt.DecodeUserClaims(c.JWT); err != nil {
-			return b, fmt.Errorf("the cluster backstop file's credential of space %s does not decode (%w): copy it again", space, err)
+		if c.Control == nil {
+			return b, fmt.Errorf("%w: space %s (%s): restart the node that holds the key store on this version, which writes a new one, and copy it here again",
+				ErrNoControlCredential, space, path)
 		}
-		if _, err := c.ID(); err != nil {
-			return b, fmt.Errorf("space %s: %w", space, err)
+		for _, cred := range []BackstopCredential{c, *c.Control} {
+			if _, err := jwt.DecodeUserClaims(cred.JWT); err != nil {
+				return b, fmt.Errorf("the cluster backstop file's credential of space %s does not decode (%w): copy it again", space, err)
+			}
+			if _, err := cred.ID(); err != nil {
+				return b, fmt.Errorf("space %s: %w", space, err)
+			}
 		}
 	}
 	return b, nil

@@ -33,17 +33,22 @@ const (
 	// writes the channel registry and ACL records.
 	ProfileProvisioner Profile = "provisioner"
 	// ProfileDelivery runs the durable backstop (LAYOUT.md): fan-out, trusted reader and the
-	// `delivery` control service.
+	// work of the `delivery` control service.
 	ProfileDelivery Profile = "delivery"
+	// ProfileDeliveryControl takes the `delivery` control service's requests and sends its
+	// answers (wire.DeliveryControlPermissions); a user of the agent account, where it sees
+	// each request's own reply subject.
+	ProfileDeliveryControl Profile = "delivery-control"
 	// ProfileLeafRelay relays presence records across a leaf link (wire.LeafRelayPermissions);
-	// unlike the other two it is a user of the agent account, where agents write presence.
+	// a user of the agent account, where agents write presence.
 	ProfileLeafRelay Profile = "leaf-relay"
 )
 
 // Valid reports whether p is one of the Profile constants.
 func (p Profile) Valid() bool {
 	switch p {
-	case ProfileAgent, ProfileObserver, ProfileAdmin, ProfileLeaf, ProfileProvisioner, ProfileDelivery, ProfileLeafRelay:
+	case ProfileAgent, ProfileObserver, ProfileAdmin, ProfileLeaf, ProfileProvisioner, ProfileDelivery, ProfileDeliveryControl,
+		ProfileLeafRelay:
 		return true
 	}
 	return false
@@ -51,7 +56,13 @@ func (p Profile) Valid() bool {
 
 // infra reports whether p is an infrastructure profile.
 func (p Profile) infra() bool {
-	return p == ProfileProvisioner || p == ProfileDelivery || p == ProfileLeafRelay
+	return p == ProfileProvisioner || p == ProfileDelivery || p == ProfileDeliveryControl || p == ProfileLeafRelay
+}
+
+// inAgentAccount reports whether the infrastructure profile p is a user of the agent account
+// rather than of storage.
+func (p Profile) inAgentAccount() bool {
+	return p == ProfileDeliveryControl || p == ProfileLeafRelay
 }
 
 // Permissions returns the exact NATS permissions of profile for the instance id (a user
@@ -86,6 +97,8 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 		w = wire.ProvisionerPermissions(names, id)
 	case ProfileDelivery:
 		w = wire.DeliveryPermissions(names, wire.InboxPrefix(id))
+	case ProfileDeliveryControl:
+		w = wire.DeliveryControlPermissions(names)
 	case ProfileLeafRelay:
 		w = wire.LeafRelayPermissions(names)
 	default:

@@ -33,6 +33,8 @@ var goldenCases = []struct {
 	{"admin", ProfileAdmin, Grants{}},
 	{"provisioner", ProfileProvisioner, Grants{}},
 	{"delivery", ProfileDelivery, Grants{}},
+	{"delivery-control", ProfileDeliveryControl, Grants{}},
+	{"leaf-relay", ProfileLeafRelay, Grants{}},
 }
 
 func TestPermissionsMatchGoldenFiles(t *testing.T) {

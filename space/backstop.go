@@ -64,11 +64,12 @@ type backstop struct {
 	starts int               // how many times this node took the lease
 }
 
-// startBackstop starts contending for space's lease over conn, the delivery identity.
-// acl is the key-store node's registry table, or nil to follow the space's ACL bucket.
-func (m *Mesh) startBackstop(space string, conn *nats.Conn, acl delivery.ACLSource) *backstop {
+// startBackstop starts contending for space's lease over conn, the delivery identity, with
+// ctl the delivery control listener's connection. acl is the key-store node's registry
+// table, or nil to follow the space's ACL bucket.
+func (m *Mesh) startBackstop(space string, conn, ctl *nats.Conn, acl delivery.ACLSource) *backstop {
 	cfg := delivery.DefaultConfig()
-	cfg.Names, cfg.Conn, cfg.Logger, cfg.ACL = wire.NewNames(space), conn, m.log, acl
+	cfg.Names, cfg.Conn, cfg.ControlConn, cfg.Logger, cfg.ACL = wire.NewNames(space), conn, ctl, m.log, acl
 	b := &backstop{space: space, node: m.broker.Server().Name(), log: m.log.With("space", space), cfg: cfg}
 	if acl == nil {
 		b.acl = newBucketACL(cfg.Names, conn, m.log)
@@ -244,8 +245,8 @@ func (m *Mesh) backstopHolders(ctx context.Context) []BackstopHolder {
 }
 
 // memberBackstops starts, on a cluster node without the key store that was given the cluster
-// backstop file, one backstop per space of the file: its own delivery connection, the ACL
-// records read from the space's bucket.
+// backstop file, one backstop per space of the file: its own delivery and control
+// connections, the ACL records read from the space's bucket.
 func (m *Mesh) memberBackstops() error {
 	path := m.opts.Cluster.Backstop
 	if path == "" {
@@ -261,28 +262,34 @@ func (m *Mesh) memberBackstops() error {
 	}
 	sort.Strings(spaces)
 	for _, s := range spaces {
-		nc, err := m.backstopConn(s, file.Spaces[s])
+		c := file.Spaces[s]
+		nc, err := m.backstopConn(provisioner.ProfileDelivery, c)
 		if err != nil {
 			return fmt.Errorf("space %s: %w", s, err)
 		}
-		b := m.startBackstop(s, nc, nil)
+		ctl, err := m.backstopConn(provisioner.ProfileDeliveryControl, *c.Control)
+		if err != nil {
+			nc.Close()
+			return fmt.Errorf("space %s: %w", s, err)
+		}
+		b := m.startBackstop(s, nc, ctl, nil)
 		m.mu.Lock()
 		m.backstops[s] = b
-		m.backstopConns = append(m.backstopConns, nc)
+		m.backstopConns = append(m.backstopConns, nc, ctl)
 		m.mu.Unlock()
 	}
 	return nil
 }
 
-// backstopConn opens an in-process connection as c, the delivery identity of space. The
-// space's storage account reaches this node through the cluster's resolver, perhaps a moment
-// after it starts, so the connection waits for it.
-func (m *Mesh) backstopConn(space string, c provisioner.BackstopCredential) (*nats.Conn, error) {
+// backstopConn opens an in-process connection as c, a delivery or delivery control identity
+// (profile p) of the cluster backstop file. The space's accounts reach this node through the
+// cluster's resolver, perhaps a moment after it starts, so the connection waits for them.
+func (m *Mesh) backstopConn(p provisioner.Profile, c provisioner.BackstopCredential) (*nats.Conn, error) {
 	id, err := c.ID()
 	if err != nil {
 		return nil, err
 	}
-	return nats.Connect("", nats.InProcessServer(m.broker.InProcess()), nats.Name("cotal:"+string(provisioner.ProfileDelivery)),
+	return nats.Connect("", nats.InProcessServer(m.broker.InProcess()), nats.Name("cotal:"+string(p)),
 		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true), nats.ReconnectWait(leaseTick),
 		nats.UserJWTAndSeed(c.JWT, c.Seed), nats.CustomInboxPrefix(wire.InboxPrefix(id)))
 }

@@ -2,12 +2,18 @@ package space_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -156,4 +162,106 @@ func streamStates(t *testing.T, m *space.Mesh) map[string]server.StreamState {
 		}
 	}
 	return states
+}
+
+// TestControlAnswersReachOnlyTheRequester: eve sends delivery control requests whose reply
+// subjects name bob's inbox, bob's own control reply lane and a chat subject carrying
+// carol's sender token, all subscribed to by bob. The service answers none of them, counts
+// each, and still answers eve's own request on her lane; bob receives nothing.
+func TestControlAnswersReachOnlyTheRequester(t *testing.T) {
+	t.Parallel()
+	m := spacetest.New(t)
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*answerWait)
+	defer cancel()
+	carol := mint(t, m, "carol", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	bob := newPeer(t, m, mint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}}))
+	eve := newPeer(t, m, mint(t, m, "eve", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}}))
+	bobsLane := n.CtlSubject(wire.DeliveryService, bob.cred.ID) + ".reply."
+	targets := []string{wire.InboxPrefix(bob.cred.ID) + ".x", bobsLane + "x", n.ChatSubject(carol.ID, "general")}
+	subs := make([]*nats.Subscription, 0, len(targets))
+	for _, s := range []string{wire.InboxPrefix(bob.cred.ID) + ".>", bobsLane + ">", n.ChatSubject("*", "general")} {
+		sub, err := bob.nc.SubscribeSync(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	if err := bob.settle(); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(wire.ControlRequest{Op: wire.OpListMemberships, Args: json.RawMessage(`{}`),
+		From: wire.EndpointRef{ID: eve.cred.ID, Name: eve.cred.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const each = 20
+	for _, target := range targets {
+		for range each {
+			publishWithReply(t, eve, n.CtlSubject(wire.DeliveryService, eve.cred.ID), target, body)
+		}
+	}
+	if err := controlCall(n)(ctx, t, eve); err != nil {
+		t.Fatalf("eve's own request: %v", err)
+	}
+	svc, err := m.Delivery("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	await.True(t, answerWait, "every aimed request counted as refused", func() bool {
+		return svc.Stats().ControlRefusedReplySubject >= int64(each*len(targets))
+	})
+	if err := bob.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i, sub := range subs {
+		if n, _, _ := sub.Pending(); n != 0 {
+			msg, _ := sub.NextMsg(0)
+			t.Errorf("bob received %d answers on %s, want none; the first on %s: %s", n, targets[i], msg.Subject, msg.Data)
+		}
+	}
+}
+
+// TestAPullAimedAtAnotherChannelIsNeverSurfaced: eve, who reads #general, pulls her own
+// history consumer with the reply subject of a team.secret post, which dave subscribes to.
+// The broker sends dave copies of #general under their stored subjects; dave's Endpoint
+// counts each as an anomaly and surfaces none. One pull request brings at most
+// broker.MaxPullBatch copies.
+func TestAPullAimedAtAnotherChannelIsNeverSurfaced(t *testing.T) {
+	t.Parallel()
+	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*answerWait)
+	defer cancel()
+	carol := mint(t, m, "carol", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"team.secret"}})
+	bob := newPeer(t, m, mint(t, m, "bob", provisioner.ProfileAgent,
+		provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}))
+	eve := newPeer(t, m, mint(t, m, "eve", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}}))
+	got := make(chan endpoint.Delivery, 64)
+	dave := joinAt(ctx, t, m, mint(t, m, "dave", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"team.secret"}}), got, "team.secret")
+	const posts = 5
+	for range posts {
+		if err := store(n.ChatSubject(bob.cred.ID, "general"), "general", nil)(ctx, t, bob); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := n.HistoryConsumerSpec(eve.cred.ID, "general", time.Time{})
+	if _, err := eve.jetStream(t).CreateOrUpdateConsumer(ctx, spec.Stream, jsconfig.Consumer(spec)); err != nil {
+		t.Fatal(eve.explain(err))
+	}
+	next := "$JS.API.CONSUMER.MSG.NEXT." + spec.Stream + "." + spec.Name
+	publishWithReply(t, eve, next, n.ChatSubject(carol.ID, "team.secret"), []byte(`{"batch":5,"no_wait":true}`))
+	await.True(t, answerWait, "dave's Endpoint to count the aimed copies", func() bool {
+		return dave.Stats().Terminated[wire.ReasonMalformedSubject] >= posts
+	})
+	select {
+	case d := <-got:
+		t.Errorf("dave surfaced %s on %s", d.Meta.Kind, d.Meta.Subject)
+	default:
+	}
+	too := fmt.Sprintf(`{"batch":%d,"no_wait":true}`, broker.MaxPullBatch+1)
+	msg, err := eve.request(next, "", nil, []byte(too))
+	if err != nil || msg.Header.Get("Status") != "409" {
+		t.Errorf("a pull of %d copies: %v %v, want 409 Exceeded MaxRequestBatch", broker.MaxPullBatch+1, msg, err)
+	}
 }

@@ -29,7 +29,10 @@ type spaceRuntime struct {
 	streams map[string]jetstream.Stream
 	acls    *aclTable
 
-	dlvConn  *nats.Conn        // delivery identity: fan-out, trusted reader, the delivery ctl service
+	dlvConn *nats.Conn // delivery identity: fan-out, trusted reader, the delivery ctl service's work
+	// ctlConn takes the delivery control service's requests in the agent account; nil in open
+	// mode, whose one account the delivery identity serves alone.
+	ctlConn  *nats.Conn
 	delivery *delivery.Service // on a mesh alone; nil in a cluster, where backstop runs it
 	// backstop runs the delivery service in a cluster while this node holds the space's lease.
 	backstop *backstop
@@ -82,23 +85,30 @@ func (m *Mesh) startSpace(ctx context.Context, name string, creds infraCreds) (*
 	return rt, nil
 }
 
-// connectInfra opens the space's two infrastructure connections, provisioner and delivery.
-// They stay two identities (SPEC §9: each holds only what it needs), but neither handshake
-// waits for the other, so both run at once.
+// connectInfra opens the space's infrastructure connections: provisioner, delivery and, but
+// in open mode, delivery control. They stay separate identities (SPEC §9: each holds only
+// what it needs), but no handshake waits for another, so all run at once.
 func (m *Mesh) connectInfra(rt *spaceRuntime, creds infraCreds) error {
-	var dlvErr error
+	var dlvErr, ctlErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if c, ok := m.backstopCreds[rt.name]; ok {
-			rt.dlvConn, dlvErr = m.backstopConn(rt.name, c)
+			rt.dlvConn, dlvErr = m.backstopConn(provisioner.ProfileDelivery, c)
 			return
 		}
 		rt.dlvConn, dlvErr = m.infraConn(provisioner.ProfileDelivery, creds[infraKey{rt.name, provisioner.ProfileDelivery}])
 	})
+	wg.Go(func() {
+		if c, ok := m.backstopCreds[rt.name]; ok {
+			rt.ctlConn, ctlErr = m.backstopConn(provisioner.ProfileDeliveryControl, *c.Control)
+		} else if cred := creds[infraKey{rt.name, provisioner.ProfileDeliveryControl}]; cred != nil {
+			rt.ctlConn, ctlErr = m.infraConn(provisioner.ProfileDeliveryControl, cred)
+		}
+	})
 	var err error
 	rt.prov, err = m.infraConn(provisioner.ProfileProvisioner, creds[infraKey{rt.name, provisioner.ProfileProvisioner}])
 	wg.Wait()
-	return errors.Join(err, dlvErr)
+	return errors.Join(err, dlvErr, ctlErr)
 }
 
 // infraKey names one of the mesh's own credentials: its space and profile.
@@ -111,8 +121,9 @@ type infraKey struct {
 // empty in open mode.
 type infraCreds map[infraKey]*provisioner.Credential
 
-// mintInfra mints the provisioner and delivery credentials of every space the mesh
-// provisions (no delivery one where a cluster backstop identity takes its place), each on a
+// mintInfra mints the provisioner, delivery and delivery control credentials of every space
+// the mesh provisions (no delivery ones where the cluster backstop identities take their
+// place), each on a
 // goroutine of its own. Signing them needs only the key store, so start runs them while the
 // broker starts; the function returned waits for them and returns the credentials.
 func (m *Mesh) mintInfra() func() (infraCreds, error) {
@@ -120,7 +131,7 @@ func (m *Mesh) mintInfra() func() (infraCreds, error) {
 	for _, s := range m.provisionedSpaces() {
 		keys = append(keys, infraKey{s, provisioner.ProfileProvisioner})
 		if _, ok := m.backstopCreds[s]; !ok {
-			keys = append(keys, infraKey{s, provisioner.ProfileDelivery})
+			keys = append(keys, infraKey{s, provisioner.ProfileDelivery}, infraKey{s, provisioner.ProfileDeliveryControl})
 		}
 	}
 	if m.store == nil {
@@ -213,13 +224,13 @@ func (m *Mesh) infraConn(p provisioner.Profile, cred *provisioner.Credential, ex
 func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
 	rt.deliveryInbox = rt.dlvConn.Opts.InboxPrefix
 	if m.opts.clustered() {
-		rt.backstop = m.startBackstop(rt.name, rt.dlvConn, rt.acls)
+		rt.backstop = m.startBackstop(rt.name, rt.dlvConn, rt.ctlConn, rt.acls)
 		sctx, done := context.WithTimeout(ctx, backstopStartTimeout)
 		defer done()
 		return rt.backstop.settle(sctx)
 	}
 	cfg := delivery.DefaultConfig()
-	cfg.Names, cfg.Conn, cfg.Logger = rt.names, rt.dlvConn, m.log // the service adds the space itself
+	cfg.Names, cfg.Conn, cfg.ControlConn, cfg.Logger = rt.names, rt.dlvConn, rt.ctlConn, m.log // the service adds the space itself
 	cfg.ACL = rt.acls
 	if m.opts.Open {
 		cfg.ACL = openACL{}
@@ -242,7 +253,7 @@ func (rt *spaceRuntime) close(ctx context.Context) error {
 	if rt.delivery != nil {
 		err = rt.delivery.Close(ctx)
 	}
-	for _, nc := range []*nats.Conn{rt.relay, rt.dlvConn, rt.prov} {
+	for _, nc := range []*nats.Conn{rt.relay, rt.ctlConn, rt.dlvConn, rt.prov} {
 		if nc != nil {
 			nc.Close()
 		}

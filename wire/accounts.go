@@ -23,13 +23,19 @@ func (n Names) StorageServiceSubjects() []string {
 		p + ".chat.>", // CHAT_<s>
 		p + ".inst.>", // DM_<s>
 		p + ".svc.>",  // TASK_<s>
-		p + ".ctl.>",  // the delivery control service, which runs in storage
 		"$KV." + n.PresenceBucket() + ".>",
 		"$JS.API.>",
 		"$JS.ACK.>",
 		"$JS.FC.>",
 	}
 }
+
+// Control requests do not cross: a request that crosses an import reaches its server with a
+// reply subject the broker made up, the requester's own hidden behind it, and the answer
+// goes back to whatever subject the requester named, another agent's inbox or a channel.
+// The delivery control service therefore listens in the agent account itself
+// (DeliveryControlPermissions), where it sees the reply subject and answers only inside the
+// request's own subtree (CheckControlReplySubject).
 
 // SharedServiceSubject is the one service import of StorageServiceSubjects that shares the
 // requester's identity (jwt Import.Share): the JetStream API, so that the broker's API audit

@@ -78,16 +78,27 @@ func MatchChannel(pattern, channel string) bool {
 	if ValidateChannel(pattern) != nil || ValidatePublishChannel(channel) != nil {
 		return false
 	}
-	ps, cs := strings.Split(pattern, "."), strings.Split(channel, ".")
-	for i, p := range ps {
-		if p == ">" {
-			return len(cs) > i
+	return SubjectMatches(pattern, channel)
+}
+
+// SubjectMatches reports whether the concrete subject matches filter with NATS subject
+// semantics: `*` matches exactly one token and a final `>` one or more. Tokens compare byte
+// for byte; neither argument is validated.
+func SubjectMatches(filter, subject string) bool {
+	for {
+		f, frest, fmore := strings.Cut(filter, ".")
+		if f == ">" && !fmore {
+			return subject != ""
 		}
-		if i >= len(cs) || (p != "*" && p != cs[i]) {
+		s, srest, smore := strings.Cut(subject, ".")
+		if f != "*" && f != s {
 			return false
 		}
+		if !fmore || !smore {
+			return fmore == smore
+		}
+		filter, subject = frest, srest
 	}
-	return len(ps) == len(cs)
 }
 
 // hasWildcard reports whether a channel has a `*` or `>` segment.

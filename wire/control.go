@@ -162,18 +162,11 @@ func ControlReplySubject(requestSubject string) string {
 }
 
 // CheckControlReplySubject refuses a reply subject outside the request subject's .reply.
-// subtree. The broker does not check reply subjects and JetStream would publish wherever one
-// points (LAYOUT.md "Reply-subject injection"), so a server answers only inside the requester's
-// own subtree.
-//
-// A request that crossed from a space's agent account into its storage account (wire/
-// accounts.go) arrives with the broker's response route instead, _R_.<token>.<token>: the
-// broker carries the answer back to the requester's own account and its original reply
-// subject, where no stream captures it, so the route is accepted too.
+// subtree. The broker does not check reply subjects and an answer goes wherever one points
+// (LAYOUT.md "Reply-subject injection"), so a server answers only inside the requester's
+// own subtree. A broker-made response route (_R_.…) is refused too: behind it the reply
+// subject the requester named is hidden, and may be anyone's.
 func CheckControlReplySubject(requestSubject, reply string) error {
-	if IsResponseRoute(reply) {
-		return nil
-	}
 	token, ok := strings.CutPrefix(reply, requestSubject+".reply.")
 	if !ok || !IsToken(token) {
 		return fmt.Errorf("%w: reply subject %q is not %s.reply.<token>",
@@ -186,29 +179,6 @@ func CheckControlReplySubject(requestSubject, reply string) error {
 // reply subject's token). A server serves one id of one sender once: the broker can deliver a
 // request twice while it re-registers an account's imports.
 const RequestIDHeader = "Cotal-Request-Id"
-
-// ResponseRoutePrefix starts every reply subject nats-server gives a request that crossed an
-// account boundary through a service import.
-const ResponseRoutePrefix = "_R_."
-
-// IsResponseRoute reports whether reply is a response route: ResponseRoutePrefix followed by
-// two or more tokens.
-func IsResponseRoute(reply string) bool {
-	rest, ok := strings.CutPrefix(reply, ResponseRoutePrefix)
-	if !ok {
-		return false
-	}
-	tokens := strings.Split(rest, ".")
-	if len(tokens) < 2 {
-		return false
-	}
-	for _, t := range tokens {
-		if !IsToken(t) {
-			return false
-		}
-	}
-	return true
-}
 
 // isObject reports whether raw is a JSON object.
 func isObject(raw json.RawMessage) bool {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // FuzzParseSubject checks that every subject is classified: either it parses and the
@@ -351,6 +353,33 @@ func FuzzJSONScannerMatchesEncodingJSON(f *testing.F) {
 		got, err := s.string()
 		if err != nil || string(got) != want {
 			t.Fatalf("string of %q = %q, %v; json.Unmarshal reads %q", b, got, err, want)
+		}
+	})
+}
+
+// FuzzSubjectMatches: on valid subjects and filters SubjectMatches agrees with nats-server's
+// own matcher, which routes the copies the Endpoint judges by it.
+func FuzzSubjectMatches(f *testing.F) {
+	for _, c := range [][2]string{
+		{"cotal.main.chat.*.general", "cotal.main.chat.bob.general"},
+		{"cotal.main.chat.*.team.>", "cotal.main.chat.bob.team.a.b"},
+		{"cotal.main.chat.*.team.>", "cotal.main.chat.bob.team"},
+		{"cotal.main.chat.*.team.secret", "cotal.main.chat.bob.general"},
+		{">", "a"}, {"a.*", "a"}, {"a", "a.b"},
+	} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, filter, subject string) {
+		if !server.IsValidSubject(filter) || !server.IsValidLiteralSubject(subject) || strings.Contains(subject, "*") {
+			return
+		}
+		for tok := range strings.SplitSeq(filter, ".") {
+			if tok != "*" && tok != ">" && strings.ContainsAny(tok, "*>") {
+				return // nats-server takes a token that starts with a wildcard character for one
+			}
+		}
+		if got, want := SubjectMatches(filter, subject), server.SubjectMatchesFilter(subject, filter); got != want {
+			t.Fatalf("SubjectMatches(%q, %q) = %v, nats-server says %v", filter, subject, got, want)
 		}
 	})
 }

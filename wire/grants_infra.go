@@ -37,6 +37,19 @@ func provisionerPermissions(p *Permissions, n Names) {
 	}
 }
 
+// DeliveryControlPermissions scope the delivery control service's listener, which runs in a
+// space's agent account beside the requesters (wire/accounts.go) so that it sees each
+// request's own reply subject: requests from any sender, answers only inside a request's
+// own .reply. subtree, the subjects the client names. Its work on the registry and streams
+// goes through the delivery identity in storage.
+func DeliveryControlPermissions(n Names) Permissions {
+	var p Permissions
+	ctl := n.Prefix() + ".ctl." + DeliveryService
+	p.Sub.Allow.add(ctl + ".*")
+	p.Pub.Allow.add(ctl + ".*.reply.>")
+	return p
+}
+
 // deliveryPermissions scope the durable backstop (SPEC §4, §8; LAYOUT.md "The durable
 // backstop" and "Control service delivery") to one space: exactly what the delivery service
 // uses, and the delivery tests run the service under nothing more. It reads chat content
@@ -46,14 +59,6 @@ func provisionerPermissions(p *Permissions, n Names) {
 // provisioner writes and, with the agents in their own account, no PubAck can reach.
 func deliveryPermissions(p *Permissions, n Names) {
 	chat := n.ChatStream()
-	ctl := n.Prefix() + ".ctl." + DeliveryService
-	// The control service: requests from any sender, replies only inside a request's own
-	// .reply. subtree, the subjects the client names (LAYOUT.md's reply-injection guard).
-	p.Sub.Allow.add(ctl + ".*")
-	p.Pub.Allow.add(ctl + ".*.reply.>")
-	// A request from the agent account arrives with the broker's response route as its reply
-	// (wire/accounts.go); the broker carries the answer back to the requester.
-	p.Pub.Allow.add(ResponseRoutePrefix + ">")
 	// Its two durables, fanout on CHAT and reader on INBOX: create with the filter pinned in
 	// the subject, inspect, pull and ack. No delete: losing either one stops durable delivery.
 	for _, c := range []ConsumerSpec{n.FanoutConsumerSpec(), n.ReaderConsumerSpec()} {

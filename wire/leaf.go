@@ -44,13 +44,13 @@ func LeafRelayPermissions(n Names) Permissions {
 	return p
 }
 
-// LeafLocalSubjects are the subjects of StorageServiceSubjects that must not cross a leaf
-// link, denied in both directions by the leaf mesh itself: anycast tasks (a task stored on
-// both sides would be taken twice), the delivery control service, presence bucket writes
-// (relayed as LeafPresenceSubject instead), and the JetStream API, acks and flow control,
-// which address one side's streams only.
+// LeafLocalSubjects are the subjects of StorageServiceSubjects, and the control services,
+// that must not cross a leaf link, denied in both directions by the leaf mesh itself:
+// anycast tasks (a task stored on both sides would be taken twice), the delivery control
+// service, presence bucket writes (relayed as LeafPresenceSubject instead), and the
+// JetStream API, acks and flow control, which address one side's streams only.
 func (n Names) LeafLocalSubjects() []string {
-	var local []string
+	local := []string{n.Prefix() + ".ctl.>"}
 	for _, s := range n.StorageServiceSubjects() {
 		if !contains(n.LeafSubjects(), s) {
 			local = append(local, s)
