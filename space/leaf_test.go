@@ -391,3 +391,71 @@ func TestARogueLeafIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestAnswersAimedAtAPresenceKeyDoNotCross: eve, a hub agent, writes her presence with reply
+// subjects naming bob's presence key, so JetStream's answers land on bob's key in the hub's
+// agent account, where the presence relay listens. The relay sends only valid records across:
+// the leaf sees eve's own records and nothing under bob's id.
+func TestAnswersAimedAtAPresenceKeyDoNotCross(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := &leafPair{hubDir: t.TempDir(), hubListen: spacetest.FreeAddr(t), leafAddr: spacetest.FreeAddr(t)}
+	p.startHub(t)
+	_, creds := leafCreds(t, p.hub)
+	n := wire.NewNames("main")
+	bob := mint(t, p.hub, "bob", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
+	eve := newPeer(t, p.hub, mint(t, p.hub, "eve", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}}))
+	leaf := plainLeaf(t, "nats-leaf://"+p.leafAddr, creds)
+	nc, err := nats.Connect(leaf.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	crossed, err := nc.SubscribeSync(n.LeafPresenceFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(activity string) []byte {
+		data, err := json.Marshal(wire.Presence{Card: wire.AgentCard{ID: eve.cred.ID, Name: "eve", Kind: wire.CardKindAgent},
+			Status: wire.StatusWorking, Activity: activity, TS: time.Now().UnixMilli()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	kv, err := eve.jetStream(t).KeyValue(ctx, n.PresenceBucket())
+	if err != nil {
+		t.Fatal(eve.explain(err))
+	}
+	// A record that crosses first: the leaf's interest has reached the hub's relay.
+	await.Check(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if _, err := kv.Put(ctx, eve.cred.ID, row("linked")); err != nil {
+			return eve.explain(err)
+		}
+		_, err := crossed.NextMsg(100 * time.Millisecond)
+		return err
+	})
+	for range 20 {
+		publishWithReply(t, eve, n.PresenceKVSubject(eve.cred.ID), n.PresenceKVSubject(bob.ID), row("aiming"))
+	}
+	// The answers to the aimed writes reach the relay before eve's first sentinel is stored,
+	// so the second sentinel crosses after every one of them was judged.
+	for _, s := range []string{"sentinel-1", "sentinel-2"} {
+		if _, err := kv.Put(ctx, eve.cred.ID, row(s)); err != nil {
+			t.Fatal(eve.explain(err))
+		}
+	}
+	for {
+		msg, err := crossed.NextMsgWithContext(ctx)
+		if err != nil {
+			t.Fatalf("the second sentinel never crossed: %v", err)
+		}
+		if strings.HasSuffix(msg.Subject, bob.ID) {
+			t.Fatalf("an answer crossed as bob's presence: %s", msg.Data)
+		}
+		if strings.Contains(string(msg.Data), "sentinel-2") {
+			return
+		}
+	}
+}

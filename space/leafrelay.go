@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/cotal-go/cotal/internal/loggate"
 	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // A leaf link carries no $KV subject (nats-server denies them on leaf connections between
@@ -48,13 +52,22 @@ func (m *Mesh) startLeafRelay(rt *spaceRuntime) error {
 	rt.relay = nc
 	n := rt.names
 	kv := "$KV." + n.PresenceBucket() + "."
+	dropped := m.relayDropper(rt.name)
 	out := func(msg *nats.Msg) {
 		id := strings.TrimPrefix(msg.Subject, kv)
+		if err := checkRelayed(id, msg); err != nil {
+			dropped("out", id, err)
+			return
+		}
 		_ = nc.PublishMsg(&nats.Msg{Subject: n.LeafPresenceSubject(id), Header: msg.Header, Data: msg.Data})
 	}
 	in := func(msg *nats.Msg) {
 		id := msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]
 		if m.ownIdentity(rt.name, id) {
+			return
+		}
+		if err := checkRelayed(id, msg); err != nil {
+			dropped("in", id, err)
 			return
 		}
 		_ = nc.PublishMsg(&nats.Msg{Subject: kv + id, Header: msg.Header, Data: msg.Data})
@@ -69,6 +82,32 @@ func (m *Mesh) startLeafRelay(rt *spaceRuntime) error {
 		return fmt.Errorf("relay presence: %w", err)
 	}
 	return nil
+}
+
+// checkRelayed refuses what is not id's presence to relay: anything on a presence key but a
+// deletion or a valid record of that key (wire.DecodePresence). An answer whose reply subject
+// an agent aimed at another agent's key arrives on that key too, and the other side would
+// write it into its bucket as that agent's presence.
+func checkRelayed(id string, msg *nats.Msg) error {
+	switch msg.Header.Get("KV-Operation") {
+	case "DEL", "PURGE":
+		return nil
+	}
+	_, err := wire.DecodePresence(id, msg.Data)
+	return err
+}
+
+// relayDropper counts and logs, at most once per loggate.Interval, the records the relay of
+// space drops; dir is "out" (to the other side) or "in".
+func (m *Mesh) relayDropper(space string) func(dir, id string, err error) {
+	var gate loggate.Gate
+	var n atomic.Int64
+	return func(dir, id string, err error) {
+		if total := n.Add(1); gate.Admit(time.Now()) {
+			m.log.Warn("leaf relay dropped what is not a presence record", "space", space, "direction", dir,
+				"key", id, "err", err, "dropped_so_far", total)
+		}
+	}
 }
 
 // ownIdentity reports whether id is no instance id at all, or one this mesh's registry of
