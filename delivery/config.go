@@ -22,6 +22,17 @@ type ACLSource interface {
 	ReadACL(id string) (wire.ACLRecord, bool)
 }
 
+// NameSource knows the name each credential was minted with, which, unlike a presence
+// card's display name, its holder cannot choose. An ACLSource that also implements it makes
+// @mentions resolve by minted names: a peer that calls itself bob receives no @bob copy.
+type NameSource interface {
+	// MintedName returns the name id's credential was minted with; false when unknown.
+	MintedName(id string) (string, bool)
+	// MintedAs returns the ids whose credential was minted with name, compared
+	// case-insensitively.
+	MintedAs(name string) []string
+}
+
 // Defaults of the tunable Config fields.
 const (
 	// DefaultUnknownMemberRetries bounds how often an entry for an unknown instance is retried.

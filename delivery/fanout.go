@@ -199,8 +199,9 @@ func (s *Service) route(sub wire.Subject, msg *wire.CotalMessage, durable bool, 
 	if len(msg.Mentions) > 0 {
 		s.noteStalePresence()
 	}
+	names, _ := s.cfg.ACL.(NameSource)
 	for _, name := range msg.Mentions {
-		id, ok := resolveMention(s.presence, name, at)
+		id, ok := resolveMention(s.presence, names, name, at)
 		if !ok || id == sub.Sender || seen[id] {
 			continue
 		}

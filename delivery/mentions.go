@@ -14,14 +14,17 @@ import (
 // fan-out checks authorization against the resolved id's current ACL. Two or more last-seen
 // holders, or none, resolve to nothing. "Last seen" is the fan-out's memory of presence rows
 // since the mesh started; a bucket delete or purge forgets a row.
-func resolveMention(presence *kvCache[presenceRow], name string, at time.Time) (string, bool) {
+//
+// With names, a presence row holds the name only when its id's credential was minted with
+// it, and a name no row holds resolves to the one credential minted with it, if one is.
+func resolveMention(presence *kvCache[presenceRow], names NameSource, name string, at time.Time) (string, bool) {
 	name = strings.ToLower(strings.TrimSpace(name))
 	if name == "" {
 		return "", false
 	}
 	var live, seen []string
 	presence.each(func(id string, r presenceRow) {
-		if r.name != name {
+		if r.name != name || !mintedAs(names, id, name) {
 			return
 		}
 		seen = append(seen, id)
@@ -34,8 +37,22 @@ func resolveMention(presence *kvCache[presenceRow], name string, at time.Time) (
 		return live[0], true
 	case len(live) == 0 && len(seen) == 1:
 		return seen[0], true
+	case len(seen) == 0 && names != nil:
+		if ids := names.MintedAs(name); len(ids) == 1 {
+			return ids[0], true
+		}
 	}
 	return "", false
+}
+
+// mintedAs reports whether id's credential was minted with the lowercased name; true for
+// every id without names.
+func mintedAs(names NameSource, id, name string) bool {
+	if names == nil {
+		return true
+	}
+	minted, ok := names.MintedName(id)
+	return ok && strings.ToLower(minted) == name
 }
 
 // mayMention reports whether a CHAT payload can carry @mentions: false only when its bytes

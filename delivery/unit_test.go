@@ -234,7 +234,51 @@ func TestResolveMention(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := resolveMention(cache, tc.mention, now)
+			got, ok := resolveMention(cache, nil, tc.mention, now)
+			if got != tc.want || ok != tc.ok {
+				t.Fatalf("resolveMention(%q) = %q, %v; want %q, %v", tc.mention, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// mintedNames is a test NameSource.
+type mintedNames map[string]string
+
+func (m mintedNames) MintedName(id string) (string, bool) { n, ok := m[id]; return n, ok }
+
+func (m mintedNames) MintedAs(name string) []string {
+	var ids []string
+	for id, n := range m {
+		if strings.EqualFold(n, name) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestResolveMentionByMintedNames: with the names credentials were minted with, a display
+// name is worth nothing on its own: mallory calling herself bob gets no @bob copy, and the
+// real bob gets it, online or never seen.
+func TestResolveMentionByMintedNames(t *testing.T) {
+	now := time.Now()
+	cache := newKVCache("presence", decodePresenceRow, &atomic.Int64{}, slog.New(slog.DiscardHandler))
+	cache.rows["M"] = presenceRow{name: "bob", status: wire.StatusIdle, ts: now.UnixMilli()}
+	cache.rows["C"] = presenceRow{name: "carol", status: wire.StatusIdle, ts: now.UnixMilli()}
+	names := mintedNames{"M": "mallory", "B": "Bob", "C": "carol", "D1": "dave", "D2": "dave"}
+	tests := []struct {
+		name, mention, want string
+		ok                  bool
+	}{
+		{"a peer calling itself bob does not get bob's mention; bob, never seen, does", "bob", "B", true},
+		{"mallory's minted name still reaches her while she shows another", "mallory", "M", true},
+		{"a live holder whose minted name matches resolves", "carol", "C", true},
+		{"two credentials minted under one name resolve to nothing", "dave", "", false},
+		{"a name no credential carries resolves to nothing", "zed", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := resolveMention(cache, names, tc.mention, now)
 			if got != tc.want || ok != tc.ok {
 				t.Fatalf("resolveMention(%q) = %q, %v; want %q, %v", tc.mention, got, ok, tc.want, tc.ok)
 			}

@@ -1,6 +1,7 @@
 package space
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/cotal-go/cotal/wire"
@@ -11,14 +12,47 @@ import (
 type aclTable struct {
 	mu   sync.RWMutex
 	byID map[string]wire.ACLRecord
+	// names are the minted names of the active agent credentials, by id (delivery.NameSource).
+	names map[string]string
 }
 
-func newACLTable() *aclTable { return &aclTable{byID: map[string]wire.ACLRecord{}} }
+func newACLTable() *aclTable {
+	return &aclTable{byID: map[string]wire.ACLRecord{}, names: map[string]string{}}
+}
 
-func (t *aclTable) set(id string, rec wire.ACLRecord) {
+// set records id's read ACL and, for an active agent credential, the name it was minted
+// with; name is empty for any other.
+func (t *aclTable) set(id string, rec wire.ACLRecord, name string) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.byID[id] = rec
-	t.mu.Unlock()
+	if name == "" {
+		delete(t.names, id)
+	} else {
+		t.names[id] = name
+	}
+}
+
+// MintedName returns the name id's active agent credential was minted with.
+func (t *aclTable) MintedName(id string) (string, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	name, ok := t.names[id]
+	return name, ok
+}
+
+// MintedAs returns the ids of the active agent credentials minted with name, compared
+// case-insensitively.
+func (t *aclTable) MintedAs(name string) []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var ids []string
+	for id, n := range t.names {
+		if strings.EqualFold(n, name) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // ReadACL returns id's current read ACL; false means the mesh never minted id.

@@ -249,7 +249,11 @@ func (m *Mesh) Credentials(space string) ([]CredentialInfo, error) {
 // in-memory copy this node's trusted reader authorizes against.
 func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) error {
 	acl := provisioner.ACLFor(rec)
-	rt.acls.set(rec.ID, acl)
+	name := ""
+	if rec.Profile == provisioner.ProfileAgent && rec.Active(time.Now()) {
+		name = rec.Name
+	}
+	rt.acls.set(rec.ID, acl, name)
 	data, err := json.Marshal(acl)
 	if err != nil {
 		return err

@@ -12,34 +12,37 @@ import (
 	"github.com/cotal-go/cotal/space"
 )
 
-// resolveName is the instance id `send @name` delivers to: the one online instance, other
-// than the sender, with that display name (endpoint.ResolveName); else, beside `cotal up`, the
-// one active agent credential minted under that name, online or not, since an agent's DMs
-// wait on its DM consumer until it returns (SPEC §8). With only --link and --creds the roster
-// of online instances is all the command can see.
+// resolveName is the instance id `send @name` delivers to. Beside `cotal up` it is the one
+// active agent credential minted under that name, online or not, since an agent's DMs wait on
+// its DM consumer until it returns (SPEC §8): a display name is the holder's choice, and an
+// instance calling itself bob must not receive bob's DMs. An open mesh has no credentials,
+// and with only --link and --creds the roster of online instances is all the command can see:
+// then it is the one online instance, other than the sender, with that display name
+// (endpoint.ResolveName), which the receiving side cannot verify.
 func resolveName(ctx context.Context, e *endpoint.Endpoint, s *session, name string) (string, error) {
+	if s.mesh != nil {
+		recs, err := s.mesh.Credentials(ctx, s.link.Space)
+		if err == nil {
+			return agentNamed(recs, name, s.link.Space)
+		}
+		if !errors.Is(err, space.ErrOpenMode) {
+			return "", fmt.Errorf("@%s: look the name up among the credentials: %w", name, withHint(err))
+		}
+	}
 	rctx, cancel := context.WithTimeout(ctx, rosterWait)
 	defer cancel()
 	id, err := e.ResolveName(rctx, name)
 	switch {
 	case errors.Is(err, endpoint.ErrAmbiguousName):
 		return "", fmt.Errorf("@%s: %w; send to one of them by id", name, err)
-	case !errors.Is(err, endpoint.ErrUnknownName):
-		return id, err
-	}
-	if s.mesh == nil {
+	case errors.Is(err, endpoint.ErrUnknownName) && s.mesh == nil:
 		return "", fmt.Errorf("@%s: %w; `cotal who` lists who is online; with --link and --creds only the online instances "+
 			"resolve by name, so send to an offline agent's instance id (`cotal auth list` beside `cotal up` shows it): its DMs wait for it", name, err)
-	}
-	recs, err := s.mesh.Credentials(ctx, s.link.Space)
-	if errors.Is(err, space.ErrOpenMode) {
+	case errors.Is(err, endpoint.ErrUnknownName):
 		return "", fmt.Errorf("@%s: no online instance has that name, and an open mesh has no credentials "+
 			"to find an offline one by; `cotal who` lists who is online, or send to an instance id", name)
 	}
-	if err != nil {
-		return "", fmt.Errorf("@%s: look the name up among the credentials: %w", name, withHint(err))
-	}
-	return agentNamed(recs, name, s.link.Space)
+	return id, err
 }
 
 // agentNamed is the id of the one active agent credential in recs whose name is name, compared
@@ -54,11 +57,11 @@ func agentNamed(recs []space.CredentialInfo, name, spaceName string) (string, er
 	}
 	switch len(ids) {
 	case 0:
-		return "", fmt.Errorf("@%s: %w, and no active agent credential in space %s is named %q; "+
-			"`cotal who` lists who is online and `cotal auth list` the credentials", name, endpoint.ErrUnknownName, spaceName, name)
+		return "", fmt.Errorf("@%s: no active agent credential in space %s is named %q (a name `cotal who` shows is the "+
+			"instance's own choice, not always the name it was minted with); `cotal auth list` lists the credentials", name, spaceName, name)
 	case 1:
 		return ids[0], nil
 	}
-	return "", fmt.Errorf("@%s: no online instance has that name, and %d active agent credentials are: %s; send to one of them by id",
+	return "", fmt.Errorf("@%s: %d active agent credentials are named so: %s; send to one of them by id",
 		name, len(ids), strings.Join(ids, ", "))
 }

@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
 )
 
 // TestSendByNameReachesAnOfflineAgent: beside `cotal up`, `send @alice` finds alice through the
@@ -37,4 +42,38 @@ func TestSendByNameReachesAnOfflineAgent(t *testing.T) {
 	tail.waitLine(t, "dm", "while you were away")
 	tail.waitLine(t, "dm bob", "from bob")
 	tail.interrupt(t)
+}
+
+// TestSendByNameIgnoresAPeerThatTakesTheName: mallory, minted as mallory, connects calling
+// herself bob while bob is offline. Beside `cotal up`, `send @bob` goes to the credential
+// minted as bob: bob's next tail reads it, and mallory receives nothing.
+func TestSendByNameIgnoresAPeerThatTakesTheName(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	up := startUp(t, bin, dir)
+	bob, _ := mintCreds(t, bin, dir, "bob", "--subscribe", "general")
+	mallory, _ := mintCreds(t, bin, dir, "mallory", "--subscribe", "general")
+	creds, err := os.ReadFile(mallory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan endpoint.Delivery, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep, err := endpoint.Connect(ctx, endpoint.Options{Link: up.link, Creds: creds, Name: "bob",
+		Handler: func(_ context.Context, d endpoint.Delivery) error { got <- d; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close(context.Background())
+	runCases(t, bin, []cliCase{{name: "beside up, @bob is the credential minted as bob",
+		args: []string{"send", "--dir", dir, "@bob", "the password is hunter2"}, stdout: []string{"stored in DM_main"}}})
+	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", bob)
+	tail.waitLine(t, "dm", "the password is hunter2")
+	tail.interrupt(t)
+	select {
+	case d := <-got:
+		t.Fatalf("mallory, calling herself bob, received %s: %+v", d.Meta.Kind, d.Message)
+	default:
+	}
 }
