@@ -10,13 +10,14 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// The per-identity watch cap (issue 12 item 4). The presence and channel-registry buckets cap
+// The per-identity watch cap The presence and channel-registry buckets cap
 // their consumers (Limits.WatchConsumers) because agents create their own watches there, and
 // without a share per identity one agent holding busy pull consumers would take the whole cap.
 // JetStream does not record who created a consumer, but the agent account imports the
 // JetStream API with the requester's identity shared (wire.SharedServiceSubject), so the API
 // audit of each create names the user. The ledger remembers it, and each identity keeps at
-// most Limits.WatchesPerIdentity consumers per bucket: past it the newest are deleted.
+// most Limits.WatchesPerIdentity consumers per bucket: past it those nobody reads go first,
+// then the oldest.
 //
 // What it does not know: consumers created before this run of the mesh (a restart forgets the
 // ledger) count against the bucket's cap but no identity's, until they go idle for
@@ -131,8 +132,8 @@ func (rt *spaceRuntime) watchedStreams() []string {
 	return []string{wire.KVStream(rt.names.PresenceBucket()), wire.KVStream(rt.names.ChannelsBucket())}
 }
 
-// capWatches deletes the consumers creator holds on stream past the per-identity cap, newest
-// first, and logs the first time an identity goes past it. Only identities of the registry
+// capWatches deletes the consumers creator holds on stream past the per-identity cap (see
+// pastCap for which), and logs the first time an identity goes past it. Only identities of the registry
 // are capped; the mesh's own connections are not in it. The caller holds rt.mintMu.
 func (m *Mesh) capWatches(ctx context.Context, rt *spaceRuntime, stream, creator string, recs []provisioner.Record) error {
 	limit := m.opts.Limits.WatchesPerIdentity
@@ -150,10 +151,11 @@ func (m *Mesh) capWatches(ctx context.Context, rt *spaceRuntime, stream, creator
 		return nil
 	}
 	mark := rt.watches.mark()
-	live := map[string]bool{}
+	live, inUse := map[string]bool{}, map[string]bool{}
 	list := s.ListConsumers(ctx)
 	for info := range list.Info() {
 		live[info.Name] = true
+		inUse[info.Name] = info.PushBound || info.NumWaiting > 0
 	}
 	if err := list.Err(); err != nil {
 		return fmt.Errorf("list the consumers of %s: %w", stream, err)
@@ -162,7 +164,7 @@ func (m *Mesh) capWatches(ctx context.Context, rt *spaceRuntime, stream, creator
 	if held = rt.watches.held(stream, creator); len(held) <= limit {
 		return nil
 	}
-	excess := held[limit:]
+	excess := pastCap(held, inUse, limit)
 	if rt.watches.firstExcess(creator) {
 		m.log.Warn("an agent holds more watches than limits.watches_per_identity; deleting each one past it",
 			"space", rt.name, "agent", recs[i].Name, "id", creator, "stream", stream,
@@ -176,6 +178,26 @@ func (m *Mesh) capWatches(ctx context.Context, rt *spaceRuntime, stream, creator
 		rt.reconciled.deleted.Add(1)
 	}
 	return nil
+}
+
+// pastCap picks, from held (oldest first), the consumers to delete so that limit remain: first
+// those nobody reads (no subscriber bound to a push consumer, no pull waiting on a pull
+// one), oldest first, then the oldest of the rest. A client that restarts leaves its old
+// watches behind unread, so its new one, read, is the last to go.
+func pastCap(held []string, inUse map[string]bool, limit int) []string {
+	n := len(held) - limit
+	if n <= 0 {
+		return nil
+	}
+	victims := make([]string, 0, n)
+	for _, read := range []bool{false, true} {
+		for _, name := range held {
+			if len(victims) < n && inUse[name] == read {
+				victims = append(victims, name)
+			}
+		}
+	}
+	return victims
 }
 
 // capAllWatches applies capWatches to every identity the ledger knows, as the periodic pass

@@ -92,3 +92,60 @@ func TestAnIdentityKeepsOnlyItsShareOfThePresenceWatches(t *testing.T) {
 		}
 	})
 }
+
+// TestARestartedClientKeepsItsLiveWatch: a client that restarts leaves its old presence
+// watches behind unread until they go idle. Past limits.watches_per_identity the cap deletes
+// those, not the watch the client reads now, which goes on seeing the roster change.
+func TestARestartedClientKeepsItsLiveWatch(t *testing.T) {
+	t.Parallel()
+	const perIdentity = 3
+	m := spacetest.New(t, func(o *space.Options) { o.Limits.WatchesPerIdentity = perIdentity })
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	grants := provisioner.Grants{Subscribe: []string{"general"}}
+	aliceCred := mint(t, m, "alice", provisioner.ProfileAgent, grants)
+	watch := func(p *peer, opts ...jetstream.WatchOpt) jetstream.KeyWatcher {
+		kv, err := p.jetStream(t).KeyValue(ctx, n.PresenceBucket())
+		if err != nil {
+			t.Fatal(p.explain(err))
+		}
+		w, err := kv.WatchAll(ctx, opts...)
+		if err != nil {
+			t.Fatal(p.explain(err))
+		}
+		return w
+	}
+	// Each earlier incarnation dies without stopping its watch, which the broker keeps until
+	// it has been idle for its inactive threshold.
+	for range perIdentity + 2 {
+		old := newPeer(t, m, aliceCred)
+		watch(old)
+		old.nc.Close()
+	}
+	alice := newPeer(t, m, aliceCred)
+	live := watch(alice, jetstream.UpdatesOnly())
+	defer live.Stop()
+	stream, err := alice.jetStream(t).Stream(ctx, wire.KVStream(n.PresenceBucket()))
+	if err != nil {
+		t.Fatal(alice.explain(err))
+	}
+	await.True(t, 10*time.Second, fmt.Sprintf("alice's watches cut to %d", perIdentity), func() bool {
+		info, err := stream.Info(ctx)
+		return err == nil && info.State.Consumers <= perIdentity
+	})
+	bob := newPeer(t, m, mint(t, m, "bob", provisioner.ProfileAgent, grants))
+	if err := store(n.PresenceKVSubject(bob.cred.ID), "", nil)(ctx, t, bob); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case e := <-live.Updates():
+			if e != nil && e.Key() == bob.cred.ID {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("alice's live watch never saw bob arrive: the cap deleted it")
+		}
+	}
+}
