@@ -1,6 +1,7 @@
 package space
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,19 +87,20 @@ func (m *Mesh) reclaimDMs(ctx context.Context, rt *spaceRuntime) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	purged, err := m.purgeStrangers(ctx, rt, agents, info.State.LastSeq+1)
+	var tally senderTally
+	purged, err := m.purgeStrangers(ctx, rt, agents, info.State.LastSeq+1, &tally)
 	if err == nil {
 		if info, err = st.Info(ctx); err == nil && info.Config.MaxBytes > 0 &&
 			float64(info.State.Bytes) > reclaimFull*float64(info.Config.MaxBytes) {
 			var acked int64
-			acked, err = rt.purgeAcknowledged(ctx, st)
+			acked, err = rt.purgeAcknowledged(ctx, st, &tally)
 			purged += acked
 		}
 	}
 	if purged > 0 {
 		rt.reconciled.purgedDMs.Add(purged)
 		m.log.Warn("reclaimed DMs: to ids that are no agent of the space, or already acknowledged while the DM store ran full",
-			"space", rt.name, "purged", purged)
+			"space", rt.name, "purged", purged, "senders", m.topSenders(rt.name, &tally))
 	}
 	if err != nil {
 		return purged, fmt.Errorf("reclaim DM space of %s: %w", rt.name, err)
@@ -109,7 +111,7 @@ func (m *Mesh) reclaimDMs(ctx context.Context, rt *spaceRuntime) (int64, error) 
 // purgeStrangers deletes the DMs addressed to no agent: first everything below before of each
 // agent (of agents, read after before was) that wrote to no agent, in one request per sender,
 // then subject by subject what other senders left.
-func (m *Mesh) purgeStrangers(ctx context.Context, rt *spaceRuntime, agents map[string]bool, before uint64) (int64, error) {
+func (m *Mesh) purgeStrangers(ctx context.Context, rt *spaceRuntime, agents map[string]bool, before uint64, tally *senderTally) (int64, error) {
 	prefix := rt.names.Prefix() + ".inst."
 	recipient := func(subject string) (to, from string) {
 		to, from, _ = strings.Cut(strings.TrimPrefix(subject, prefix), ".")
@@ -138,10 +140,10 @@ func (m *Mesh) purgeStrangers(ctx context.Context, rt *spaceRuntime, agents map[
 	var wide []purgeRequest
 	for from := range agents {
 		if !wrote[from] {
-			wide = append(wide, purgeRequest{Filter: prefix + "*." + from, Sequence: before})
+			wide = append(wide, purgeRequest{Filter: prefix + "*." + from, Sequence: before, sender: from})
 		}
 	}
-	total, err := rt.purgeDM(ctx, wide)
+	total, err := rt.purgeDM(ctx, wide, tally)
 	if err != nil {
 		return total, err
 	}
@@ -155,11 +157,11 @@ func (m *Mesh) purgeStrangers(ctx context.Context, rt *spaceRuntime, agents map[
 			agents, err := m.dmRecipients(rt)
 			var reqs []purgeRequest
 			for _, subject := range chunk {
-				if to, _ := recipient(subject); err == nil && !agents[to] {
-					reqs = append(reqs, purgeRequest{Filter: subject})
+				if to, from := recipient(subject); err == nil && !agents[to] {
+					reqs = append(reqs, purgeRequest{Filter: subject, sender: from})
 				}
 			}
-			purged, perr := rt.purgeDM(ctx, reqs)
+			purged, perr := rt.purgeDM(ctx, reqs, tally)
 			rt.mintMu.Unlock()
 			total += purged
 			kept += len(chunk) - len(reqs)
@@ -248,7 +250,7 @@ func (rt *spaceRuntime) dmSubjects(ctx context.Context, filter string, fn func(p
 // purgeAcknowledged deletes, for every dm_<id> queue, the DMs at or below its ack floor: the
 // ones its agent has acknowledged. Only the mesh's own bind-only durables count; the
 // reconciler keeps no other dm_ consumer.
-func (rt *spaceRuntime) purgeAcknowledged(ctx context.Context, st jetstream.Stream) (int64, error) {
+func (rt *spaceRuntime) purgeAcknowledged(ctx context.Context, st jetstream.Stream, tally *senderTally) (int64, error) {
 	n := rt.names
 	var reqs []purgeRequest
 	list := st.ListConsumers(ctx)
@@ -262,7 +264,7 @@ func (rt *spaceRuntime) purgeAcknowledged(ctx context.Context, st jetstream.Stre
 	if err := list.Err(); err != nil {
 		return 0, fmt.Errorf("list the consumers of %s: %w", n.DMStream(), err)
 	}
-	return rt.purgeDM(ctx, reqs)
+	return rt.purgeDM(ctx, reqs, tally)
 }
 
 // purgeRequest is the body of a JetStream stream purge: the messages of Filter below
@@ -270,11 +272,50 @@ func (rt *spaceRuntime) purgeAcknowledged(ctx context.Context, st jetstream.Stre
 type purgeRequest struct {
 	Filter   string `json:"filter"`
 	Sequence uint64 `json:"seq,omitempty"`
+	// sender is the one sender token of Filter's DMs, when there is one, for the tally.
+	sender string
+}
+
+// senderTally counts reclaimed DMs by sender token, so that the reclaim's log line names
+// who filled the store. Its methods are safe for concurrent use.
+type senderTally struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (t *senderTally) add(sender string, purged int64) {
+	if sender == "" || purged == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == nil {
+		t.n = map[string]int64{}
+	}
+	t.n[sender] += purged
+}
+
+// topSenders names, by credential name and id, the senders of most of the DMs tally counts,
+// at most three, most first: "mallory (U…)=41637, …".
+func (m *Mesh) topSenders(space string, tally *senderTally) string {
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	ids := slices.Collect(maps.Keys(tally.n))
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(tally.n[b], tally.n[a]) })
+	var out []string
+	for _, id := range ids[:min(3, len(ids))] {
+		name := id
+		if rec, err := m.store.Record(space, id); err == nil {
+			name = rec.Name + " (" + id + ")"
+		}
+		out = append(out, fmt.Sprintf("%s=%d", name, tally.n[id]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // purgeDM sends reqs to DM_<s>, reclaimWorkers at a time, and returns how many messages they
-// deleted. The jetstream client's Purge does not say how many; the API answer does.
-func (rt *spaceRuntime) purgeDM(ctx context.Context, reqs []purgeRequest) (int64, error) {
+// deleted, counting them by sender in tally. The jetstream client's Purge does not say how many; the API answer does.
+func (rt *spaceRuntime) purgeDM(ctx context.Context, reqs []purgeRequest, tally *senderTally) (int64, error) {
 	subject := "$JS.API.STREAM.PURGE." + rt.names.DMStream()
 	var (
 		mu     sync.Mutex
@@ -287,6 +328,7 @@ func (rt *spaceRuntime) purgeDM(ctx context.Context, reqs []purgeRequest) (int64
 		wg.Go(func() {
 			for req := range queued {
 				purged, err := rt.purgeOne(ctx, subject, req)
+				tally.add(req.sender, purged)
 				mu.Lock()
 				total += purged
 				if err != nil {

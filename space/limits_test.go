@@ -31,9 +31,20 @@ import (
 // limitedMesh starts a mesh with the limits change sets and mints an attacker and a victim.
 func limitedMesh(t *testing.T, change func(*space.Limits)) (m *space.Mesh, attacker, victim *provisioner.Credential) {
 	t.Helper()
-	m = spacetest.New(t, func(o *space.Options) { change(&o.Limits) })
+	m, attacker, victim, _ = limitedMeshLogged(t, change)
+	return m, attacker, victim
+}
+
+// limitedMeshLogged is limitedMesh with the mesh's log lines kept.
+func limitedMeshLogged(t *testing.T, change func(*space.Limits)) (m *space.Mesh, attacker, victim *provisioner.Credential, logs *syncBuffer) {
+	t.Helper()
+	logs = &syncBuffer{}
+	m = spacetest.New(t, func(o *space.Options) {
+		change(&o.Limits)
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
 	grants := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}, Role: "builder"}
-	return m, mint(t, m, "mallory", provisioner.ProfileAgent, grants), mint(t, m, "victim", provisioner.ProfileAgent, grants)
+	return m, mint(t, m, "mallory", provisioner.ProfileAgent, grants), mint(t, m, "victim", provisioner.ProfileAgent, grants), logs
 }
 
 // streamState reads stream's state as p sees it, with the per-subject counts of filter.
@@ -198,7 +209,7 @@ func TestADMFloodIsRefusedAndReclaimedNotEvicted(t *testing.T) {
 
 func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
 	const streamBytes = 1 << 20
-	m, mallory, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes = streamBytes })
+	m, mallory, victim, logs := limitedMeshLogged(t, func(l *space.Limits) { l.DMBytes = streamBytes })
 	n := wire.NewNames("main")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -256,6 +267,9 @@ func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
 		t.Logf("the pass purged %d DMs to %d made-up ids in %v", rep.PurgedDMs, sent, time.Since(start))
 		if rep.PurgedDMs != int64(sent) {
 			t.Fatalf("the pass purged %d DMs; mallory stored %d to made-up ids", rep.PurgedDMs, sent)
+		}
+		if want := fmt.Sprintf("mallory (%s)=%d", mallory.ID, sent); !strings.Contains(logs.String(), want) {
+			t.Errorf("the reclaim's log line does not name the flooder (%s):\n%.2000s", want, logs)
 		}
 		if _, err := p.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, mallory.ID), []byte("after")); err != nil {
 			t.Fatalf("a DM after the pass: %v", p.explain(err))
