@@ -61,8 +61,9 @@ func (m *Mesh) pass(ctx context.Context, rt *spaceRuntime) (ReconcileReport, err
 	rep, err := m.reconcile(ctx, rt, passCause{})
 	rt.mintMu.Unlock()
 	purged, rerr := m.reclaimDMs(ctx, rt)
-	rep.PurgedDMs = purged
-	return rep, errors.Join(err, rerr)
+	tasks, terr := m.reclaimTasks(ctx, rt)
+	rep.PurgedDMs, rep.PurgedTasks = purged, tasks
+	return rep, errors.Join(err, rerr, terr)
 }
 
 // reclaimDMs takes back DM_<s>'s space as the comment at the top of the file says and
@@ -210,7 +211,16 @@ func (m *Mesh) dmRecipients(rt *spaceRuntime) (map[string]bool, error) {
 // purged that was written to again meanwhile shifts the pages by one, which the next pass
 // makes good.
 func (rt *spaceRuntime) dmSubjects(ctx context.Context, filter string, fn func(page []string) (kept int, err error)) error {
-	subject := "$JS.API.STREAM.INFO." + rt.names.DMStream()
+	return rt.streamSubjects(ctx, rt.names.DMStream(), filter, func(page map[string]uint64) (int, error) {
+		return fn(slices.Sorted(maps.Keys(page)))
+	})
+}
+
+// streamSubjects hands fn stream's subjects matching filter with their message counts, one
+// page of at most JetStream's 100 000 at a time; fn returns how many of its page it left in
+// the stream, as for dmSubjects.
+func (rt *spaceRuntime) streamSubjects(ctx context.Context, stream, filter string, fn func(page map[string]uint64) (kept int, err error)) error {
+	subject := "$JS.API.STREAM.INFO." + stream
 	offset := 0
 	for {
 		body, err := json.Marshal(map[string]any{"subjects_filter": filter, "offset": offset})
@@ -219,7 +229,7 @@ func (rt *spaceRuntime) dmSubjects(ctx context.Context, filter string, fn func(p
 		}
 		msg, err := rt.prov.RequestWithContext(ctx, subject, body)
 		if err != nil {
-			return fmt.Errorf("list DM subjects %s: %w", filter, err)
+			return fmt.Errorf("list the subjects %s of %s: %w", filter, stream, err)
 		}
 		var answer struct {
 			Total  int                 `json:"total"`
@@ -230,12 +240,12 @@ func (rt *spaceRuntime) dmSubjects(ctx context.Context, filter string, fn func(p
 			} `json:"state"`
 		}
 		if err := json.Unmarshal(msg.Data, &answer); err != nil {
-			return fmt.Errorf("list DM subjects %s: %w", filter, err)
+			return fmt.Errorf("list the subjects %s of %s: %w", filter, stream, err)
 		}
 		if answer.Error != nil {
-			return fmt.Errorf("list DM subjects %s: %w", filter, answer.Error)
+			return fmt.Errorf("list the subjects %s of %s: %w", filter, stream, answer.Error)
 		}
-		page := slices.Sorted(maps.Keys(answer.State.Subjects))
+		page := answer.State.Subjects
 		if len(page) == 0 {
 			return nil
 		}
@@ -316,7 +326,12 @@ func (m *Mesh) topSenders(space string, tally *senderTally) string {
 // purgeDM sends reqs to DM_<s>, reclaimWorkers at a time, and returns how many messages they
 // deleted, counting them by sender in tally. The jetstream client's Purge does not say how many; the API answer does.
 func (rt *spaceRuntime) purgeDM(ctx context.Context, reqs []purgeRequest, tally *senderTally) (int64, error) {
-	subject := "$JS.API.STREAM.PURGE." + rt.names.DMStream()
+	return rt.purge(ctx, rt.names.DMStream(), reqs, tally)
+}
+
+// purge sends reqs to stream as purgeDM does to DM_<s>.
+func (rt *spaceRuntime) purge(ctx context.Context, stream string, reqs []purgeRequest, tally *senderTally) (int64, error) {
+	subject := "$JS.API.STREAM.PURGE." + stream
 	var (
 		mu     sync.Mutex
 		total  int64

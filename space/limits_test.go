@@ -132,6 +132,22 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 			t.Fatalf("task stream holds %d bytes, limit %d", got, streamBytes)
 		}
 	})
+	t.Run("the pass takes back the tasks for roles nobody holds and keeps a held role's", func(t *testing.T) {
+		held := n.SvcSubject("builder", mallory.ID)
+		before := streamState(ctx, t, p, n.TaskStream(), held).State
+		rep, err := m.Reconcile(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := streamState(ctx, t, p, n.TaskStream(), held).State
+		if rep.PurgedTasks == 0 || uint64(rep.PurgedTasks) != before.Msgs-after.Msgs || after.Msgs != before.Subjects[held] {
+			t.Fatalf("the pass purged %d tasks; TASK went from %d to %d messages, %d of them for the held role builder",
+				rep.PurgedTasks, before.Msgs, after.Msgs, before.Subjects[held])
+		}
+		if _, err := js.Publish(ctx, held, body); err != nil {
+			t.Fatalf("an anycast to a held role after the reclaim: %v", p.explain(err))
+		}
+	})
 }
 
 // flood publishes DMs of body from sender to made-up ids until one is refused or limit were

@@ -39,7 +39,7 @@ var (
 	descCapped = prometheus.NewDesc("cotal_identity_connections_closed_total",
 		"Connections the broker closed just after they connected because their identity already held limits.connections_per_identity.", nil, nil)
 	descReconcile = prometheus.NewDesc("cotal_consumer_reconcile_total",
-		"Consumer reconciliation (issue 12) by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away), purged_dms (DMs to ids that are no agent of the space, or acknowledged ones while the DM stream ran full).", []string{"space", "outcome"}, nil)
+		"Consumer reconciliation by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away), purged_dms (DMs to ids that are no agent of the space, or acknowledged ones while the DM stream ran full), purged_tasks (tasks for roles no agent holds).", []string{"space", "outcome"}, nil)
 	descReplicaCurrent = prometheus.NewDesc("cotal_stream_replica_current",
 		"On a cluster node, 1 when the replica of the stream on the node named replica has everything its leader has (the leader counts as current), else 0.", []string{"space", "stream", "replica"}, nil)
 	descReplicaLag = prometheus.NewDesc("cotal_stream_replica_lag",
@@ -110,7 +110,7 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 	r := &rt.reconciled
 	for outcome, v := range map[string]int64{"passes": r.passes.Load(), "deleted": r.deleted.Load(),
 		"restored": r.restored.Load(), "failed": r.failures.Load(), "pruned_copies": r.pruned.Load(),
-		"purged_dms": r.purgedDMs.Load()} {
+		"purged_dms": r.purgedDMs.Load(), "purged_tasks": r.purgedTasks.Load()} {
 		ch <- prometheus.MustNewConstMetric(descReconcile, prometheus.CounterValue, float64(v), rt.name, outcome)
 	}
 	svc := rt.service()

@@ -34,6 +34,9 @@ type ReconcileReport struct {
 	// the space, or acknowledged ones while the DM stream ran full. The passes after a mint or
 	// revoke reclaim nothing.
 	PurgedDMs int64
+	// PurgedTasks counts the tasks the pass reclaimed (taskreclaim.go): for roles no agent
+	// holds.
+	PurgedTasks int64
 }
 
 // reconcileStats are a space's reconciler counters since start, for the metrics.
@@ -41,6 +44,7 @@ type reconcileStats struct {
 	passes, deleted, restored, failures atomic.Int64
 	pruned                              atomic.Int64 // durable copies deleted after a narrowing
 	purgedDMs                           atomic.Int64 // DMs reclaimed (dmreclaim.go)
+	purgedTasks                         atomic.Int64 // tasks reclaimed (taskreclaim.go)
 }
 
 // Reconcile checks every consumer of every stream of space against the registry now and

@@ -4,14 +4,15 @@ package wire
 // (SPEC §8, §9 item 3, LAYOUT.md). It holds no chat, DM or backstop content grant.
 func provisionerPermissions(p *Permissions, n Names) {
 	// Create, or reconcile the settings of, every stream and KV bucket of the space, and
-	// inspect it. No delete or message-level verb; the two purges are CHAT's, with which an
-	// operator removes a channel through the admin socket (`cotal channels rm`), and DM's,
-	// with which the mesh reclaims DMs to ids that are no agent of the space and DMs already
-	// acknowledged (issue 12 item 4: a full DM refuses new DMs rather than evict).
+	// inspect it. No delete or message-level verb; the purges are CHAT's, with which an
+	// operator removes a channel through the admin socket (`cotal channels rm`), DM's, with
+	// which the mesh reclaims DMs to ids that are no agent of the space and DMs already
+	// acknowledged (a full DM stream refuses new DMs rather than evict), and TASK's, with
+	// which it reclaims tasks for roles no agent holds.
 	for _, s := range n.Streams() {
 		p.Pub.Allow.add(streamAPI("CREATE", s.Name), streamAPI("UPDATE", s.Name), streamAPI("INFO", s.Name))
 	}
-	p.Pub.Allow.add(streamAPI("PURGE", n.ChatStream()), streamAPI("PURGE", n.DMStream()))
+	p.Pub.Allow.add(streamAPI("PURGE", n.ChatStream()), streamAPI("PURGE", n.DMStream()), streamAPI("PURGE", n.TaskStream()))
 	// SPEC §9 item 3: pre-create the bind-only dm_<id>, svc_<role> and dlv_<id> durables, and
 	// delete them when an instance is retired. Pull and ack are withheld: the provisioner never
 	// reads what they hold.
