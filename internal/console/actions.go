@@ -201,6 +201,7 @@ var statuses = []struct {
 	{wire.ErrInvalidChannel, http.StatusBadRequest},
 	{wire.ErrInvalidChannelConfig, http.StatusBadRequest},
 	{endpoint.ErrInvalidRead, http.StatusBadRequest},
+	{ErrBadPage, http.StatusBadRequest},
 	{provisioner.ErrUnknownCredential, http.StatusNotFound},
 	{space.ErrUnknownChannel, http.StatusNotFound},
 	{space.ErrNoSuchSpace, http.StatusNotFound},

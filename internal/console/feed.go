@@ -35,18 +35,18 @@ type item struct {
 }
 
 // feed holds the recent messages, each once, and hands new ones to every open page. It also
-// counts messages per channel for the rate plot.
+// counts live messages per channel for the rate plot, until the sampler drains them.
 type feed struct {
-	mu     sync.Mutex
-	ring   []item
-	ids    map[string]bool
-	subs   map[chan item]bool
-	counts map[string]uint64
-	names  func(id string) string
+	mu    sync.Mutex
+	ring  []item
+	ids   map[string]bool
+	subs  map[chan item]bool
+	fresh map[string]uint64
+	names func(id string) string
 }
 
 func newFeed() *feed {
-	return &feed{ids: map[string]bool{}, subs: map[chan item]bool{}, counts: map[string]uint64{},
+	return &feed{ids: map[string]bool{}, subs: map[chan item]bool{}, fresh: map[string]uint64{},
 		names: func(id string) string { return id }}
 }
 
@@ -85,7 +85,7 @@ func (f *feed) add(d endpoint.Delivery, live bool) {
 	}
 	f.ids[it.ID] = true
 	if live && it.Channel != "" {
-		f.counts[it.Channel]++
+		f.fresh[it.Channel]++
 	}
 	f.ring = append(f.ring, it)
 	if len(f.ring) > feedKeep {
@@ -116,14 +116,12 @@ func (f *feed) subscribe() ([]item, chan item, func()) {
 	}
 }
 
-// channelCounts copies the live message count of every channel seen so far.
-func (f *feed) channelCounts() map[string]uint64 {
+// drain returns the live messages per channel since the last drain and starts counting anew.
+func (f *feed) drain() map[string]uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[string]uint64, len(f.counts))
-	for k, v := range f.counts {
-		out[k] = v
-	}
+	out := f.fresh
+	f.fresh = map[string]uint64{}
 	return out
 }
 

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -28,7 +29,7 @@ type fixture struct {
 var general = []string{"general"}
 
 // newFixture starts a mesh of the given spaces, default one space "main".
-func newFixture(t *testing.T, spaces ...string) *fixture {
+func newFixture(t testing.TB, spaces ...string) *fixture {
 	t.Helper()
 	con, err := console.New()
 	if err != nil {
@@ -47,7 +48,7 @@ func newFixture(t *testing.T, spaces ...string) *fixture {
 }
 
 // agent connects an agent on #general of the mesh's first space.
-func (f *fixture) agent(t *testing.T, name, role string) *endpoint.Endpoint {
+func (f *fixture) agent(t testing.TB, name, role string) *endpoint.Endpoint {
 	t.Helper()
 	return f.agentIn(t, "", name, role)
 }
@@ -55,7 +56,7 @@ func (f *fixture) agent(t *testing.T, name, role string) *endpoint.Endpoint {
 // agentIn connects an agent on #general of space sp ("" is the first) with a minted
 // credential, as an agent of `cotal up` connects with its .creds file: the console may revoke
 // it, unlike the mesh's own in-process credentials.
-func (f *fixture) agentIn(t *testing.T, sp, name, role string) *endpoint.Endpoint {
+func (f *fixture) agentIn(t testing.TB, sp, name, role string) *endpoint.Endpoint {
 	t.Helper()
 	if sp == "" {
 		sp = f.m.Spaces()[0]
@@ -80,7 +81,7 @@ func (f *fixture) agentIn(t *testing.T, sp, name, role string) *endpoint.Endpoin
 	return e
 }
 
-func (f *fixture) send(t *testing.T, e *endpoint.Endpoint, text string) {
+func (f *fixture) send(t testing.TB, e *endpoint.Endpoint, text string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -97,7 +98,7 @@ type request struct {
 }
 
 // do sends req and returns the status and body; redirects are not followed.
-func (f *fixture) do(t *testing.T, req request) (int, string, http.Header) {
+func (f *fixture) do(t testing.TB, req request) (int, string, http.Header) {
 	t.Helper()
 	u := f.base + req.path
 	var body io.Reader
@@ -143,3 +144,35 @@ func sep(u string) string {
 }
 
 func partsOf(text string) []wire.Part { return []wire.Part{wire.TextPart(text)} }
+
+// channels makes n channels team.00000… of the first space, one message each, from one agent
+// whose grant covers team.>, as an agent of a real mesh can.
+func (f *fixture) channels(t testing.TB, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	team := []string{"team.>"}
+	cred, err := f.m.MintSpec(ctx, space.MintSpec{Space: f.m.Spaces()[0], Name: "maker", Profile: "agent",
+		Subscribe: general, AllowPublish: team})
+	if err != nil {
+		t.Fatalf("mint maker: %v", err)
+	}
+	e, err := endpoint.Connect(ctx, endpoint.Options{InProcess: f.m.InProcess(), Space: f.m.Spaces()[0], Name: "maker",
+		Creds: cred.Creds, Channels: general})
+	if err != nil {
+		t.Fatalf("maker: %v", err)
+	}
+	defer func() { _ = e.Close(ctx) }()
+	for i := range n {
+		if _, err := e.Send(ctx, fmt.Sprintf("team.%05d", i), partsOf("made")); err != nil {
+			t.Fatalf("send to channel %d: %v", i, err)
+		}
+	}
+}
+
+// authed is r with what a page of the console sends: its session.
+func (f *fixture) authed(t testing.TB, r *http.Request) *http.Request {
+	t.Helper()
+	r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
+	return r
+}

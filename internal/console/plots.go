@@ -15,8 +15,13 @@ const (
 	samplesKept = 120
 )
 
-// sample is one point of the plots: cumulative live messages per channel, and the backstop's
-// lag (CHAT messages behind the fan-out plus INBOX entries behind the reader).
+// plotted is how many channels the rate plot draws: the busiest over its window, one line
+// per colour of the palette. The legend counts the others.
+const plotted = 7
+
+// sample is one point of the plots: the live messages per channel since the sample before
+// (only channels that had some, so a sample costs the traffic, not the channels), and the
+// backstop's lag (CHAT messages behind the fan-out plus INBOX entries behind the reader).
 type sample struct {
 	at     time.Time
 	counts map[string]uint64
@@ -31,9 +36,9 @@ type sampler struct {
 
 func newSampler() *sampler { return &sampler{} }
 
-// take records the current counts and lag of ss.
+// take records the live messages of ss since the last sample and its lag.
 func (s *sampler) take(ss *spaceState) {
-	smp := sample{at: time.Now(), counts: ss.feed.channelCounts()}
+	smp := sample{at: time.Now(), counts: ss.feed.drain()}
 	if d, err := ss.m.Delivery(ss.name); err == nil {
 		stats := d.Stats()
 		smp.lag = stats.FanoutLag + stats.ReaderLag
@@ -52,38 +57,59 @@ type series struct {
 	Points []float64
 }
 
-// rates are the messages per minute of every channel between consecutive samples.
-func (s *sampler) rates() []series {
+// rates are the messages per minute between consecutive samples of the plotted busiest
+// channels, by name, and how many other channels had messages in the window. The cost is
+// the messages sampled plus a sort of the channels that had any, never channels × samples.
+func (s *sampler) rates() ([]series, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := map[string]bool{}
+	totals := map[string]uint64{}
 	for _, smp := range s.samples {
-		for ch := range smp.counts {
-			names[ch] = true
+		for ch, n := range smp.counts {
+			totals[ch] += n
 		}
 	}
-	var out []series
-	for ch := range names {
+	names := make([]string, 0, len(totals))
+	for ch := range totals {
+		names = append(names, ch)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := totals[names[i]], totals[names[j]]; a != b {
+			return a > b
+		}
+		return names[i] < names[j]
+	})
+	more := max(len(names)-plotted, 0)
+	names = names[:len(names)-more]
+	sort.Strings(names)
+	out := make([]series, 0, len(names))
+	for _, ch := range names {
 		sr := series{Name: ch}
 		for i := 1; i < len(s.samples); i++ {
-			a, b := s.samples[i-1], s.samples[i]
-			perMin := float64(b.counts[ch]-a.counts[ch]) / b.at.Sub(a.at).Minutes()
-			sr.Points = append(sr.Points, perMin)
+			sr.Points = append(sr.Points, perMinute(s.samples[i].counts[ch], s.samples[i].at.Sub(s.samples[i-1].at)))
 		}
 		out = append(out, sr)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return out, more
 }
 
-// rate is the last measured messages per minute of channel.
+// rate is the last measured messages per minute of channel: two map reads.
 func (s *sampler) rate(channel string) float64 {
-	for _, sr := range s.rates() {
-		if sr.Name == channel && len(sr.Points) > 0 {
-			return sr.Points[len(sr.Points)-1]
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.samples)
+	if n < 2 {
+		return 0
 	}
-	return 0
+	return perMinute(s.samples[n-1].counts[channel], s.samples[n-1].at.Sub(s.samples[n-2].at))
+}
+
+// perMinute is n messages in d as a rate per minute; 0 for an empty interval.
+func perMinute(n uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Minutes()
 }
 
 // lag is the backstop lag series.

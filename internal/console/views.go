@@ -46,6 +46,9 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	errs := map[string]string{}
 	data := map[string]any{"Space": ss.name, "Spaces": ss.m.Spaces(), "Errors": errs}
 	for name, v := range views {
+		if ctx.Err() != nil {
+			return // the client left (or the page ran out of time): no one reads the rest
+		}
 		d, err := v(ctx, ss, r)
 		if err != nil {
 			errs[name] = err.Error()
@@ -86,12 +89,21 @@ type peerRow struct {
 	Online                                           bool
 }
 
-func rosterView(_ context.Context, ss *spaceState, _ *http.Request) (any, error) {
+// rosterData is one page of the roster, online peers first.
+type rosterData struct {
+	Rows []peerRow
+	Page pager
+}
+
+func rosterView(ctx context.Context, ss *spaceState, r *http.Request) (any, error) {
 	var rows []peerRow
 	now := time.Now()
 	for _, p := range ss.e.Roster().Snapshot() {
 		if p.Removed {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		c := p.Presence.Card
 		status := string(p.Presence.Status)
@@ -107,7 +119,11 @@ func rosterView(_ context.Context, ss *spaceState, _ *http.Request) (any, error)
 		}
 		return rows[i].Name < rows[j].Name
 	})
-	return rows, nil
+	page, err := pageOf(r, "roster", len(rows))
+	if err != nil {
+		return nil, err
+	}
+	return rosterData{Rows: rows[page.From:page.To], Page: page}, nil
 }
 
 // ago says how long before now t was, coarsely.
@@ -136,24 +152,37 @@ type channelRow struct {
 	Rate                                     string
 }
 
+// channelsData is one page of the space's channels, by name.
 type channelsData struct {
 	Rows     []channelRow
 	Defaults string
+	Page     pager
 }
 
-func channelsView(ctx context.Context, ss *spaceState, _ *http.Request) (any, error) {
+// channelsView reads every channel (one stream info and one registry read, linear in the
+// channels) and renders one page of them: the work per row, members and rate, is done for
+// the rows shown only.
+func channelsView(ctx context.Context, ss *spaceState, r *http.Request) (any, error) {
 	list, err := ss.e.Channels(ctx)
 	if err != nil {
 		return nil, err
 	}
+	page, err := pageOf(r, "channels", len(list.Channels))
+	if err != nil {
+		return nil, err
+	}
 	recs, _ := ss.m.Credentials(ss.name) // open mode has none: no members to show
-	out := channelsData{Defaults: "durable, replay on (SPEC §7)"}
+	agents := activeAgents(recs)
+	out := channelsData{Defaults: "durable, replay on (SPEC §7)", Page: page}
 	if d := list.Defaults; d != nil {
 		out.Defaults = fmt.Sprintf("class %s, replay %s", wire.EffectiveClass(nil, d), onOff(wire.EffectiveReplay(nil, d)))
 	}
-	for _, ch := range list.Channels {
+	for _, ch := range list.Channels[page.From:page.To] {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		row := channelRow{Name: ch.Name, Class: string(ch.Class), Replay: onOff(ch.Replay),
-			Messages: ch.Messages, Members: members(recs, ch.Name),
+			Messages: ch.Messages, Members: members(agents, ch.Name),
 			Rate: fmt.Sprintf("%.1f/min", ss.sample.rate(ch.Name))}
 		if ch.ReplayWindow > 0 {
 			row.Window = ch.ReplayWindow.String()
@@ -166,14 +195,22 @@ func channelsView(ctx context.Context, ss *spaceState, _ *http.Request) (any, er
 	return out, nil
 }
 
-// members are the names of the active agent credentials whose subscribe set covers channel.
-func members(recs []space.CredentialInfo, channel string) []string {
-	var out []string
+// activeAgents are the agent credentials of recs that are active now.
+func activeAgents(recs []space.CredentialInfo) []space.CredentialInfo {
+	var out []space.CredentialInfo
 	now := time.Now()
 	for _, r := range recs {
-		if r.Profile != provisioner.ProfileAgent || !r.Active(now) {
-			continue
+		if r.Profile == provisioner.ProfileAgent && r.Active(now) {
+			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// members are the names of the agents whose subscribe set covers channel.
+func members(agents []space.CredentialInfo, channel string) []string {
+	var out []string
+	for _, r := range agents {
 		for _, p := range r.Grants.Subscribe {
 			if wire.MatchChannel(p, channel) {
 				out = append(out, r.Name)
@@ -192,21 +229,28 @@ func onOff(b bool) string {
 	return "off"
 }
 
-// deliveryData is what waits for each active agent and the backstop's counters for the space.
+// deliveryData is what waits for each active agent, one page of them, and the backstop's
+// counters for the space.
 type deliveryData struct {
 	Members  []space.MemberBacklog
 	Backstop any
+	Page     pager
 }
 
-func deliveryView(ctx context.Context, ss *spaceState, _ *http.Request) (any, error) {
+func deliveryView(ctx context.Context, ss *spaceState, r *http.Request) (any, error) {
 	status, err := ss.m.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range status.Spaces {
-		if s.Name == ss.name {
-			return deliveryData{Members: s.Members, Backstop: s.Backstop}, nil
+		if s.Name != ss.name {
+			continue
 		}
+		page, err := pageOf(r, "delivery", len(s.Members))
+		if err != nil {
+			return nil, err
+		}
+		return deliveryData{Members: s.Members[page.From:page.To], Backstop: s.Backstop, Page: page}, nil
 	}
 	return nil, fmt.Errorf("%w: %s", space.ErrNoSuchSpace, ss.name)
 }
@@ -229,14 +273,17 @@ func healthView(_ context.Context, ss *spaceState, _ *http.Request) (any, error)
 	return rows, nil
 }
 
+// plotsData are the plots' lines; More counts the channels with messages that the rate plot
+// leaves out (it draws the plotted busiest).
 type plotsData struct {
 	Rates, Lag []series
 	RateKey    []legendEntry
+	More       int
 }
 
 func plotsView(_ context.Context, ss *spaceState, _ *http.Request) (any, error) {
-	rates, lag := ss.sample.rates(), []series{ss.sample.lag()}
-	return plotsData{Rates: rates, Lag: lag, RateKey: legend(rates)}, nil
+	rates, more := ss.sample.rates()
+	return plotsData{Rates: rates, Lag: []series{ss.sample.lag()}, RateKey: legend(rates), More: more}, nil
 }
 
 // credentialRow is one credential of the space, never its key material.
@@ -248,7 +295,13 @@ type credentialRow struct {
 	Own bool
 }
 
-func credentialsView(_ context.Context, ss *spaceState, _ *http.Request) (any, error) {
+// credentialsData is one page of the space's credentials, active ones first.
+type credentialsData struct {
+	Rows []credentialRow
+	Page pager
+}
+
+func credentialsView(ctx context.Context, ss *spaceState, req *http.Request) (any, error) {
 	recs, err := ss.m.Credentials(ss.name)
 	if err != nil {
 		return nil, err
@@ -256,6 +309,9 @@ func credentialsView(_ context.Context, ss *spaceState, _ *http.Request) (any, e
 	now := time.Now()
 	rows := make([]credentialRow, 0, len(recs))
 	for _, r := range recs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		row := credentialRow{ID: r.ID, Name: r.Name, Profile: string(r.Profile), Role: r.Grants.Role,
 			Expires: "never", State: "active", Active: r.Active(now)}
 		if !r.ExpiresAt.IsZero() {
@@ -279,13 +335,24 @@ func credentialsView(_ context.Context, ss *spaceState, _ *http.Request) (any, e
 		}
 		return rows[i].Name < rows[j].Name
 	})
-	return rows, nil
+	page, err := pageOf(req, "credentials", len(rows))
+	if err != nil {
+		return nil, err
+	}
+	return credentialsData{Rows: rows[page.From:page.To], Page: page}, nil
 }
+
+// historyChoices bounds the channels the history form offers in its list; a space with more
+// is given a box to type the channel in, with the first historyChoices as suggestions.
+const historyChoices = 100
 
 // historyData is one page of a channel's stored messages, newest page first (page 0).
 type historyData struct {
-	Channel      string
+	Channel string
+	// Channels are the first historyChoices channels by name; Typed says there are more, so
+	// the form takes a typed name.
 	Channels     []string
+	Typed        bool
 	Items        []item
 	Page         int
 	Older, Newer int
@@ -297,8 +364,8 @@ func historyView(ctx context.Context, ss *spaceState, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	out := historyData{Channel: r.URL.Query().Get("channel")}
-	for _, ch := range list.Channels {
+	out := historyData{Channel: r.URL.Query().Get("channel"), Typed: len(list.Channels) > historyChoices}
+	for _, ch := range list.Channels[:min(len(list.Channels), historyChoices)] {
 		out.Channels = append(out.Channels, ch.Name)
 	}
 	if out.Channel == "" {

@@ -13,11 +13,13 @@ function inSpace(path, params) {
   return `${path}?${q}`;
 }
 
-// reload replaces one view with its fragment, rendered (and escaped) by the server.
+// reload replaces one view with its fragment, rendered (and escaped) by the server. The
+// params given (a page of a list, a channel's history) are kept for the view's next reloads.
 async function reload(name, params) {
   const el = document.querySelector(`[data-view="${name}"]`);
   if (!el) return;
-  const res = await fetch(inSpace(`/view/${name}`, params), { credentials: "same-origin" });
+  if (params !== undefined) el.dataset.params = new URLSearchParams(params).toString();
+  const res = await fetch(inSpace(`view/${name}`, el.dataset.params), { credentials: "same-origin" });
   if (res.ok) el.innerHTML = await res.text();
 }
 
@@ -129,6 +131,9 @@ document.addEventListener("change", (ev) => {
 document.addEventListener("click", (ev) => {
   const btn = ev.target.closest(".history-form button[data-page]");
   if (btn) reload("history", historyParams(btn.form, btn.dataset.page));
+  // A list's previous/next link moves that view only; without script it loads the page there.
+  const a = ev.target.closest("[data-view] a[data-params]");
+  if (a) { ev.preventDefault(); reload(a.closest("[data-view]").dataset.view, a.dataset.params); }
 });
 
 document.addEventListener("DOMContentLoaded", () => {
