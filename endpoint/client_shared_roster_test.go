@@ -1,6 +1,8 @@
 package endpoint_test
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
@@ -111,6 +113,47 @@ func TestClosingTheCarrierLeavesTheOtherRostersRunning(t *testing.T) {
 			}
 		case <-ctxT(t).Done():
 			t.Fatal("the remaining endpoint's subscription never told of carol")
+		}
+	}
+}
+
+// TestAJoiningMemberReadsARosterCaughtUpWithItsConnect: an Endpoint that joins a shared
+// roster whose watch already runs reads, once its Loaded fires, every row the bucket held
+// when it connected, not what the shared watch had applied by then. An observer writes no
+// presence of its own, so nothing else holds its connect back until the watch caught up.
+func TestAJoiningMemberReadsARosterCaughtUpWithItsConnect(t *testing.T) {
+	m := spacetest.New(t)
+	team := []string{"team"}
+	meshAgent(t, m, space.MintSpec{Name: "first", AllowSubscribe: team})
+	var announced []string
+	for round := range 5 {
+		const agents = 10
+		ids := make(chan string, agents)
+		var wg sync.WaitGroup
+		for i := range agents {
+			wg.Go(func() {
+				ids <- meshAgent(t, m, space.MintSpec{Name: fmt.Sprintf("agent-%d-%d", round, i), AllowSubscribe: team}).ID()
+			})
+		}
+		wg.Wait()
+		close(ids)
+		for id := range ids {
+			announced = append(announced, id)
+		}
+		cred, err := m.MintSpec(ctxT(t), space.MintSpec{Space: "main", Name: fmt.Sprint("observer-", round), Profile: "observer", NoExpiry: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		late := meshConnect(t, m, cred)
+		<-late.Roster().Loaded()
+		seen := map[string]bool{}
+		for _, p := range late.Roster().Snapshot() {
+			seen[p.Presence.Card.ID] = true
+		}
+		for _, id := range announced {
+			if !seen[id] {
+				t.Fatalf("round %d: the late observer's loaded roster lacks %s of %d announced", round, id, len(announced))
+			}
 		}
 	}
 }

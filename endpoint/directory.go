@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -57,20 +58,28 @@ type directory struct {
 	watching   bool                 // the watch delivered its initial values and is running
 	lastUpdate time.Time            // last entry from the watch
 	unseen     map[string]time.Time // member id → first own heartbeat written, not yet seen
+	watchStart time.Time            // when the current watch began
+	applied    uint64               // the last revision the watch delivered
+	catchUps   []*catchUp           // members waiting for the watch to catch up (directorycatchup.go)
 }
 
 // joinDirectory adds e to the directory it shares with the other in-process Endpoints of its
 // broker and space, starting one if there is none. An Endpoint reached over a link, or with
 // a provider that cannot be a map key, gets a directory of its own.
-func joinDirectory(e *Endpoint) *Roster {
+func joinDirectory(ctx context.Context, e *Endpoint) (*Roster, error) {
 	key := directoryKey{provider: e.opts.InProcess, space: e.space, heartbeat: e.opts.Heartbeat,
 		liveness: e.opts.LivenessWindow}
-	shared := key.provider != nil && reflect.ValueOf(key.provider).Comparable()
 	r := &Roster{e: e}
-	if !shared {
+	if !sharesDirectory(key) {
 		r.dir = newDirectory(key, false)
 		r.dir.add(e)
-		return r
+		r.loaded = r.dir.loaded
+		return r, nil
+	}
+	joined := time.Now()
+	frontier, err := e.presenceFrontier(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the presence bucket's state: %w", err)
 	}
 	directories.mu.Lock()
 	defer directories.mu.Unlock()
@@ -80,8 +89,14 @@ func joinDirectory(e *Endpoint) *Roster {
 		directories.m[key] = d
 	}
 	d.add(e)
-	r.dir = d
-	return r
+	r.dir, r.loaded = d, d.waitFor(frontier, joined)
+	return r, nil
+}
+
+// sharesDirectory reports whether Endpoints of key share one directory: in-process ones
+// whose provider can be a map key.
+func sharesDirectory(key directoryKey) bool {
+	return key.provider != nil && reflect.ValueOf(key.provider).Comparable()
 }
 
 func newDirectory(key directoryKey, shared bool) *directory {

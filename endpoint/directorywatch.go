@@ -14,6 +14,7 @@ import (
 // and moving it when its carrier leaves.
 func (d *directory) run(ctx context.Context) {
 	defer close(d.done)
+	defer d.releaseAll()
 	retry := newBackoff(250*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
 		c, wctx, finish := d.nextWatch(ctx)
@@ -64,7 +65,8 @@ func (d *directory) nextWatch(ctx context.Context) (*Endpoint, context.Context, 
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	d.carrier, d.endWatch, d.watchDone = c, cancel, done
-	d.lastUpdate = time.Now() // the watch's start, for initialLoadWait
+	d.watchStart = time.Now()
+	d.lastUpdate = d.watchStart // for initialLoadWait
 	clear(d.unseen)
 	return c, wctx, func() {
 		cancel()
@@ -107,6 +109,7 @@ func (d *directory) follow(ctx context.Context, c *Endpoint, w jetstream.KeyWatc
 		case now := <-tick.C:
 			d.mu.Lock()
 			d.sweepLocked(now)
+			d.releaseLocked(now)
 			stalled := d.stalledLocked(now)
 			d.mu.Unlock()
 			if stalled != "" && c.nc.IsConnected() {
@@ -142,6 +145,7 @@ func (d *directory) setWatching() {
 	d.watching = true
 	d.lastUpdate = time.Now()
 	d.once.Do(func() { close(d.loaded) })
+	d.releaseLocked(d.lastUpdate)
 }
 
 // apply folds one watch entry into the directory. A delete or purge marks the peer offline at
@@ -153,6 +157,10 @@ func (d *directory) apply(c *Endpoint, entry jetstream.KeyValueEntry) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.lastUpdate = now
+	if rev := entry.Revision(); rev > d.applied {
+		d.applied = rev
+		d.releaseLocked(now)
+	}
 	key := entry.Key()
 	delete(d.unseen, key)
 	prev, known := d.rows[key]

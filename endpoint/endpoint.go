@@ -379,7 +379,9 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 	if err = errors.Join(err, chErr); err != nil {
 		return err
 	}
-	e.roster = joinDirectory(e)
+	if e.roster, err = joinDirectory(ctx, e); err != nil {
+		return err
+	}
 	if e.passive {
 		// SPEC Appendix B: an observer or admin writes no presence and binds no consumer; it
 		// reads the roster, channels and history only. Its final offline is never written.

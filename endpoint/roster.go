@@ -49,15 +49,16 @@ const rosterEventBuffer = 256
 // once, not N times; each Endpoint's Roster still has its own subscribers and counters, and
 // one Endpoint closing leaves the others' rosters running.
 type Roster struct {
-	e   *Endpoint
-	dir *directory
+	e      *Endpoint
+	dir    *directory
+	loaded <-chan struct{}
 	// closed is set when the Endpoint leaves the directory; guarded by dir.mu.
 	closed bool
 }
 
-// Loaded is closed once the roster holds every row the presence bucket had when its watch
-// started; a Snapshot taken after it is complete, not a partial first read.
-func (r *Roster) Loaded() <-chan struct{} { return r.dir.loaded }
+// Loaded is closed once the roster holds every row the presence bucket had when the Endpoint
+// connected; a Snapshot taken after it is complete, not a partial first read.
+func (r *Roster) Loaded() <-chan struct{} { return r.loaded }
 
 // Snapshot returns every known peer, this instance included, sorted by id. Online reflects
 // the liveness window at the time of the call.
