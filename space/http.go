@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +37,8 @@ var identityEndpoints = []string{"/connz", "/accountz", "/subsz", "/accstatz", "
 
 // opsServer is the mesh's one HTTP listener: /healthz, /metrics, nats-server's /varz and
 // /nats/healthz open, and its identityEndpoints behind the bearer token. Options.validate
-// keeps it on loopback unless HTTPPublic is set.
+// keeps it on loopback unless HTTPPublic is set. Every route answers only a request whose
+// Host names the listener (hostAllowlist).
 type opsServer struct {
 	srv   *http.Server
 	ln    net.Listener
@@ -76,7 +79,8 @@ func (m *Mesh) serveOps(addr string) (*opsServer, error) {
 	if m.opts.Console != nil {
 		mux.Handle("/", m.opts.Console)
 	}
-	s := &opsServer{ln: ln, token: token, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	hosts := newHostAllowlist(m.opts.HTTP, ln.Addr().String(), m.opts.HTTPPublic)
+	s := &opsServer{ln: ln, token: token, srv: &http.Server{Handler: hosts.guard(mux), ReadHeaderTimeout: 10 * time.Second}}
 	s.done.Add(1)
 	go func() {
 		defer s.done.Done()
@@ -85,6 +89,104 @@ func (m *Mesh) serveOps(addr string) (*opsServer, error) {
 		}
 	}()
 	return s, nil
+}
+
+// hostAllowlist is the names a request to the listener may give in its Host header, each
+// with the listener's port: localhost, 127.0.0.1 and [::1], the host of the configured
+// address and the address bound. With HTTPPublic it adds the machine's hostname and, when
+// the listener binds every interface, any address of the machine. A page under any other
+// name that resolves to this machine (DNS rebinding) is refused before it reads anything:
+// the browser gives the attacker's name as Host.
+type hostAllowlist struct {
+	port    string
+	names   map[string]bool
+	everyIP bool
+	said    string
+}
+
+func newHostAllowlist(configured, bound string, public bool) *hostAllowlist {
+	host, port, _ := net.SplitHostPort(bound)
+	a := &hostAllowlist{port: port, names: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
+	ip := net.ParseIP(host)
+	if ip != nil && !ip.IsUnspecified() {
+		a.names[host] = true
+	}
+	if h, _, err := net.SplitHostPort(configured); err == nil && h != "" && !isUnspecified(h) {
+		a.names[canonicalHost(h)] = true
+	}
+	if public {
+		a.everyIP = isUnspecified(host)
+		if name, err := os.Hostname(); err == nil {
+			a.names[canonicalHost(name)] = true
+		}
+	}
+	shown := make([]string, 0, len(a.names)+1)
+	for name := range a.names {
+		shown = append(shown, net.JoinHostPort(name, port))
+	}
+	slices.Sort(shown)
+	if a.everyIP {
+		shown = append(shown, "any address of this machine with port "+port)
+	}
+	a.said = strings.Join(shown, ", ")
+	return a
+}
+
+func isUnspecified(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// canonicalHost is host as names compare: lower case, without brackets or a final dot.
+func canonicalHost(host string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+}
+
+// allows reports whether hostport, a request's Host, names the listener.
+func (a *hostAllowlist) allows(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, "80" // a Host without a port names port 80 of http
+	}
+	host = canonicalHost(host)
+	if port != a.port || host == "" {
+		return false
+	}
+	return a.names[host] || (a.everyIP && isLocalIP(host))
+}
+
+// isLocalIP reports whether host is an IP address of this machine, read when asked, so an
+// address the machine gains after the start is one too.
+func isLocalIP(host string) bool {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(addrs, func(a net.Addr) bool {
+		n, ok := a.(*net.IPNet)
+		return ok && n.IP.Equal(ip)
+	})
+}
+
+// guard answers h only to a request whose Host the allowlist allows, and 421 Misdirected
+// Request with the names it answers to to any other.
+func (a *hostAllowlist) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.allows(r.Host) {
+			http.Error(w, fmt.Sprintf("refused: Host %q does not name this listener, which answers to %s only "+
+				"(a page under another name that resolves here, as DNS rebinding does, must not read it): open it by one of those",
+				r.Host, a.said), http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // requireToken answers h only to a request with "Authorization: Bearer <token>", compared

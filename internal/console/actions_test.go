@@ -41,14 +41,14 @@ func TestActionsValidateLikeTheCLI(t *testing.T) {
 		{"a channel's class, replay and description are set", "/act/channel", url.Values{"channel": {"general"}, "class": {"live"}, "replay": {"off"}, "description": {"team chat"}}, 200, `"description":"team chat"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body, _ := f.do(t, request{method: http.MethodPost, path: tc.path, auth: "cookie", form: tc.form})
+			code, body, _ := f.do(t, request{method: http.MethodPost, path: tc.path, auth: "session", form: tc.form})
 			if code != tc.status || !strings.Contains(body, tc.want) {
 				t.Fatalf("status %d body %s, want %d with %q", code, body, tc.status, tc.want)
 			}
 		})
 	}
 	t.Run("the channels view shows the new class and description", func(t *testing.T) {
-		_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels", auth: "cookie"})
+		_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels", auth: "session"})
 		for _, w := range []string{`<td class="class">live</td>`, "team chat"} {
 			if !strings.Contains(body, w) {
 				t.Fatalf("no %q in %s", w, body)
@@ -72,14 +72,14 @@ func TestADescriptionIsClearedOnlyWhenAsked(t *testing.T) {
 		{"clear description empties it", url.Values{"channel": {"general"}, "clearDescription": {"1"}}, 200, `"deliveryClass":"live"`, "team chat"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/channel", auth: "cookie", form: tc.form})
+			code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/channel", auth: "session", form: tc.form})
 			if code != tc.status || !strings.Contains(body, tc.want) || tc.without != "" && strings.Contains(body, tc.without) {
 				t.Fatalf("status %d body %s, want %d with %q and without %q", code, body, tc.status, tc.want, tc.without)
 			}
 		})
 	}
 	t.Run("the channels view shows no description", func(t *testing.T) {
-		if _, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels", auth: "cookie"}); strings.Contains(body, "team chat") {
+		if _, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels", auth: "session"}); strings.Contains(body, "team chat") {
 			t.Fatalf("the cleared description is still shown: %s", body)
 		}
 	})
@@ -87,18 +87,18 @@ func TestADescriptionIsClearedOnlyWhenAsked(t *testing.T) {
 
 func TestAMintedCredentialCanBeRevoked(t *testing.T) {
 	f := newFixture(t)
-	code, body, h := f.do(t, request{method: http.MethodPost, path: "/act/mint", auth: "cookie",
+	code, body, h := f.do(t, request{method: http.MethodPost, path: "/act/mint", auth: "session",
 		form: url.Values{"name": {"dave"}, "profile": {"observer"}}})
 	if code != http.StatusCreated || h.Get("Content-Disposition") != `attachment; filename="dave.creds"` {
 		t.Fatalf("mint: status %d disposition %q: %s", code, h.Get("Content-Disposition"), body)
 	}
 	id := h.Get("X-Cotal-Credential")
-	code, body, _ = f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "cookie", form: url.Values{"id": {id}}})
+	code, body, _ = f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "session", form: url.Values{"id": {id}}})
 	if code != http.StatusOK {
 		t.Fatalf("revoke: status %d: %s", code, body)
 	}
 	await.Check(t, 5*time.Second, 50*time.Millisecond, func() error {
-		_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials", auth: "cookie"})
+		_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials", auth: "session"})
 		row := body[strings.Index(body, `data-name="dave"`):]
 		row = row[:strings.Index(row, "</tr>")]
 		if !strings.Contains(row, ">revoked<") {
@@ -117,7 +117,7 @@ func TestTheConsoleCannotRevokeTheMeshsOwnCredentials(t *testing.T) {
 		Endpoint: endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}}); err != nil {
 		t.Fatal(err)
 	}
-	_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials", auth: "cookie"})
+	_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials", auth: "session"})
 	for _, tc := range []struct{ name, state, refusal string }{
 		{"console", "active (this console)", "the console's own credential"},
 		{"cli-up-presence", "active (in use by this mesh)", "cli-up-presence is valid inside the mesh's process only"},
@@ -132,10 +132,10 @@ func TestTheConsoleCannotRevokeTheMeshsOwnCredentials(t *testing.T) {
 			id = id[:strings.Index(id, `"`)]
 			row := body[i:]
 			row = row[:strings.Index(row, "</tr>")]
-			if strings.Contains(row, "/act/revoke") || !strings.Contains(row, ">"+tc.state+"<") {
+			if strings.Contains(row, `data-action="act/revoke"`) || !strings.Contains(row, ">"+tc.state+"<") {
 				t.Errorf("row %s offers revoke or does not say %q", row, tc.state)
 			}
-			code, resp, _ := f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "cookie", form: url.Values{"id": {id}}})
+			code, resp, _ := f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "session", form: url.Values{"id": {id}}})
 			if code != http.StatusForbidden || !strings.Contains(resp, tc.refusal) {
 				t.Fatalf("status %d: %s, want 403 saying %q", code, resp, tc.refusal)
 			}
@@ -143,7 +143,7 @@ func TestTheConsoleCannotRevokeTheMeshsOwnCredentials(t *testing.T) {
 	}
 	t.Run("an agent's credential is offered for revoking", func(t *testing.T) {
 		row := body[strings.Index(body, `data-name="alice"`):]
-		if row = row[:strings.Index(row, "</tr>")]; !strings.Contains(row, "/act/revoke") {
+		if row = row[:strings.Index(row, "</tr>")]; !strings.Contains(row, `data-action="act/revoke"`) {
 			t.Fatalf("alice's row offers no revoke: %s", row)
 		}
 	})

@@ -1,62 +1,99 @@
 package console
 
 import (
+	"context"
 	"crypto/subtle"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 )
 
-// cookieName holds the token after the first visit, so it leaves the address bar.
-const cookieName = "cotal_console"
+// Refusals of a request before it reaches the console's routes.
+var (
+	// ErrNoToken means a sign-in without the token.
+	ErrNoToken = errors.New("no console token: open the console URL that `cotal up` prints")
+	// ErrWrongToken means a sign-in with a token that is not this run's.
+	ErrWrongToken = errors.New("wrong console token: open the console URL that this run of `cotal up` prints")
+	// ErrNoSession means a request outside any live session: none named, unknown, or ended.
+	ErrNoSession = errors.New("no console session, or it ended: open the console URL that `cotal up` prints")
+	// ErrSessionElsewhere means a session used under another Host than it was opened on.
+	ErrSessionElsewhere = errors.New("this console session belongs to another address: open the console URL that `cotal up` prints")
+	// ErrSessionCookie means a session's URL without its cookie: another browser, or a URL
+	// copied out of one.
+	ErrSessionCookie = errors.New("this console session belongs to another browser: open the console URL that `cotal up` prints")
+	// ErrCrossSite means a state change that did not come from a page of the session.
+	ErrCrossSite = errors.New("cross-site request refused: actions are POSTs from the console's own page")
+)
 
-// authorize admits a request that carries the token, in the cookie or (once, from the URL
-// `cotal up` prints) in the query, and answers the rest itself: 401 with no token, 403 with a
-// wrong one or with a state change from another origin. A page visit with the token in the
-// query sets the cookie and is redirected to the same page without it (other parameters, such
-// as the space, are kept), so the token is not left in the history or sent on in a Referer.
-func (c *Console) authorize(w http.ResponseWriter, r *http.Request) bool {
-	fromQuery := r.URL.Query().Get("token")
-	got := fromQuery
-	if ck, err := r.Cookie(cookieName); err == nil && got == "" {
-		got = ck.Value
+// authStatus is the status of a refusal: 401 when signing in again helps, else 403.
+func authStatus(err error) int {
+	if errors.Is(err, ErrNoToken) || errors.Is(err, ErrNoSession) {
+		return http.StatusUnauthorized
 	}
-	switch {
-	case got == "":
-		http.Error(w, "no console token: open the console URL that `cotal up` prints", http.StatusUnauthorized)
-		return false
-	case subtle.ConstantTimeCompare([]byte(got), []byte(c.token)) != 1:
-		http.Error(w, "wrong console token: open the console URL that this run of `cotal up` prints", http.StatusForbidden)
-		return false
-	case r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r):
-		http.Error(w, "cross-site request refused", http.StatusForbidden)
-		return false
-	}
-	if fromQuery != "" && r.Method == http.MethodGet && r.URL.Path == "/" {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.token, Path: "/",
-			HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		q := r.URL.Query()
-		q.Del("token")
-		to := "/"
-		if len(q) > 0 {
-			to += "?" + q.Encode()
-		}
-		http.Redirect(w, r, to, http.StatusSeeOther)
-		return false
-	}
-	return true
+	return http.StatusForbidden
 }
 
-// sameOrigin is the CSRF defence beside the SameSite=Strict cookie: a state change must come
-// from a page of this console. Browsers send Origin on every POST; Sec-Fetch-Site covers one
-// that omits it. A request with neither (not from a browser) is refused too.
-func sameOrigin(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" {
-		return o == "http://"+r.Host
+// signIn trades the token in the query of "/" (the URL `cotal up` prints) for a session: the
+// cookie is set and the browser is sent to the session's root, other parameters (such as the
+// space) kept, so the token leaves the address bar and is never sent again.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "sign in with a GET of the console URL that `cotal up` prints", http.StatusMethodNotAllowed)
+		return
 	}
-	return r.Header.Get("Sec-Fetch-Site") == "same-origin"
+	q := r.URL.Query()
+	got := q.Get("token")
+	if got == "" {
+		http.Error(w, ErrNoToken.Error(), http.StatusUnauthorized)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(c.token)) != 1 {
+		http.Error(w, ErrWrongToken.Error(), http.StatusForbidden)
+		return
+	}
+	s := c.sessions.open(r.Host)
+	http.SetCookie(w, &http.Cookie{Name: cookieName(s.host), Value: s.cookie, Path: "/",
+		MaxAge: int(sessionLife.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	q.Del("token")
+	to := s.path()
+	if len(q) > 0 {
+		to += "?" + q.Encode()
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// admit returns r for the console's routes, its path without the session's prefix and its
+// context ending with the session, when r belongs to a live session: under /s/ID/, on the
+// Host the session was opened on, with its cookie, and for a state change with that origin.
+func (c *Console) admit(r *http.Request) (*http.Request, context.CancelFunc, error) {
+	rest, ok := strings.CutPrefix(r.URL.Path, sessionPrefix)
+	id, rest, slash := strings.Cut(rest, "/")
+	if !ok || !slash {
+		return nil, nil, ErrNoSession
+	}
+	var cookie string
+	if ck, err := r.Cookie(cookieName(r.Host)); err == nil {
+		cookie = ck.Value
+	}
+	s, err := c.sessions.admit(id, r.Host, cookie)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if o := r.Header.Get("Origin"); o != "http://"+s.host {
+			return nil, nil, fmt.Errorf("%w (Origin %q, want http://%s)", ErrCrossSite, o, s.host)
+		}
+	}
+	ctx, cancel := context.WithDeadline(r.Context(), s.ends())
+	in := r.Clone(ctx)
+	in.URL.Path, in.URL.RawPath = "/"+rest, ""
+	return in, cancel, nil
 }
 
 // secureHeaders keep the console's pages to its own scripts and styles, out of frames, and
-// its URLs (which may carry the token) out of Referer headers.
+// its URLs (which carry the session) out of Referer headers.
 func secureHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")

@@ -21,7 +21,7 @@ func BenchmarkViewChannels(b *testing.B) {
 			await.True(b, time.Minute, "the console to hear every channel", func() bool { return f.con.ChannelsHeard() >= n })
 			f.con.Sample(console.SamplesKept)
 			for b.Loop() {
-				if code, body, _ := f.do(b, request{method: http.MethodGet, path: "/view/channels", auth: "cookie"}); code != http.StatusOK {
+				if code, body, _ := f.do(b, request{method: http.MethodGet, path: "/view/channels", auth: "session"}); code != http.StatusOK {
 					b.Fatalf("status %d: %s", code, body)
 				}
 			}

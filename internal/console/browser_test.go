@@ -79,22 +79,22 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	t.Run("a channel's class is changed", func(t *testing.T) {
 		until(t, ctx, 10*time.Second, "general is durable", cell(`tr[data-channel="general"] td.class`, "durable"))
 		eval(t, ctx, `(() => {
-			const f = document.querySelector('form[data-action="/act/channel"]');
+			const f = document.querySelector('form[data-action="act/channel"]');
 			f.elements.channel.value = "general"; f.elements.class.value = "live";
 			f.requestSubmit(); })()`)
-		until(t, ctx, 10*time.Second, "the form says done", cell(`form[data-action="/act/channel"] .result`, "done"))
+		until(t, ctx, 10*time.Second, "the form says done", cell(`form[data-action="act/channel"] .result`, "done"))
 		until(t, ctx, 10*time.Second, "general is live", cell(`tr[data-channel="general"] td.class`, "live"))
 	})
 
 	t.Run("a credential is minted and revoked", func(t *testing.T) {
 		eval(t, ctx, `(() => {
-			const f = document.querySelector('form[data-action="/act/mint"]');
+			const f = document.querySelector('form[data-action="act/mint"]');
 			f.elements.name.value = "erin"; f.elements.subscribe.value = "general";
 			f.requestSubmit(); })()`)
 		until(t, ctx, 10*time.Second, "the mint is reported",
-			`(document.querySelector('form[data-action="/act/mint"] .result')?.textContent ?? "").includes("downloaded erin.creds")`)
+			`(document.querySelector('form[data-action="act/mint"] .result')?.textContent ?? "").includes("downloaded erin.creds")`)
 		until(t, ctx, 10*time.Second, "erin is active", cell(`tr[data-name="erin"] .state`, "active"))
-		eval(t, ctx, `document.querySelector('tr[data-name="erin"] form[data-action="/act/revoke"]').requestSubmit()`)
+		eval(t, ctx, `document.querySelector('tr[data-name="erin"] form[data-action="act/revoke"]').requestSubmit()`)
 		until(t, ctx, 10*time.Second, "erin is revoked", cell(`tr[data-name="erin"] .state`, "revoked"))
 	})
 

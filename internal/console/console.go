@@ -34,12 +34,14 @@ var (
 // credentialName is the display name of the console's own in-process admin credential.
 const credentialName = "console"
 
-// Console is the web console's http.Handler. It refuses every request without its token and
-// answers 503 until Start has connected it to a mesh.
+// Console is the web console's http.Handler. It refuses every request outside a session
+// opened with its token (auth.go, session.go) and answers 503 until Start has connected it
+// to a mesh.
 type Console struct {
-	token string
-	mux   *http.ServeMux
-	pages *template.Template
+	token    string
+	sessions *sessions
+	mux      *http.ServeMux
+	pages    *template.Template
 
 	mu sync.Mutex
 	st *state
@@ -72,7 +74,7 @@ func New() (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
 	}
-	c := &Console{token: base64.RawURLEncoding.EncodeToString(b), pages: pages}
+	c := &Console{token: base64.RawURLEncoding.EncodeToString(b), sessions: newSessions(), pages: pages}
 	c.mux = c.routes()
 	return c, nil
 }
@@ -80,7 +82,8 @@ func New() (*Console, error) {
 // URL is the console's address on the listener at base (http://host:port), with the token.
 func (c *Console) URL(base string) string { return base + "/?token=" + c.token }
 
-// Token is the secret every request must carry, in the query once or in the cookie.
+// Token is the secret a browser signs in with, in the query of the URL: it is traded for a
+// session and never sent again.
 func (c *Console) Token() string { return c.token }
 
 // Start connects the console to m: for every space it mints an in-process admin credential,
@@ -168,14 +171,23 @@ func (c *Console) state() *state {
 	return c.st
 }
 
-// ServeHTTP refuses a request without the token (401) or with a wrong one (403), and a
-// cross-site state change (403); it answers the rest from the console's routes.
+// ServeHTTP signs a browser in at "/" with the token, and answers a request of a live session
+// (under /s/ID/, with its cookie, on its Host) from the console's routes. It refuses the rest:
+// 401 when opening the printed URL again helps, 403 for a wrong token, a session used from
+// another browser or address, or a cross-site state change.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secureHeaders(w)
-	if !c.authorize(w, r) {
+	if r.URL.Path == "/" {
+		c.signIn(w, r)
 		return
 	}
-	c.mux.ServeHTTP(w, r)
+	in, cancel, err := c.admit(r)
+	if err != nil {
+		http.Error(w, err.Error(), authStatus(err))
+		return
+	}
+	defer cancel()
+	c.mux.ServeHTTP(w, in)
 }
 
 // routes are the console's pages, fragments, event stream and actions.

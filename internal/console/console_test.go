@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -14,82 +13,6 @@ import (
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/console"
 )
-
-func TestEveryRequestNeedsTheToken(t *testing.T) {
-	f := newFixture(t)
-	for _, path := range []string{"/", "/view/roster", "/events", "/assets/console.js", "/act/mint"} {
-		for _, tc := range []struct {
-			auth string
-			want int
-		}{{"none", http.StatusUnauthorized}, {"wrong", http.StatusForbidden}} {
-			t.Run(fmt.Sprintf("%s with token %s is refused", path, tc.auth), func(t *testing.T) {
-				method, form := http.MethodGet, url.Values(nil)
-				if strings.HasPrefix(path, "/act/") {
-					method, form = http.MethodPost, url.Values{"name": {"x"}, "profile": {"agent"}}
-				}
-				code, _, _ := f.do(t, request{method: method, path: path, auth: tc.auth, form: form})
-				if code != tc.want {
-					t.Fatalf("status %d, want %d", code, tc.want)
-				}
-			})
-		}
-	}
-	for _, path := range []string{"/", "/view/roster", "/assets/console.js", "/assets/console.css"} {
-		t.Run(path+" with the token in the cookie is served", func(t *testing.T) {
-			if code, body, _ := f.do(t, request{method: http.MethodGet, path: path, auth: "cookie"}); code != http.StatusOK {
-				t.Fatalf("status %d: %s", code, body)
-			}
-		})
-	}
-}
-
-func TestTheTokenInTheURLBecomesAStrictHttpOnlyCookie(t *testing.T) {
-	f := newFixture(t)
-	code, _, h := f.do(t, request{method: http.MethodGet, path: "/", auth: "query"})
-	if code != http.StatusSeeOther || h.Get("Location") != "/" {
-		t.Fatalf("status %d location %q, want a 303 to / without the token", code, h.Get("Location"))
-	}
-	ck := (&http.Response{Header: h}).Cookies()
-	if len(ck) != 1 || ck[0].Value != f.con.Token() || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
-		t.Fatalf("cookies %+v, want one HttpOnly SameSite=Strict cookie with the token", ck)
-	}
-	if h.Get("Referrer-Policy") != "no-referrer" || !strings.Contains(h.Get("Content-Security-Policy"), "default-src 'self'") {
-		t.Fatalf("headers %v lack the referrer policy or the CSP", h)
-	}
-}
-
-func TestStateChangesFromAnotherOriginAreRefused(t *testing.T) {
-	f := newFixture(t)
-	form := url.Values{"channel": {"general"}, "class": {"live"}}
-	for _, tc := range []struct {
-		name   string
-		req    request
-		status int
-	}{
-		{"a POST from another origin is refused", request{method: http.MethodPost, path: "/act/channel", auth: "cookie", form: form, origin: "http://evil.example"}, http.StatusForbidden},
-		{"a POST from a page on another port is refused", request{method: http.MethodPost, path: "/act/channel", auth: "cookie", form: form, origin: "http://127.0.0.1:1"}, http.StatusForbidden},
-		{"a GET of an action is not allowed", request{method: http.MethodGet, path: "/act/channel?channel=general&class=live", auth: "cookie"}, http.StatusMethodNotAllowed},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if code, body, _ := f.do(t, tc.req); code != tc.status {
-				t.Fatalf("status %d, want %d: %s", code, tc.status, body)
-			}
-		})
-	}
-	t.Run("a POST with neither Origin nor Sec-Fetch-Site is refused", func(t *testing.T) {
-		r, _ := http.NewRequest(http.MethodPost, f.base+"/act/channel", strings.NewReader(form.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
-		res, err := http.DefaultClient.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusForbidden {
-			t.Fatalf("status %d, want 403", res.StatusCode)
-		}
-	})
-}
 
 func TestTheOpsRoutesStayBesideTheConsole(t *testing.T) {
 	f := newFixture(t)
@@ -108,12 +31,18 @@ func TestAConsoleNotStartedAnswers503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := httptest.NewRequest(http.MethodGet, "/view/roster", nil)
-	r.AddCookie(&http.Cookie{Name: "cotal_console", Value: con.Token()})
+	in := httptest.NewRecorder()
+	con.ServeHTTP(in, httptest.NewRequest(http.MethodGet, con.URL("http://127.0.0.1:8222"), nil))
+	loc, cookies := in.Header().Get("Location"), in.Result().Cookies()
+	if in.Code != http.StatusSeeOther || len(cookies) != 1 {
+		t.Fatalf("sign in: status %d, location %q, cookies %v", in.Code, loc, cookies)
+	}
+	r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8222"+loc+"view/roster", nil)
+	r.AddCookie(cookies[0])
 	w := httptest.NewRecorder()
 	con.ServeHTTP(w, r)
 	if w.Code != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, want 503", w.Code)
+		t.Fatalf("status %d, want 503: %s", w.Code, w.Body)
 	}
 }
 
@@ -122,7 +51,7 @@ func TestAConsoleNotStartedAnswers503(t *testing.T) {
 func (f *fixture) viewShows(t *testing.T, path string, want, without []string) {
 	t.Helper()
 	await.Check(t, 10*time.Second, 50*time.Millisecond, func() error {
-		code, body, _ := f.do(t, request{method: http.MethodGet, path: path, auth: "cookie"})
+		code, body, _ := f.do(t, request{method: http.MethodGet, path: path, auth: "session"})
 		if code != http.StatusOK {
 			return fmt.Errorf("status %d: %s", code, body)
 		}
@@ -160,7 +89,7 @@ func TestEachViewShowsItsPartOfTheMesh(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { f.viewShows(t, tc.path, tc.want, nil) })
 	}
 	t.Run("an unknown view is not found", func(t *testing.T) {
-		if code, _, _ := f.do(t, request{method: http.MethodGet, path: "/view/nope", auth: "cookie"}); code != http.StatusNotFound {
+		if code, _, _ := f.do(t, request{method: http.MethodGet, path: "/view/nope", auth: "session"}); code != http.StatusNotFound {
 			t.Fatalf("status %d, want 404", code)
 		}
 	})
@@ -182,7 +111,7 @@ func TestHistoryPagesGoBackInTime(t *testing.T) {
 		{"a channel that is no channel is refused", "?channel=a..b", 400, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/history" + tc.query, auth: "cookie"})
+			code, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/history" + tc.query, auth: "session"})
 			if code != tc.status {
 				t.Fatalf("status %d, want %d: %s", code, tc.status, body)
 			}
@@ -206,8 +135,7 @@ func TestTheEventStreamSendsStoredThenLiveMessages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.base+"/events", nil)
-	r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
-	res, err := http.DefaultClient.Do(r)
+	res, err := http.DefaultClient.Do(f.authed(t, r))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,13 @@
 // first), and the page header offers the others. Operator actions call
 // space.Mesh methods, as internal/admin does, with the CLI's validation and errors.
 //
-// Every request needs the console token: the URL `cotal up` prints carries it once in the
-// query, the console trades it for an HttpOnly SameSite=Strict cookie, and a state-changing
-// request must be a POST from the console's own origin (see auth.go). Pages are rendered on
-// the server from embedded templates; a little plain JavaScript refreshes them and follows
-// the feed over server-sent events. Nothing is loaded from elsewhere.
+// The URL `cotal up` prints carries the console token once in the query; the console trades
+// it for a session bound to the Host it was opened on, whose URLs (/s/ID/) carry one secret
+// and an HttpOnly SameSite=Strict cookie the other, so the cookie a browser also sends to
+// other ports of the machine opens nothing there. A state-changing request must be a POST
+// with the session's Origin (see auth.go, session.go). The mesh's listener answers only a
+// Host that names it (space/http.go). Long lists are shown a page at a time (pages.go), and
+// every view stops with its request. Pages are rendered on the server from embedded
+// templates; a little plain JavaScript refreshes them and follows the feed over server-sent
+// events. Nothing is loaded from elsewhere.
 package console

@@ -24,6 +24,7 @@ type fixture struct {
 	con        *console.Console
 	base       string
 	alice, bob *endpoint.Endpoint
+	signedIn   *signedIn
 }
 
 var general = []string{"general"}
@@ -90,17 +91,26 @@ func (f *fixture) send(t testing.TB, e *endpoint.Endpoint, text string) {
 	}
 }
 
-// request is one request to the console: auth says how the token travels ("cookie",
-// "query", "wrong", "none"); a POST carries form and this origin unless origin is set.
+// request is one request to the console: auth says what it carries ("session": the
+// session's path and cookie, as the console's page sends; "cookie only" or "path only": one
+// half; "query": the token, to sign in; "wrong": a wrong token; "none"); a POST carries form
+// and this origin unless origin is set; host, when set, is the Host header.
 type request struct {
-	method, path, auth, origin string
-	form                       url.Values
+	method, path, auth, origin, host string
+	form                             url.Values
 }
+
+// client does not follow redirects, so a test sees the sign-in's.
+var client = &http.Client{Timeout: 15 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // do sends req and returns the status and body; redirects are not followed.
 func (f *fixture) do(t testing.TB, req request) (int, string, http.Header) {
 	t.Helper()
 	u := f.base + req.path
+	if req.auth == "session" || req.auth == "path only" {
+		u = f.base + f.session(t).root + strings.TrimPrefix(req.path, "/")
+	}
 	var body io.Reader
 	if req.form != nil {
 		body = strings.NewReader(req.form.Encode())
@@ -115,8 +125,8 @@ func (f *fixture) do(t testing.TB, req request) (int, string, http.Header) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.auth == "cookie" {
-		r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
+	if req.auth == "session" || req.auth == "cookie only" {
+		r.AddCookie(f.session(t).cookie)
 	}
 	if req.form != nil {
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -125,8 +135,9 @@ func (f *fixture) do(t testing.TB, req request) (int, string, http.Header) {
 			r.Header.Set("Origin", req.origin)
 		}
 	}
-	client := &http.Client{Timeout: 15 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if req.host != "" {
+		r.Host = req.host
+	}
 	res, err := client.Do(r)
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.method, req.path, err)
@@ -134,6 +145,38 @@ func (f *fixture) do(t testing.TB, req request) (int, string, http.Header) {
 	defer res.Body.Close()
 	data, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(data), res.Header
+}
+
+// signedIn is a session of the console: the root of its URLs (/s/ID/) and its cookie.
+type signedIn struct {
+	root   string
+	cookie *http.Cookie
+}
+
+// session signs the fixture in once, as a browser does with the URL `cotal up` prints.
+func (f *fixture) session(t testing.TB) signedIn {
+	t.Helper()
+	if f.signedIn == nil {
+		s := signIn(t, f.con.URL(f.base))
+		f.signedIn = &s
+	}
+	return *f.signedIn
+}
+
+// signIn opens the console URL u and returns the session it redirects to.
+func signIn(t testing.TB, u string) signedIn {
+	t.Helper()
+	res, err := client.Get(u)
+	if err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	res.Body.Close()
+	loc, cookies := res.Header.Get("Location"), res.Cookies()
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/s/") || len(cookies) != 1 {
+		t.Fatalf("sign in: status %d, location %q, cookies %v: want a 303 to /s/ID/ with one cookie", res.StatusCode, loc, cookies)
+	}
+	root, _, _ := strings.Cut(loc, "?")
+	return signedIn{root: root, cookie: &http.Cookie{Name: cookies[0].Name, Value: cookies[0].Value}}
 }
 
 func sep(u string) string {
@@ -170,9 +213,11 @@ func (f *fixture) channels(t testing.TB, n int) {
 	}
 }
 
-// authed is r with what a page of the console sends: its session.
+// authed is r with what a page of the console sends: its session's path and cookie.
 func (f *fixture) authed(t testing.TB, r *http.Request) *http.Request {
 	t.Helper()
-	r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
+	s := f.session(t)
+	r.URL.Path = s.root + strings.TrimPrefix(r.URL.Path, "/")
+	r.AddCookie(s.cookie)
 	return r
 }

@@ -39,7 +39,7 @@ func TestTheChannelsViewShowsOnePageOfMany(t *testing.T) {
 		{"a first row past the end shows the last page", "?channels.from=99999", "2901", "3000", 100, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels" + tc.query, auth: "cookie"})
+			code, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels" + tc.query, auth: "session"})
 			if code != http.StatusOK {
 				t.Fatalf("status %d: %.300s", code, body)
 			}
@@ -60,14 +60,14 @@ func TestTheChannelsViewShowsOnePageOfMany(t *testing.T) {
 	}
 	for _, q := range []string{"?channels.size=501", "?channels.size=0", "?channels.from=-1", "?channels.from=x"} {
 		t.Run("a page of "+q+" is refused", func(t *testing.T) {
-			if code, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels" + q, auth: "cookie"}); code != http.StatusBadRequest {
+			if code, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels" + q, auth: "session"}); code != http.StatusBadRequest {
 				t.Fatalf("status %d, want 400: %.300s", code, body)
 			}
 		})
 	}
 	t.Run("the page, the plots and the history stay bounded", func(t *testing.T) {
 		for path, most := range map[string]int{"/": 400 << 10, "/view/plots": 32 << 10, "/view/history": 32 << 10} {
-			code, body, _ := f.do(t, request{method: http.MethodGet, path: path, auth: "cookie"})
+			code, body, _ := f.do(t, request{method: http.MethodGet, path: path, auth: "session"})
 			if code != http.StatusOK || len(body) > most {
 				t.Errorf("%s: status %d, %d bytes, want 200 and at most %d", path, code, len(body), most)
 			}

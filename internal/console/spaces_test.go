@@ -30,28 +30,28 @@ func TestEachSpaceOfTheMeshHasItsOwnViews(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { f.viewShows(t, tc.path, tc.want, tc.without) })
 	}
 	t.Run("a channel of b is configured in b only", func(t *testing.T) {
-		code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/channel?space=b", auth: "cookie",
+		code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/channel?space=b", auth: "session",
 			form: url.Values{"channel": {"general"}, "class": {"live"}}})
 		if code != http.StatusOK {
 			t.Fatalf("status %d: %s", code, body)
 		}
 		for sp, class := range map[string]string{"a": "durable", "b": "live"} {
-			_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels?space=" + sp, auth: "cookie"})
+			_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/channels?space=" + sp, auth: "session"})
 			if !strings.Contains(body, `<td class="class">`+class+`</td>`) {
 				t.Errorf("space %s's general is not %s: %s", sp, class, body)
 			}
 		}
 	})
 	t.Run("a credential minted in b is b's", func(t *testing.T) {
-		code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/mint?space=b", auth: "cookie",
+		code, body, _ := f.do(t, request{method: http.MethodPost, path: "/act/mint?space=b", auth: "session",
 			form: url.Values{"name": {"dave"}, "profile": {"observer"}}})
 		if code != http.StatusCreated {
 			t.Fatalf("status %d: %s", code, body)
 		}
-		if _, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials?space=b", auth: "cookie"}); !strings.Contains(body, `data-name="dave"`) {
+		if _, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials?space=b", auth: "session"}); !strings.Contains(body, `data-name="dave"`) {
 			t.Errorf("dave is not among b's credentials: %s", body)
 		}
-		if _, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials?space=a", auth: "cookie"}); strings.Contains(body, `data-name="dave"`) {
+		if _, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials?space=a", auth: "session"}); strings.Contains(body, `data-name="dave"`) {
 			t.Errorf("dave is among a's credentials: %s", body)
 		}
 	})
@@ -59,8 +59,7 @@ func TestEachSpaceOfTheMeshHasItsOwnViews(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		r, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.base+"/events?space=b", nil)
-		r.AddCookie(&http.Cookie{Name: "cotal_console", Value: f.con.Token()})
-		res, err := http.DefaultClient.Do(r)
+		res, err := http.DefaultClient.Do(f.authed(t, r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,9 +79,9 @@ func TestEachSpaceOfTheMeshHasItsOwnViews(t *testing.T) {
 		name string
 		req  request
 	}{
-		{"a view of an unknown space is not found", request{method: http.MethodGet, path: "/view/roster?space=c", auth: "cookie"}},
-		{"the page of an unknown space is not found", request{method: http.MethodGet, path: "/?space=c", auth: "cookie"}},
-		{"an action in an unknown space is not found", request{method: http.MethodPost, path: "/act/channel?space=c", auth: "cookie",
+		{"a view of an unknown space is not found", request{method: http.MethodGet, path: "/view/roster?space=c", auth: "session"}},
+		{"the page of an unknown space is not found", request{method: http.MethodGet, path: "/?space=c", auth: "session"}},
+		{"an action in an unknown space is not found", request{method: http.MethodPost, path: "/act/channel?space=c", auth: "session",
 			form: url.Values{"channel": {"general"}, "class": {"live"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,10 +96,10 @@ func TestEachSpaceOfTheMeshHasItsOwnViews(t *testing.T) {
 			t.Fatalf("status %d, want 401", code)
 		}
 	})
-	t.Run("the token URL keeps the space when it sets the cookie", func(t *testing.T) {
+	t.Run("the token URL keeps the space when it opens the session", func(t *testing.T) {
 		code, _, h := f.do(t, request{method: http.MethodGet, path: "/?space=b", auth: "query"})
-		if code != http.StatusSeeOther || h.Get("Location") != "/?space=b" {
-			t.Fatalf("status %d location %q, want a 303 to /?space=b", code, h.Get("Location"))
+		if loc := h.Get("Location"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/s/") || !strings.HasSuffix(loc, "/?space=b") {
+			t.Fatalf("status %d location %q, want a 303 to /s/ID/?space=b", code, loc)
 		}
 	})
 }

@@ -6,7 +6,8 @@ const feedMax = 500;
 const feed = []; // oldest first; the list shows newest first
 
 // inSpace is path with the page's space and params in its query: every view, the event
-// stream and every action is of the space the page shows.
+// stream and every action is of the space the page shows. Paths are relative, so they stay
+// under the session's root (/s/ID/) the page was loaded from.
 function inSpace(path, params) {
   const q = new URLSearchParams(params);
   q.set("space", document.body.dataset.space);
@@ -74,7 +75,7 @@ function addMessage(it) {
 
 function follow() {
   const live = document.getElementById("live");
-  const es = new EventSource(inSpace("/events"));
+  const es = new EventSource(inSpace("events"));
   es.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; });
   es.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "live off"; });
   es.addEventListener("message", (ev) => addMessage(JSON.parse(ev.data)));
@@ -82,8 +83,8 @@ function follow() {
   es.addEventListener("tick", reloadAll);
 }
 
-// act posts an action form from this page (same origin, SameSite cookie) and shows its
-// outcome in the form's output: the error's text, or for a mint the downloaded file's name.
+// act posts an action form from this page (its session's path, cookie and Origin) and shows
+// its outcome in the form's output: the error's text, or for a mint the downloaded file's name.
 async function act(form) {
   const out = form.querySelector(".result");
   out.textContent = "…";
