@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/config"
@@ -178,6 +179,42 @@ func (c ClusterOptions) routeTLS(t provisioner.ClusterTrust) (*tls.Config, error
 		}
 	}
 	return broker.RouteTLS(pems[0], pems[1], pems[2])
+}
+
+// trustPoll is how often a node started before its trust file exists looks for it again.
+const trustPoll = 200 * time.Millisecond
+
+// awaitTrustFile waits, on a node started from a trust file, until the file and the backstop
+// file it was given exist, saying once what it waits for: nodes started together (as a
+// script starts them) start before the key-store node has written them. ctx bounds the wait.
+func (m *Mesh) awaitTrustFile(ctx context.Context) error {
+	var files []string
+	for _, f := range []string{m.opts.Cluster.Trust, m.opts.Cluster.Backstop} {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	tick := time.NewTicker(trustPoll)
+	defer tick.Stop()
+	logged := ""
+	for len(files) > 0 {
+		if _, err := os.Stat(files[0]); !errors.Is(err, os.ErrNotExist) {
+			files = files[1:]
+			continue
+		}
+		if logged != files[0] {
+			logged = files[0]
+			m.log.Info("waiting for a cluster file: the node that holds the key store writes it at start; "+
+				"copy it here once it has, if this node runs on another machine", "file", files[0])
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the cluster file %s never appeared: %w: start the node that holds the key store "+
+				"first, and copy its %s and %s here", files[0], ctx.Err(), TrustFile, BackstopFile)
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // memberTrust is the trust chain of a node started from a trust file. The node keeps a copy

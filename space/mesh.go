@@ -95,6 +95,9 @@ func (m *Mesh) start(ctx context.Context) error {
 	if err := m.checkClusterStore(); err != nil {
 		return err
 	}
+	if err := m.awaitTrustFile(ctx); err != nil {
+		return err
+	}
 	bcfg, err := m.brokerConfig()
 	if err != nil {
 		return err

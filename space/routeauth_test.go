@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/cotal-go/cotal/internal/testcert"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // clusterTrust reads the trust file node holds.
@@ -254,5 +256,47 @@ func TestRoutesBeyondLoopbackNeedTLS(t *testing.T) {
 				t.Errorf("start: %v, want %v saying %q", err, c.want, c.says)
 			}
 		})
+	}
+}
+
+// TestANodeStartedBeforeTheTrustFileWaitsForIt: three nodes started at once, as the README's
+// recipe starts them: the two without the key store wait for the trust and backstop files,
+// saying so, and join once the key-store node has written them.
+func TestANodeStartedBeforeTheTrustFileWaitsForIt(t *testing.T) {
+	clusterSlot <- struct{}{}
+	t.Cleanup(func() { <-clusterSlot })
+	ctx, cancel := context.WithTimeout(context.Background(), clusterStartBudget)
+	defer cancel()
+	peers := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	logs := &syncBuffer{}
+	meshes := make([]*space.Mesh, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		o := space.Options{Dir: dirs[i], Memory: true, Listen: "127.0.0.1:0",
+			Cluster: space.ClusterOptions{Name: "test", Listen: peers[i], Peers: peers, ServerName: fmt.Sprintf("node%d", i)}}
+		if i > 0 {
+			o.Cluster.Trust = filepath.Join(dirs[0], space.TrustFile)
+			o.Cluster.Backstop = filepath.Join(dirs[0], space.BackstopFile)
+			o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		}
+		wg.Go(func() { meshes[i], errs[i] = space.Start(ctx, o) })
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		var closing sync.WaitGroup
+		for _, m := range meshes {
+			if m != nil {
+				closing.Go(func() { _ = m.Close(context.Background()) })
+			}
+		}
+		closing.Wait()
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("start the nodes together: %v", err)
+	}
+	if !strings.Contains(logs.String(), "waiting for a cluster file") {
+		t.Logf("the key-store node wrote its files before the others looked; nothing to wait for:\n%.1000s", logs)
 	}
 }
