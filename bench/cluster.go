@@ -20,7 +20,7 @@ import (
 const titleCluster = "11. Cluster DM"
 
 // clusterNodes is the size of the cluster row's cluster: the smallest that makes every stream
-// R3 (issue 14).
+// R3.
 const clusterNodes = 3
 
 // clusterNote says what the row's two columns are: both sides are cotal.

@@ -17,10 +17,10 @@ const (
 	titleDurable = "4. Durable channel"
 	// durableMembers is how many members the durable channel has.
 	durableMembers = 10
-	// maxAhead holds a publisher at most this many messages ahead of the stage that reads
-	// the retained stream (cotal's fan-out, raw's consumers): CHAT keeps 1000 messages per
+	// maxAhead holds a publisher at most this many messages ahead of the stage that reads the
+	// retained stream (cotal's fan-out, raw's consumers): CHAT keeps 1000 messages per
 	// sender+channel subject, and a burst past its reader would be evicted unread
-	// (LAYOUT.md trap "Eviction before fan-out"), so both sides run closed loop.
+	// (docs/durable.md "Gaps and losses"), so both sides run closed loop.
 	maxAhead = 500
 )
 

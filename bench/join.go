@@ -64,9 +64,9 @@ func joinCases(Config) []Case {
 	return out
 }
 
-// joinRun times every durableJoin round trip (SPEC §7; LAYOUT.md "Control service delivery")
-// from the Endpoint's side, the request Join makes, while publishers load the mesh. There is
-// no raw side: raw NATS has no durable membership.
+// joinRun times every durableJoin round trip (SPEC §7; docs/layout.md "Control service") from
+// the Endpoint's side, the request Join makes, while publishers load the mesh. There is no raw
+// side: raw NATS has no durable membership.
 func joinRun(ctx context.Context, env *env, run int) (figures, error) {
 	channels := make([]string, joinChannels)
 	for i := range channels {

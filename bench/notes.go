@@ -39,8 +39,9 @@ var notes = map[string]string{
 		"message and 10 DLV copies, each with a Nats-Msg-Id in a 2 h duplicate window) where raw " +
 		"stores one message read by 10 consumers, and each copy is delivered and acked twice (the " +
 		"fan-out reads the CHAT message once for every member, each member reads its DLV copy) " +
-		"against raw's once. Every member also gets the live copy and deduplicates it. LAYOUT.md's " +
-		"pipeline stored 21 (10 INBOX entries more) and delivered each copy three times; the " +
+		"against raw's once. Every member also gets the live copy and deduplicates it. The " +
+		"reference layout's pipeline, every copy through INBOX (`docs/durable.md`), stored 21 " +
+		"(10 INBOX entries more) and delivered each copy three times; the " +
 		"fan-out now hands a copy to DLV itself, checking the member's read ACL at that moment, " +
 		"and keeps INBOX and the trusted reader for the copies it cannot decide yet (an absent " +
 		"ACL record, a join still being written; `delivery/doc.go`). That halved the backstop's " +

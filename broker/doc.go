@@ -77,15 +77,15 @@
 // Config.Listen "" runs no TCP listener at all. With Config.DeferListen the port stays closed
 // when Start returns, so the owner can provision through in-process connections first, and
 // Broker.Listen opens it: nats-server's Start skips its AcceptLoop under DontListen, and Listen
-// runs the exported AcceptLoop on the same Host and Port later. In-process connections work with
-// or without a listener, authenticate like any other, and are never TLS. The broker gives the
-// client end of each in-process pipe a write buffer, because over a bare pipe a refused
+// runs the exported AcceptLoop on the same Host and Port later. In-process connections work
+// with or without a listener, authenticate like any other, and are never TLS. The broker gives
+// the client end of each in-process pipe a write buffer, because over a bare pipe a refused
 // CONNECT deadlocks until nats-server's 10 s write deadline and the client then sees a
-// closed-pipe error instead of "Authorization Violation". With TLSCert/TLSKey the TCP
-// listener requires TLS; client certificates are not asked for, agents prove themselves with
-// their JWT. MaxControlLine is 64 KiB (LAYOUT.md, Broker settings): a credential with many
-// channel grants rides the CONNECT line and passes the 4 KiB default at about two channels.
-// The monitoring endpoint (Config.HTTP) has no authentication: bind it to localhost.
+// closed-pipe error instead of "Authorization Violation". With TLSCert/TLSKey the TCP listener
+// requires TLS; client certificates are not asked for, agents prove themselves with their JWT.
+// MaxControlLine is 64 KiB (docs/layout.md "Broker settings"): a credential with many channel
+// grants rides the CONNECT line and passes the 4 KiB default at about two channels. The
+// monitoring endpoint (Config.HTTP) has no authentication: bind it to localhost.
 //
 // A user JWT carries no connection limit, only its account does, so Config.ConnectionsPerUser
 // caps each user of Config.CappedAccounts itself: nats-server has no hook between checking a

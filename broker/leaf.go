@@ -11,11 +11,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// Leaf links the broker to other NATS servers as leaf nodes (issue 14): a hub accepts leaf
-// nodes on Listen, a leaf (a laptop) connects to its hubs through Remotes. Each remote binds
-// one local account to the hub account its credentials belong to, and only the subjects both
-// sides let through cross: the hub's permissions of the remote's user, this side's
-// LeafRemote.DenyImports and DenyExports.
+// Leaf links the broker to other NATS servers as leaf nodes (docs/accounts.md "Leaf links"): a
+// hub accepts leaf nodes on Listen, a leaf (a laptop) connects to its hubs through Remotes.
+// Each remote binds one local account to the hub account its credentials belong to, and only
+// the subjects both sides let through cross: the hub's permissions of the remote's user, this
+// side's LeafRemote.DenyImports and DenyExports.
 type Leaf struct {
 	// Listen is the leaf node listener "host:port" a hub accepts leaf nodes on; port 0 picks a
 	// free one (read it back with LeafURL). Empty runs none. It takes TLS when the client

@@ -7,11 +7,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// MaxControlLine is LAYOUT.md's max_control_line, the longest protocol line the broker
-// accepts: a credential with per-channel grants rides the CONNECT line and passes
-// nats-server's 4 KiB default at about two channels, after which the server drops the
-// connection and the client retries forever. The provisioner refuses to mint a credential
-// that would not fit under it.
+// MaxControlLine is the broker's max_control_line (docs/layout.md "Broker settings"), the
+// longest protocol line the broker accepts: a credential with per-channel grants rides the
+// CONNECT line and passes nats-server's 4 KiB default at about two channels, after which the
+// server drops the connection and the client retries forever. The provisioner refuses to mint a
+// credential that would not fit under it.
 const MaxControlLine = 64 << 10
 
 // MaxPullBatch is the most messages one pull request may ask a consumer for; a larger

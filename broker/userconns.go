@@ -11,19 +11,20 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// A user JWT has no connection limit of its own, only its account has (issue 12 item 4: one
-// credential could take all of its space's connections and lock every other agent out). The
-// broker caps each user of Config.CappedAccounts at Config.ConnectionsPerUser connections
-// itself, from outside nats-server's connect path, which offers no hook between verifying a
-// user JWT and accepting the connection (a custom authenticator or auth callout would replace
-// the JWT check, not extend it). So the cap closes, it does not refuse: nats-server accepts
-// the connection and publishes $SYS.ACCOUNT.<account>.CONNECT, the broker's system user
-// receives it, lists the user's connections on this server (Connz) and closes every one past
-// the cap, newest first (highest client id), with nats-server's "Kicked" reason. For that
-// moment, about a millisecond in process, the extra connection can do what its credential
-// allows; its client sees the connection end without an error message, and a client that
-// reconnects is closed again each time. Each identity's closures write one log line and, for
-// the rest within Config.ViolationLogInterval, one summary; ConnectionsClosed counts them.
+// A user JWT has no connection limit of its own, only its account has, so one credential could
+// take all of its space's connections and lock every other agent out (docs/hostile-agents.md
+// "Bounded shares"). The broker caps each user of Config.CappedAccounts at
+// Config.ConnectionsPerUser connections itself, from outside nats-server's connect path, which
+// offers no hook between verifying a user JWT and accepting the connection (a custom
+// authenticator or auth callout would replace the JWT check, not extend it). So the cap closes,
+// it does not refuse: nats-server accepts the connection and publishes
+// $SYS.ACCOUNT.<account>.CONNECT, the broker's system user receives it, lists the user's
+// connections on this server (Connz) and closes every one past the cap, newest first (highest
+// client id), with nats-server's "Kicked" reason. For that moment, about a millisecond in
+// process, the extra connection can do what its credential allows; its client sees the
+// connection end without an error message, and a client that reconnects is closed again each
+// time. Each identity's closures write one log line and, for the rest within
+// Config.ViolationLogInterval, one summary; ConnectionsClosed counts them.
 //
 // In a cluster every node caps the connections made to it, so one identity can hold the cap
 // on each node; a node without a system user (one without the key store) caps nothing.

@@ -22,11 +22,12 @@ var violationMarkers = []string{
 // writes as `- "<account>/<user label>" -`.
 var clientIdentity = regexp.MustCompile(`"[^"/]+/([^"]+)" - `)
 
-// violationLimiter keeps a hostile client from flooding the log (issue 12: 20 000 denied
-// publishes wrote 20 012 error lines): the first refusal line of an identity and kind is
-// logged at once, the next ones within every are only counted, and when every has passed
-// one summary line says how many were held back and shows the last. An identity writes at
-// most two lines of a kind per every, and no refusal goes unrecorded.
+// violationLimiter keeps a hostile client from flooding the log (docs/hostile-agents.md
+// "Provokable log lines are paced"; without it 20 000 denied publishes wrote 20 012 error
+// lines): the first refusal line of an identity and kind is logged at once, the next ones
+// within every are only counted, and when every has passed one summary line says how many were
+// held back and shows the last. An identity writes at most two lines of a kind per every, and
+// no refusal goes unrecorded.
 type violationLimiter struct {
 	log   *slog.Logger
 	every time.Duration

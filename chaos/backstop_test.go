@@ -19,10 +19,10 @@ const (
 	backstopStoppedLine = "this node stopped running the space's backstop"
 )
 
-// TestTheBackstopNodeKilledUnderLoadLosesNothing covers issue 14's kill -9 of the node that
-// holds the key store and runs the durable backstop: three `cotal up` processes (sync always,
-// R3 streams; nodes 2 and 3 hold the cluster backstop file), publishers sending numbered DMs
-// and durable-channel posts through nodes 2 and 3, receivers connected through nodes 2 and 3
+// TestTheBackstopNodeKilledUnderLoadLosesNothing is the kill -9 of the node that holds the key
+// store and runs the durable backstop: three `cotal up` processes (sync always, R3 streams;
+// nodes 2 and 3 hold the cluster backstop file), publishers sending numbered DMs and
+// durable-channel posts through nodes 2 and 3, receivers connected through nodes 2 and 3
 // throughout and a third, r3, through node 1. Once node 1 runs the backstop, r3 leaves
 // (SIGTERM) and node 1 is killed with SIGKILL. While it is down:
 //

@@ -10,15 +10,15 @@ import (
 	"github.com/cotal-go/cotal/internal/await"
 )
 
-// TestAClusterMemberKilledUnderLoadLosesNothing covers issue 14's member-kill test for a node
-// that does not hold the key store (backstop failover is not built): three `cotal up`
-// processes (sync always, R3 streams), publishers sending numbered DMs and durable-channel
-// posts through nodes 1 and 3, receivers on nodes 1 and 3 and a third through node 2.
-// Node 2 is killed with SIGKILL, publishing goes on through the survivors for the outage,
-// node 2 restarts on its data directory and port, and the third receiver reconnects through
-// it. SPEC §4, §8: every acknowledged publish surfaces at every receiver it owes, once per
-// receiver incarnation, the survivors acknowledge publishes throughout the outage, and the
-// restarted node serves everything its receiver missed.
+// TestAClusterMemberKilledUnderLoadLosesNothing is the cluster's member-kill test for a node
+// that does not hold the key store (backstop failover is not built): three `cotal up` processes
+// (sync always, R3 streams), publishers sending numbered DMs and durable-channel posts through
+// nodes 1 and 3, receivers on nodes 1 and 3 and a third through node 2. Node 2 is killed with
+// SIGKILL, publishing goes on through the survivors for the outage, node 2 restarts on its data
+// directory and port, and the third receiver reconnects through it. SPEC §4, §8: every
+// acknowledged publish surfaces at every receiver it owes, once per receiver incarnation, the
+// survivors acknowledge publishes throughout the outage, and the restarted node serves
+// everything its receiver missed.
 //
 // The third receiver leaves (SIGTERM) just before each kill, so that the kill cuts no
 // connection holding pulled copies (the receiver-crash test covers those). Even so, the few

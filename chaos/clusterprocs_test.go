@@ -157,10 +157,10 @@ func ackedCount(t *testing.T, journals ...string) int {
 	return n
 }
 
-// joinThrough starts r's next incarnation through node, joined to ledger, and returns the
-// state the join reached at connect. The first must be durable; a later one may come back
-// "durable backstop unavailable" when the control service answers after the endpoint's 2 s
-// budget (issue 13), since its membership record from the first incarnation holds either way.
+// joinThrough starts r's next incarnation through node, joined to ledger, and returns the state
+// the join reached at connect. The first must be durable; a later one may come back "durable
+// backstop unavailable" when the control service answers after the endpoint's 2 s budget, since
+// its membership record from the first incarnation holds either way.
 func (r *receiverProc) joinThrough(t *testing.T, b bins, node *meshProc) string {
 	t.Helper()
 	r.incarnation++

@@ -11,11 +11,11 @@
 //     load, ten leak-checked meshes;
 //   - the long tier (`-tags chaos`, `make chaos`) runs the same tests with the numbers of
 //     RELIABILITY.md, plus the receiver crashes that must wait out a consumer's 60 s ack wait
-//     (LAYOUT.md "Consumers") and the three-node cluster tests of issue 14, on `cotal up`
-//     processes, which wait out RAFT elections and the backstop lease: the kill -9 of a
-//     member, the kill -9 of the key-store node that runs the backstop, and a partition that
-//     cuts the key-store node off from the other two, each node in its own network namespace
-//     (root and iproute2's ip; the test skips without them).
+//     (docs/layout.md "Consumers") and the three-node cluster tests, on `cotal up` processes,
+//     which wait out RAFT elections and the backstop lease: the kill -9 of a member, the
+//     kill -9 of the key-store node that runs the backstop, and a partition that cuts the
+//     key-store node off from the other two, each node in its own network namespace (root and
+//     iproute2's ip; the test skips without them).
 //
 // The helper process chaos/internal/agentproc is a publisher or receiver connected over TCP
 // with a join link and a .creds file, so that `kill -9` can hit it, or the mesh under it, at

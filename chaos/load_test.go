@@ -254,7 +254,8 @@ func (a *loadAgent) leave(ctx context.Context, t *testing.T, channel string) {
 	}
 }
 
-// memberships lists the agent's active durable memberships (LAYOUT.md listMemberships).
+// memberships lists the agent's active durable memberships (listMemberships, docs/layout.md
+// "Control service").
 func (a *loadAgent) memberships(ctx context.Context) ([]string, error) {
 	r, err := a.inc.ep.Request(ctx, wire.DeliveryService, wire.OpListMemberships, nil)
 	if err != nil {

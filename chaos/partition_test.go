@@ -12,11 +12,11 @@ import (
 	"github.com/cotal-go/cotal/internal/await"
 )
 
-// TestAPartitionedNodeAcknowledgesNothingAndLosesNothing covers issue 14's partition test, after
+// TestAPartitionedNodeAcknowledgesNothingAndLosesNothing is the cluster's partition test, after
 // Jepsen's analysis of NATS 2.12.1: three `cotal up` processes, each in its own network
 // namespace, with a publisher and a receiver connected through each node. Node 1 (key store,
-// backstop holder) is cut off from the other two while the test still reaches all three, so
-// its clients stay connected to a node in a minority.
+// backstop holder) is cut off from the other two while the test still reaches all three, so its
+// clients stay connected to a node in a minority.
 //
 //   - the majority side acknowledges publishes again after at most a RAFT election, and one of
 //     its nodes takes the backstop lease once node 1 can no longer renew it;

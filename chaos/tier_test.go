@@ -13,9 +13,9 @@ type tierParams struct {
 	killGap        [2]time.Duration
 	publishers     int
 	publisherKills int
-	// receiverCrashes crashes receiver processes inside their Handler while one publisher
-	// sends perPublisher messages; each crash costs a consumer ack wait (60 s, LAYOUT.md)
-	// before the redelivery, so the short tier runs none.
+	// receiverCrashes crashes receiver processes inside their Handler while one publisher sends
+	// perPublisher messages; each crash costs a consumer ack wait (60 s, docs/layout.md
+	// "Consumers") before the redelivery, so the short tier runs none.
 	receiverCrashes int
 	perPublisher    int
 	// restarts of the mesh under connected endpoints, each timed to recovery.
@@ -31,8 +31,8 @@ type tierParams struct {
 	slowMessages int
 	slowPayload  int
 
-	// Cluster member kill (issue 14): a node without the key store is killed clusterKills
-	// times, each time down for clusterOutage while publishers go on through the survivors.
+	// Cluster member kill: a node without the key store is killed clusterKills times, each time
+	// down for clusterOutage while publishers go on through the survivors.
 	clusterKills  int
 	clusterOutage time.Duration
 	// backstopKill kills the key-store node, which runs the backstop, for at least

@@ -36,8 +36,9 @@ func TestIsLoopback(t *testing.T) {
 	}
 }
 
-// TestMonitoringStaysOnLoopback checks the http rule of issue 12 item 8: the monitoring
-// listener shows connections and accounts, so binding it beyond loopback needs http_public.
+// TestMonitoringStaysOnLoopback checks the http rule of docs/hostile-agents.md "A local user":
+// the monitoring listener shows connections and accounts, so binding it beyond loopback needs
+// http_public.
 func TestMonitoringStaysOnLoopback(t *testing.T) {
 	tests := []struct {
 		name   string

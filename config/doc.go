@@ -30,14 +30,14 @@
 //
 // # Trust
 //
-// The data directory and the file decide whether the mesh authenticates at all, so neither
-// may be another local user's (SPEC §9; issue 12 item 6). Load refuses a configuration file
-// that another user (root aside) owns or that group or others may write, with ErrUnsafePath:
-// it may already be planted, so it is not repaired. SecureDir, which `cotal up` and
-// space.Start call before they put anything in the data directory, refuses a directory of
-// another user and any top-level entry of another user, and narrows the user's own directory
-// to 0700 when others may write it, returning the old mode to warn with. The monitoring
-// listener (http) must be a loopback address unless http_public is set (IsLoopback).
+// The data directory and the file decide whether the mesh authenticates at all, so neither may
+// be another local user's (SPEC §9; docs/hostile-agents.md "A local user"). Load refuses a
+// configuration file that another user (root aside) owns or that group or others may write,
+// with ErrUnsafePath: it may already be planted, so it is not repaired. SecureDir, which
+// `cotal up` and space.Start call before they put anything in the data directory, refuses a
+// directory of another user and any top-level entry of another user, and narrows the user's own
+// directory to 0700 when others may write it, returning the old mode to warn with. The
+// monitoring listener (http) must be a loopback address unless http_public is set (IsLoopback).
 //
 // # Where the keys go
 //

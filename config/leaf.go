@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// Leaf links meshes as hub and leaf (issue 14): a laptop's mesh joins a hub's space by space,
-// so its agents reach the hub's while the link is up and keep working among themselves while
-// it is down. Every key is empty by default: no link.
+// Leaf links meshes as hub and leaf (docs/accounts.md "Leaf links"): a laptop's mesh joins a
+// hub's space by space, so its agents reach the hub's while the link is up and keep working
+// among themselves while it is down. Every key is empty by default: no link.
 type Leaf struct {
 	// Listen is a hub's leaf node listener host:port (e.g. 0.0.0.0:7422), which leaf meshes
 	// connect to. It takes TLS when the client listener does (tls.cert, tls.key).

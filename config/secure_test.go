@@ -33,8 +33,8 @@ func mode(t *testing.T, path string) fs.FileMode {
 	return info.Mode().Perm()
 }
 
-// TestSecureDir covers issue 12 item 6: a data directory is the user's alone before the
-// mesh trusts what is in it.
+// TestSecureDir covers docs/hostile-agents.md "A local user": a data directory is the user's
+// alone before the mesh trusts what is in it.
 func TestSecureDir(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -9,11 +9,11 @@ import (
 )
 
 // maxMemberBacklog bounds one member's INBOX entries written but not yet taken by the trusted
-// reader. INBOX keeps 1000 entries per member subject and discards the oldest (LAYOUT.md), so
-// a member's unread entries beyond that would be evicted silently. The bound leaves room for
-// the batch the reader is settling; past it the fan-out waits, and the pressure moves to CHAT,
-// where an eviction is detected as a gap and reported (LAYOUT.md trap "Eviction before
-// fan-out").
+// reader. INBOX keeps 1000 entries per member subject and discards the oldest (docs/layout.md
+// "Streams"), so a member's unread entries beyond that would be evicted silently. The bound
+// leaves room for the batch the reader is settling; past it the fan-out waits, and the pressure
+// moves to CHAT, where an eviction is detected as a gap and reported (docs/durable.md "Gaps and
+// losses").
 const maxMemberBacklog = 1000 - pullBatch - 64
 
 // backlogResync is how long the fan-out waits for the reader before it asks the server whether

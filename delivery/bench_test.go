@@ -13,10 +13,10 @@ import (
 	"github.com/cotal-go/cotal/internal/await"
 )
 
-// BenchmarkDurableFanout measures the backstop end to end (LAYOUT.md trap "Backstop
-// throughput"): b.N messages published on a durable channel with 10 members, until every
-// member's copy is stored on DLV, with the publisher held at most maxAhead messages ahead of
-// the fan-out. msgs/s counts published messages, copies/s DLV copies.
+// BenchmarkDurableFanout measures the backstop end to end (docs/durable.md "Fan-out"): b.N
+// messages published on a durable channel with 10 members, until every member's copy is stored
+// on DLV, with the publisher held at most maxAhead messages ahead of the fan-out. msgs/s counts
+// published messages, copies/s DLV copies.
 func BenchmarkDurableFanout(b *testing.B) {
 	const members, maxAhead = 10, 500
 	h := newHarness(b)

@@ -10,11 +10,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// kvCache is an in-memory copy of a KV bucket, fed by one long-lived watch (LAYOUT.md trap
-// "One consumer per message": never a Get or a key listing per message). Rows that do not
-// decode, such as a JetStream acknowledgement written onto a key through an injected reply
-// subject (LAYOUT.md "Reply-subject injection"), are dropped and counted, and the last valid
-// row for that key is kept: an agent must not be able to erase a row by overwriting it.
+// kvCache is an in-memory copy of a KV bucket, fed by one long-lived watch (docs/durable.md
+// "Views kept in memory": never a Get or a key listing per message). Rows that do not decode,
+// such as a JetStream acknowledgement written onto a key through an injected reply subject
+// (docs/hostile-agents.md "Reply subjects are the requester's"), are dropped and counted, and
+// the last valid row for that key is kept: an agent must not be able to erase a row by
+// overwriting it.
 type kvCache[T any] struct {
 	bucket string
 	decode func(key string, data []byte) (T, error)

@@ -14,8 +14,9 @@ import (
 // allowSubscribe of the credential the broker currently enforces. The mesh supplies it from the
 // provisioner's registry, or on a cluster node without the key store from the cotal_acl_<s>
 // records the provisioner alone writes, strictly decoded, so that a JetStream acknowledgement
-// aimed at a key (LAYOUT.md "Reply-subject injection") never counts as an ACL. ReadACL must be
-// safe for concurrent use and fast: the trusted reader calls it once per backstop entry.
+// aimed at a key (docs/hostile-agents.md "Reply subjects are the requester's") never counts as
+// an ACL. ReadACL must be safe for concurrent use and fast: the trusted reader calls it once
+// per backstop entry.
 type ACLSource interface {
 	// ReadACL returns the instance's current read ACL, and false when the instance is unknown
 	// (never minted, or not yet visible), which is not the same as an ACL that reads nothing.

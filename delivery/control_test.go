@@ -31,7 +31,8 @@ func TestControlService(t *testing.T) {
 	t.Run("a reply subject outside the request's subtree gets no answer", func(t *testing.T) {
 		subject := testNames.CtlSubject(wire.DeliveryService, alice.id)
 		req, _ := wire.NewControlRequest(wire.OpListMemberships, nil, alice.ref())
-		// Pointing the reply at a presence key is the injection LAYOUT.md warns about.
+		// Pointing the reply at a presence key is the injection docs/hostile-agents.md "Reply
+		// subjects are the requester's" describes.
 		if err := h.nc.PublishRequest(subject, testNames.PresenceKVSubject(bob.id), mustJSON(t, req)); err != nil {
 			t.Fatal(err)
 		}

@@ -15,13 +15,13 @@ import (
 const fullLogEvery = time.Minute
 
 // dlvRoom keeps each member's DLV subject from evicting a copy the member has not acknowledged
-// (issue 12 item 9). DLV_<s> keeps max_msgs_per_subject copies per member and discards the
-// oldest (LAYOUT.md), acknowledged or not, so a member offline past that bound would lose its
-// oldest owed copies with nothing reported. Refusing in the stream (discard new per subject)
-// does not fit: acknowledged copies stay in a limits stream, so a member that had read its
-// bound once would be refused for good. The fan-out and the reader therefore refuse the new
-// copy themselves when the member's unacknowledged copies fill the bound, and report it as a
-// gap.
+// (docs/durable.md "DLV hand-over"). DLV_<s> keeps max_msgs_per_subject copies per member and
+// discards the oldest (docs/layout.md "Streams"), acknowledged or not, so a member offline past
+// that bound would lose its oldest owed copies with nothing reported. Refusing in the stream
+// (discard new per subject) does not fit: acknowledged copies stay in a limits stream, so a
+// member that had read its bound once would be refused for good. The fan-out and the reader
+// therefore refuse the new copy themselves when the member's unacknowledged copies fill the
+// bound, and report it as a gap.
 //
 // est is an upper bound of each member's unacknowledged copies: the count at the last refresh
 // plus every copy admitted since. Only the backstop adds copies and a member's acks only

@@ -1,6 +1,6 @@
-// Package delivery is the durable backstop of a space (SPEC §4, §7, §8, §9 item 5; LAYOUT.md
-// "The durable backstop", "Control service delivery"). It runs inside the mesh on its own
-// scoped connection (wire.DeliveryPermissions) and consists of supervised loops:
+// Package delivery is the durable backstop of a space (SPEC §4, §7, §8, §9 item 5;
+// docs/durable.md, docs/layout.md "Control service"). It runs inside the mesh on its own scoped
+// connection (wire.DeliveryPermissions) and consists of supervised loops:
 //
 //   - the membership registry (SPEC §7): records in cotal_members_<s>, written only here, with
 //     KV compare-and-set and a higher generation on every join, and kept in memory: loaded once
@@ -22,12 +22,12 @@
 //     reader re-authorizes it later against the member's read ACL and, for a durable channel,
 //     its membership interval, retrying an unknown member a bounded number of times, before
 //     it hands the copy over the same way;
-//   - a watch of the channel registry and a follow of the presence directory, which the
-//     fan-out reads from memory (LAYOUT.md trap "One consumer per message"); a presence
-//     heartbeat that changes only ts is taken without decoding the row again. Presence is
-//     followed without a consumer (follow.go), since agents can hold the bucket's consumer
-//     cap, and the fan-out does not wait for it once loaded: it feeds @mentions only, which
-//     resolve on the last known rows while the follow restarts (Stats.MentionsStalePresence).
+//   - a watch of the channel registry and a follow of the presence directory, which the fan-out
+//     reads from memory (docs/durable.md "Views kept in memory"); a presence heartbeat that
+//     changes only ts is taken without decoding the row again. Presence is followed without a
+//     consumer (follow.go), since agents can hold the bucket's consumer cap, and the fan-out
+//     does not wait for it once loaded: it feeds @mentions only, which resolve on the last
+//     known rows while the follow restarts (Stats.MentionsStalePresence).
 //
 // # Guarantees
 //
@@ -46,10 +46,10 @@
 //
 // A join reads the join cursor (the CHAT last sequence) and inserts the record while holding
 // the lock the fan-out holds while it decides a message's recipients. A message the fan-out
-// decided before the join was stored before the cursor was read, so its sequence is at most
-// the cursor and it is not eligible; every message decided after the join sees the record.
-// So nothing after the cursor is missed and nothing at or before it is copied, and the
-// activation catch-up window (joinCursor, fence] of LAYOUT.md is always empty: records are
+// decided before the join was stored before the cursor was read, so its sequence is at most the
+// cursor and it is not eligible; every message decided after the join sees the record. So
+// nothing after the cursor is missed and nothing at or before it is copied, and the activation
+// catch-up window (joinCursor, fence] a join would otherwise need is always empty: records are
 // written with activated true and no catch-up copy is needed. A leave reads its cursor under
 // the same lock, so a message after the leave cursor is never decided against the open record.
 //
@@ -82,13 +82,13 @@
 //     INBOX jump is still counted (Stats.ReaderGaps) and logged.
 //   - DLV keeps 1000 copies per member and drops the oldest. No hand-over lets that drop one
 //     the member has not acknowledged: once a member has 1000 unacknowledged copies (its
-//     dlv_<id> consumer's pending plus ack-pending, plus the copies in flight), the new copy
-//     is refused instead, so the member keeps the oldest copies it was owed (SPEC §4's "within
+//     dlv_<id> consumer's pending plus ack-pending, plus the copies in flight), the new copy is
+//     refused instead, so the member keeps the oldest copies it was owed (SPEC §4's "within
 //     retention"). Each refused copy is counted (Stats.ReaderDroppedFull), logged at most once
 //     a minute per member and, for a durable channel, listed as a one-sequence gap of the
-//     membership in listMemberships (issue 12 item 9). The hand-over does not wait for a
-//     member, so one that reads slower than its channels are written for 1000 copies sees
-//     gaps, as an offline one does; it never slows the others.
+//     membership in listMemberships (docs/durable.md "Gaps and losses"). The hand-over does not
+//     wait for a member, so one that reads slower than its channels are written for 1000 copies
+//     sees gaps, as an offline one does; it never slows the others.
 //   - Losses are kept in the membership record, under "lost" (lost.go): the count of refused
 //     copies and the latest 256 gap ranges, written by compare-and-set as soon as they are
 //     counted and again at Close, so a restart lists them again. A crash (kill -9) between a

@@ -10,7 +10,7 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// Reasons a backstop entry was written (LAYOUT.md "The durable backstop").
+// Reasons a backstop entry was written (docs/durable.md "Deferred hand-over").
 const (
 	// ReasonDurableChannel: the entry is a durable channel's copy for one of its members.
 	ReasonDurableChannel = "durable-channel"
@@ -22,9 +22,10 @@ const (
 // JetStream acknowledgement an injected reply subject put there.
 var errInvalidEntry = errors.New("not a valid backstop entry")
 
-// entry is one value of INBOX_<s> on cotal.<s>.dinbox.<member> (LAYOUT.md): the message as
-// its sender published it, the channel from its subject, its CHAT stream sequence, why it
-// was written, and the membership generation it was written under (0 for a mention).
+// entry is one value of INBOX_<s> on cotal.<s>.dinbox.<member> (docs/durable.md "Deferred
+// hand-over"): the message as its sender published it, the channel from its subject, its CHAT
+// stream sequence, why it was written, and the membership generation it was written under (0
+// for a mention).
 type entry struct {
 	Msg        json.RawMessage `json:"msg"`
 	Channel    string          `json:"channel"`
@@ -33,8 +34,8 @@ type entry struct {
 	Generation uint64          `json:"generation"`
 }
 
-// entryMsgID is the INBOX Nats-Msg-Id <msgId>:<member>:<generation>: a redelivered CHAT
-// message is written once per member and membership (LAYOUT.md).
+// entryMsgID is the INBOX Nats-Msg-Id <msgId>:<member>:<generation>: a redelivered CHAT message
+// is written once per member and membership.
 func entryMsgID(msgID, member string, generation uint64) string {
 	return msgID + ":" + member + ":" + strconv.FormatUint(generation, 10)
 }

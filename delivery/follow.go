@@ -23,14 +23,15 @@ const followFlush = 10 * time.Second
 // followCheck is how often a follow looks for writes its subscription dropped.
 const followCheck = time.Second
 
-// follow keeps c current without a JetStream consumer (issue 12 item 4): the presence bucket
-// caps consumers, and an agent can hold every slot with busy pull consumers of its own, which
-// would leave a watch of the mesh's refused. The delivery connection lives in the storage
-// account, where every write to the bucket is published, so it subscribes to the bucket's
-// subjects with a core subscription, then takes a snapshot of the current values (STREAM.INFO
-// with a subjects filter, then the last message of each subject by STREAM.MSG.GET), and only
-// then opens the gate and reports up. Writes seen by the subscription are applied after the
-// snapshot in the order they were published, so the rows end as the bucket's latest values.
+// follow keeps c current without a JetStream consumer (docs/hostile-agents.md "Bounded
+// shares"): the presence bucket caps consumers, and an agent can hold every slot with busy pull
+// consumers of its own, which would leave a watch of the mesh's refused. The delivery
+// connection lives in the storage account, where every write to the bucket is published, so it
+// subscribes to the bucket's subjects with a core subscription, then takes a snapshot of the
+// current values (STREAM.INFO with a subjects filter, then the last message of each subject by
+// STREAM.MSG.GET), and only then opens the gate and reports up. Writes seen by the subscription
+// are applied after the snapshot in the order they were published, so the rows end as the
+// bucket's latest values.
 //
 // What it trades: a write the stream refuses (its bucket full, a failed compare-and-set) is
 // still applied. The presence bucket is written only by each instance on its own key, through

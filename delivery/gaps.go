@@ -6,11 +6,10 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// gapLog detects CHAT sequences the fan-out never saw (LAYOUT.md trap "Eviction before
-// fan-out"). The fan-out's filter is the whole stream, so first deliveries arrive with
-// consecutive stream sequences; a jump means retention (or an operator) removed messages
-// before the fan-out read them. The fan-out records each gap in every membership it overlaps
-// (memberView.gap).
+// gapLog detects CHAT sequences the fan-out never saw (docs/durable.md "Gaps and losses"). The
+// fan-out's filter is the whole stream, so first deliveries arrive with consecutive stream
+// sequences; a jump means retention (or an operator) removed messages before the fan-out read
+// them. The fan-out records each gap in every membership it overlaps (memberView.gap).
 type gapLog struct {
 	mu   sync.Mutex
 	next uint64 // the stream sequence the next first delivery should carry

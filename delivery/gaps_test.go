@@ -167,8 +167,9 @@ func TestLostCopiesKeepTheLatestRangesAndTheTotal(t *testing.T) {
 	}
 }
 
-// A membership record carries its losses under "lost": decodable by the LAYOUT.md record's
-// own strict decoder, read back whole by the registry, and absent from an older record.
+// A membership record carries its losses under "lost": decodable by the membership record's own
+// strict decoder (wire.DecodeMembership), read back whole by the registry, and absent from an
+// older record.
 func TestLossesRideInTheMembershipRecord(t *testing.T) {
 	rec := wire.Membership{Channel: "team", Owner: "bob", State: wire.MemberDurableActive, JoinCursor: 3,
 		Activated: true, Generation: 2, WriterIdentity: WriterIdentity, UpdatedAt: 1}

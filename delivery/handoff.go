@@ -16,10 +16,10 @@ type copyRef struct {
 }
 
 // handOver starts handing one authorized copy to its member's DLV subject (SPEC §8, §9 item 5;
-// LAYOUT.md "The durable backstop"): data is the message as its sender published it, and the
-// Nats-Msg-Id <id>:<member> makes a hand-over redone after a crash or a redelivery a
-// duplicate DLV drops. A member whose handoff is full gets no copy; the refusal is reported
-// as a gap instead (handoffFull). The publish joins p, which is acked only once it is stored.
+// docs/durable.md "DLV hand-over"): data is the message as its sender published it, and the
+// Nats-Msg-Id <id>:<member> makes a hand-over redone after a crash or a redelivery a duplicate
+// DLV drops. A member whose handoff is full gets no copy; the refusal is reported as a gap
+// instead (handoffFull). The publish joins p, which is acked only once it is stored.
 func (s *Service) handOver(ctx context.Context, p *pendingMsg, c copyRef, data []byte) {
 	if !s.hasRoom(ctx, c.member) {
 		s.handoffFull(c)
@@ -46,9 +46,9 @@ func (s *Service) hasRoom(ctx context.Context, member string) bool {
 	return ok
 }
 
-// handoffFull reports a copy refused because its member's handoff is full (issue 12 item 9):
-// it is counted and recorded as a gap of the membership it was meant for, so the loss is
-// reported once instead of retried against a backlog that may never drain.
+// handoffFull reports a copy refused because its member's handoff is full (docs/durable.md
+// "Gaps and losses"): it is counted and recorded as a gap of the membership it was meant for,
+// so the loss is reported once instead of retried against a backlog that may never drain.
 func (s *Service) handoffFull(c copyRef) {
 	s.stats.droppedFull.Add(1)
 	s.members.view.refused(c.channel, c.member, c.seq, c.durable)

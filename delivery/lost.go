@@ -16,11 +16,12 @@ const maxGapRanges = 256
 // unrecorded; each loss is written as soon as it is counted.
 const lostFlushEvery = time.Second
 
-// lostCopies is what one member lost on one channel (issue 12 item 9): the copies the trusted
-// reader refused because the member's handoff was full, and the CHAT sequences the fan-out
-// never saw that overlap the membership. The registry writes it into the membership record
-// under "lost", a cotal addition beside "previous" that readers of the LAYOUT.md record
-// ignore, so that a mesh restart does not make a loss silent.
+// lostCopies is what one member lost on one channel (docs/durable.md "Gaps and losses"): the
+// copies the trusted reader refused because the member's handoff was full, and the CHAT
+// sequences the fan-out never saw that overlap the membership. The registry writes it into the
+// membership record under "lost", a cotal addition beside "previous" that readers of the
+// membership record (docs/layout.md "Membership records") ignore, so that a mesh restart does
+// not make a loss silent.
 type lostCopies struct {
 	// Refused counts every copy refused for the owner on the channel, @mention copies
 	// included, since the record was first written; `cotal deliver pending` shows it.
@@ -217,10 +218,10 @@ func (r *registry) writeLost(ctx context.Context, k membershipKey) error {
 }
 
 // DroppedCopies returns, by channel, how many copies for member the trusted reader refused
-// because the member's handoff was full of unacknowledged copies (issue 12 item 9); nil when
-// none was. Counts of channels the member holds a membership record on are kept in that
-// record and survive a restart; the others (@mention copies of live channels) count since
-// Start. Durable channels' copies among them are gaps in listMemberships.
+// because the member's handoff was full of unacknowledged copies; nil when none was. Counts of
+// channels the member holds a membership record on are kept in that record and survive a
+// restart; the others (@mention copies of live channels) count since Start. Durable channels'
+// copies among them are gaps in listMemberships.
 func (s *Service) DroppedCopies(member string) map[string]int64 {
 	return s.members.view.refusedBy(member)
 }

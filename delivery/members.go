@@ -14,7 +14,8 @@ const maxPastIntervals = 32
 
 // pastInterval is a closed membership interval (JoinCursor, LeaveCursor] of an earlier
 // generation, kept while the fan-out may still have to route messages inside it (doc.go,
-// "Rejoin"). A cotal addition to the LAYOUT.md record, stored under "previous".
+// "Rejoin"). A cotal addition to the membership record (docs/layout.md "Membership records"),
+// stored under "previous".
 type pastInterval struct {
 	Generation  uint64 `json:"generation"`
 	JoinCursor  uint64 `json:"joinCursor"`
@@ -33,8 +34,8 @@ type member struct {
 	joining bool
 }
 
-// storedMember is the persisted form: the LAYOUT.md record plus the closed intervals and the
-// losses (lost.go). Readers of the record ignore the extra fields (SPEC §11).
+// storedMember is the persisted form: the wire.Membership record plus the closed intervals and
+// the losses (lost.go). Readers of the record ignore the extra fields (SPEC §11).
 type storedMember struct {
 	wire.Membership
 	Previous []pastInterval `json:"previous,omitempty"`
@@ -61,10 +62,9 @@ func decodeMember(key string, data []byte) (member, *lostCopies, error) {
 	return member{rec: *rec, past: s.Previous}, s.Lost, nil
 }
 
-// memberView is the in-memory membership registry (SPEC §7): every record of
-// cotal_members_<s>, by channel and owner. The delivery service is the registry's only writer,
-// so the view is exact without reading the bucket again after start (LAYOUT.md trap "One
-// consumer per message").
+// memberView is the in-memory membership registry (SPEC §7): every record of cotal_members_<s>,
+// by channel and owner. The delivery service is the registry's only writer, so the view is
+// exact without reading the bucket again after start (docs/durable.md "Views kept in memory").
 //
 // mu is the join fence: fan-out holds it while it decides which members a message goes to,
 // and a join or leave holds it while it reads the CHAT cursor and updates the record (doc.go).

@@ -8,7 +8,7 @@ import (
 )
 
 // Pipeline sizes: the fan-out and the reader pull in batches and publish asynchronously, so
-// neither waits a round trip per message (LAYOUT.md trap "Backstop throughput").
+// neither waits a round trip per message (docs/durable.md "Fan-out").
 const (
 	pullBatch   = 256                   // messages a pull consumer buffers and a batch holds
 	batchLinger = time.Millisecond      // how long a batch waits for one more buffered message

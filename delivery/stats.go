@@ -13,7 +13,7 @@ type Stats struct {
 	// FanoutSkipped counts CHAT messages that are not valid chat deliveries, acked unprocessed.
 	FanoutSkipped int64 `json:"fanoutSkipped"`
 	// GapsDetected counts jumps in the CHAT sequence the fan-out consumed: messages retention
-	// evicted before the fan-out read them (LAYOUT.md trap "Eviction before fan-out").
+	// evicted before the fan-out read them (docs/durable.md "Gaps and losses").
 	GapsDetected int64 `json:"gapsDetected"`
 	// GapMessages counts the CHAT sequences inside those gaps.
 	GapMessages int64 `json:"gapMessages"`
@@ -27,9 +27,10 @@ type Stats struct {
 	// ReaderDroppedNotEligible counts durable-channel entries outside the member's membership
 	// interval, such as after a leave (SPEC §7).
 	ReaderDroppedNotEligible int64 `json:"readerDroppedNotEligible"`
-	// ReaderDroppedFull counts copies refused because the member's DLV subject already held
-	// its max_msgs_per_subject unacknowledged copies (issue 12 item 9): handing one more over
-	// would have evicted the oldest copy unread. Each is a gap of the member's membership.
+	// ReaderDroppedFull counts copies refused because the member's DLV subject already held its
+	// max_msgs_per_subject unacknowledged copies (docs/durable.md "DLV hand-over"): handing one
+	// more over would have evicted the oldest copy unread. Each is a gap of the member's
+	// membership.
 	ReaderDroppedFull int64 `json:"readerDroppedFull"`
 	// ReaderGaveUpUnknown counts entries terminated after Config.UnknownMemberRetries deliveries
 	// because the ACL source did not know the member.
@@ -43,7 +44,8 @@ type Stats struct {
 	ReaderMalformed int64 `json:"readerMalformed"`
 
 	// ControlRefusedReplySubject counts control requests dropped unanswered because their reply
-	// subject was outside the request subject's .reply. subtree (LAYOUT.md).
+	// subject was outside the request subject's .reply. subtree (docs/layout.md "Control
+	// service").
 	ControlRefusedReplySubject int64 `json:"controlRefusedReplySubject"`
 	// ControlRefusedBusy counts control requests answered at once with ReasonControlBusy or
 	// ReasonControlSenderBusy instead of being served.

@@ -209,9 +209,9 @@ func TestCloseLeavesNoGoroutineBehind(t *testing.T) {
 	h.stop()
 }
 
-// Presence serves @mention resolution only: while the presence loop is down, durable copies
-// are still fanned out and mentions resolve on the last known rows, each such message counted.
-// Once it is back, the follow takes presence written meanwhile (issue 12 item 4).
+// Presence serves @mention resolution only: while the presence loop is down, durable copies are
+// still fanned out and mentions resolve on the last known rows, each such message counted. Once
+// it is back, the follow takes presence written meanwhile.
 func TestFanoutRoutesOnTheLastKnownPresenceWhileItsLoopIsDown(t *testing.T) {
 	h := newHarness(t)
 	h.setChannel("lobby", wire.ChannelConfig{DeliveryClass: wire.DeliveryLive})

@@ -44,11 +44,11 @@ func (l ChannelList) Channel(name string) (ChannelInfo, bool) {
 	return l.Channels[i], true
 }
 
-// Channels lists the channels of the space with their retained counts, from CHAT's
-// per-subject counts (cotal.<s>.chat.<sender>.<channel>, SPEC §3), and their effective config,
-// resolved only through wire's Effective* functions from the registry (SPEC §7). Registry
-// values that do not decode are skipped (LAYOUT.md "Reply-subject injection"). Every profile
-// holds the two reads it makes (SPEC Appendix B).
+// Channels lists the channels of the space with their retained counts, from CHAT's per-subject
+// counts (cotal.<s>.chat.<sender>.<channel>, SPEC §3), and their effective config, resolved
+// only through wire's Effective* functions from the registry (SPEC §7). Registry values that do
+// not decode are skipped (docs/hostile-agents.md "Reply subjects are the requester's"). Every
+// profile holds the two reads it makes (SPEC Appendix B).
 func (e *Endpoint) Channels(ctx context.Context) (ChannelList, error) {
 	counts, err := e.chatCounts(ctx)
 	if err != nil {

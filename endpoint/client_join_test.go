@@ -100,7 +100,8 @@ func TestJoinHonoursTheChannelRegistry(t *testing.T) {
 	}
 }
 
-// fakeDelivery serves the delivery control service (LAYOUT.md) with a switchable answer.
+// fakeDelivery serves the delivery control service (docs/layout.md "Control service") with a
+// switchable answer.
 type fakeDelivery struct {
 	mu     sync.Mutex
 	accept bool

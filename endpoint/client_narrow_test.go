@@ -10,10 +10,10 @@ import (
 )
 
 // A re-mint that narrows the read ACL also closes the backstop: a durable copy the trusted
-// reader handed over under the old ACL, still waiting in dlv_<id>, never surfaces, while
-// copies of channels the new ACL still covers arrive (SPEC §9 item 6, §12 item 14). The mesh
-// deletes it from DLV at the re-mint (issue 12 item 1), so it never even reaches the client's
-// own check against the new ACL.
+// reader handed over under the old ACL, still waiting in dlv_<id>, never surfaces, while copies
+// of channels the new ACL still covers arrive (SPEC §9 item 6, §12 item 14). The mesh deletes
+// it from DLV at the re-mint (docs/durable.md "Narrowing a read ACL"), so it never even reaches
+// the client's own check against the new ACL.
 func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
 	m := spacetest.New(t)
 	both := []string{"team", "ops"}

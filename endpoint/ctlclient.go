@@ -16,9 +16,9 @@ var ErrNoResponders = errors.New("no instance serves this control service")
 
 // Request sends op with args to the control service (SPEC §5) and waits for the reply. The
 // request travels on cotal.<s>.ctl.<service>.<id> with reply subject
-// <request subject>.reply.<uuid>, subscribed before publishing (LAYOUT.md "Control service").
-// Without a deadline on ctx, Options.ControlTimeout applies. A reply with ok false is returned
-// together with an error wrapping ErrControlRefused.
+// <request subject>.reply.<uuid>, subscribed before publishing (docs/layout.md "Control
+// service"). Without a deadline on ctx, Options.ControlTimeout applies. A reply with ok false
+// is returned together with an error wrapping ErrControlRefused.
 func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*wire.ControlReply, error) {
 	var reply *wire.ControlReply
 	err := retryNoResponders(ctx, func() (err error) {
@@ -82,11 +82,11 @@ func (e *Endpoint) request(ctx context.Context, service, op string, args any) (*
 // ok false with the error's text.
 type ControlHandler func(ctx context.Context, req *wire.ControlRequest) (data any, err error)
 
-// Serve answers control requests for service on cotal.<s>.ctl.<service>.* until stop is
-// called or the Endpoint closes. Before acting it verifies that from.id is the subject sender
-// (else it replies ok false, "sender-mismatch"), and it answers only on a reply subject inside
-// the request subject's own .reply. subtree (LAYOUT.md "Reply-subject injection"); a request
-// with any other reply subject is dropped unanswered.
+// Serve answers control requests for service on cotal.<s>.ctl.<service>.* until stop is called
+// or the Endpoint closes. Before acting it verifies that from.id is the subject sender (else it
+// replies ok false, "sender-mismatch"), and it answers only on a reply subject inside the
+// request subject's own .reply. subtree (docs/hostile-agents.md "Reply subjects are the
+// requester's"); a request with any other reply subject is dropped unanswered.
 func (e *Endpoint) Serve(service string, h ControlHandler) (stop func() error, err error) {
 	if !wire.IsToken(service) {
 		return nil, fmt.Errorf("%w: service %q has characters outside [A-Za-z0-9_-]", wire.ErrInvalidControl, service)

@@ -151,7 +151,7 @@ func (d *directory) setWatching() {
 // apply folds one watch entry into the directory. A delete or purge marks the peer offline at
 // once; a row that differs from the last one only in its ts is taken without decoding; any
 // other row that is not a valid Presence under its own key is dropped and counted (SPEC §6;
-// LAYOUT.md "Reply-subject injection").
+// docs/hostile-agents.md "Reply subjects are the requester's").
 func (d *directory) apply(c *Endpoint, entry jetstream.KeyValueEntry) {
 	now := time.Now()
 	d.mu.Lock()

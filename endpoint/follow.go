@@ -92,8 +92,8 @@ func followSubjects(n wire.Names, opts FollowOptions, acl []string) []string {
 }
 
 // subscribeConfirmed subscribes to subject and returns once the broker accepted it. The broker
-// answers SUB before the flush PING, and the client records a refusal before the flush
-// returns, so a refusal is known then (LAYOUT.md "Fixed sleeps in join").
+// answers SUB before the flush PING, and the client records a refusal before the flush returns,
+// so a refusal is known then (docs/durable.md "Joining").
 func (e *Endpoint) subscribeConfirmed(ctx context.Context, subject string, h nats.MsgHandler) (*nats.Subscription, error) {
 	before := e.nc.LastError()
 	sub, err := e.nc.Subscribe(subject, h)

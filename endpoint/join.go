@@ -169,11 +169,11 @@ func (e *Endpoint) join(ctx context.Context, name string, j *joined) (JoinResult
 	return JoinResult{}, fmt.Errorf("%w: %s: %v", ErrJoinRefused, name, refused)
 }
 
-// channelConfig reads the channel's registry entry and the space defaults (SPEC §7) through
-// KV Get, which uses STREAM.MSG.GET, the only read agents hold on the registry (Appendix B),
-// each read asked again when its answer is lost (retryRead). A missing key is no config. A
-// value that does not decode is ignored and logged: it may be a JetStream reply written
-// through an injected reply subject (LAYOUT.md).
+// channelConfig reads the channel's registry entry and the space defaults (SPEC §7) through KV
+// Get, which uses STREAM.MSG.GET, the only read agents hold on the registry (Appendix B), each
+// read asked again when its answer is lost (retryRead). A missing key is no config. A value
+// that does not decode is ignored and logged: it may be a JetStream reply written through an
+// injected reply subject (docs/hostile-agents.md "Reply subjects are the requester's").
 func (e *Endpoint) channelConfig(ctx context.Context, name string) (*wire.ChannelConfig, *wire.ChannelDefaults, error) {
 	raw := func(key string) ([]byte, error) {
 		var entry jetstream.KeyValueEntry
@@ -229,7 +229,7 @@ func (e *Endpoint) chatFrontier(ctx context.Context) (uint64, error) {
 // subscribeLive subscribes to ChatFilter(name) and returns once the broker accepted the
 // subscription (SPEC §7 step 2, §12 item 13). The broker handles SUB before the flush PING and
 // sends a refusal before the PONG, and the client records it before the flush returns, so a
-// refusal is known when the flush returns: no fixed wait (LAYOUT.md "Fixed sleeps in join").
+// refusal is known when the flush returns: no fixed wait (docs/durable.md "Joining").
 func (e *Endpoint) subscribeLive(ctx context.Context, name string, j *joined) error {
 	subject := e.names.ChatFilter(name)
 	before := e.nc.LastError()

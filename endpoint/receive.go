@@ -34,7 +34,8 @@ type Meta struct {
 	Kind MetaKind
 	// Historical marks a backfill copy read on join (SPEC §7 step 4).
 	Historical bool
-	// Durable marks a copy from the durable backstop (dlv_<id>, LAYOUT.md).
+	// Durable marks a copy from the durable backstop (dlv_<id>, docs/durable.md "DLV
+	// hand-over").
 	Durable bool
 	// Channel is the channel of a channel delivery, in its sanitized wire form.
 	Channel string
@@ -195,7 +196,8 @@ func (e *Endpoint) receive(in inbound) outcome {
 // byte for byte a channel copy this Endpoint already surfaced, and it arrived where the full
 // checks would judge it exactly as they judged that copy. Every member of a durable channel
 // gets each message live and again from dlv_<id>, and decoding and validating the second copy
-// only to find its id handled was a large share of its receive cost (issue 13).
+// only to find its id handled was a large share of its receive cost (docs/durable.md
+// "Duplicates").
 //
 // Why this surfaces nothing unchecked and suppresses nothing that was not surfaced (SPEC §4,
 // §5):
@@ -312,9 +314,10 @@ func checkSubscribed(filter, subject, reply string) error {
 }
 
 // checkDurable checks a copy from dlv_<id>. The trusted reader publishes the bare message on
-// cotal.<s>.dlv.<id> (LAYOUT.md), which only it may write; the copy must still be a valid
-// channel message, and its sender and channel must form a valid chat subject, the subject it
-// was first published on. The kind is channel (LAYOUT.md: durable copies are kind=channel).
+// cotal.<s>.dlv.<id> (docs/durable.md "DLV hand-over"), which only it may write; the copy must
+// still be a valid channel message, and its sender and channel must form a valid chat subject,
+// the subject it was first published on. The kind is channel: durable copies are kind=channel,
+// not historical.
 func (e *Endpoint) checkDurable(in inbound) (*wire.CotalMessage, Meta, error) {
 	if in.subject != e.names.DLVSubject(e.id) {
 		return nil, Meta{}, &wire.Anomaly{Reason: wire.ReasonMalformedSubject,
@@ -456,7 +459,7 @@ func redelivered(msg jetstream.Msg) bool {
 }
 
 // inProgressEvery is how often a long-running Handler's JetStream copy is marked in progress:
-// well inside the 60 s ack wait of the bind-only consumers (LAYOUT.md "Consumers").
+// well inside the 60 s ack wait of the bind-only consumers (docs/layout.md "Consumers").
 const inProgressEvery = 20 * time.Second
 
 // keepInProgress marks msg in progress every inProgressEvery until the returned stop is called,

@@ -35,7 +35,7 @@ type Stats struct {
 	// Published counts messages stored by JetStream through this Endpoint.
 	Published uint64
 	// PresenceDropped counts presence rows dropped as invalid or keyed under another id
-	// (SPEC §6; LAYOUT.md trap "Reply-subject injection").
+	// (SPEC §6; docs/hostile-agents.md "Reply subjects are the requester's").
 	PresenceDropped uint64
 	// RosterEventsDropped counts roster events a slow subscriber missed.
 	RosterEventsDropped uint64

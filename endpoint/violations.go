@@ -16,8 +16,8 @@ var (
 	// ErrPublishRefused: the credential may not publish on the subject (allowPublish, SPEC §9).
 	ErrPublishRefused = errors.New("broker refused the publish")
 	// ErrReplyRefused: the broker refused the subscription to a control reply subject; the
-	// credential may not receive replies from this service (LAYOUT.md grants the delivery
-	// service's reply subtree only).
+	// credential may not receive replies from this service (the agent grants name the delivery
+	// service's reply subtree only; docs/accounts.md "Profiles and grants").
 	ErrReplyRefused = errors.New("broker refused the control reply subscription")
 )
 

@@ -11,10 +11,10 @@ import (
 )
 
 // ClusterBackstop holds, per space, the delivery credential a cluster node needs to run that
-// space's durable backstop when it holds the space's lease (issue 14 item 3). Unlike
-// ClusterTrust it holds seeds: the file that carries it is as secret as a .creds file. Each
-// credential has exactly the delivery profile's grants (wire.DeliveryPermissions), never
-// expires and connects in process only, so it serves a cotal node's own connection to its
+// space's durable backstop when it holds the space's lease (docs/accounts.md "The backstop
+// file"). Unlike ClusterTrust it holds seeds: the file that carries it is as secret as a .creds
+// file. Each credential has exactly the delivery profile's grants (wire.DeliveryPermissions),
+// never expires and connects in process only, so it serves a cotal node's own connection to its
 // embedded server and nothing that dials a listener.
 type ClusterBackstop struct {
 	// Spaces maps a space name to its delivery credential.

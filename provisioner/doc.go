@@ -4,23 +4,23 @@
 //
 // # Trust model
 //
-// One operator (a self-signed operator JWT naming the system account) signs every account
-// JWT. Each space is an agent account and a storage account (SPEC §9: account = space, user
-// = agent; the split is issue 12 item 2, reasoned in wire/accounts.go). The agent account
-// holds every credential Mint hands out; it has its own identity key and a separate signing
-// key listed in its claims, which signs those user JWTs (IssuerAccount = the account), so the
-// account identity key never signs a user. It has no JetStream: it imports from the storage
-// account the service subjects wire.Names.StorageServiceSubjects lists and, per credential
-// that can connect, its inbox as a stream; its JWT is re-signed when a new id is minted and
-// at every revocation. The storage account holds the streams and buckets, carries explicit
-// JetStream limits (Options.JetStream; without them an account has no JetStream), exports
-// ">" once as a service (stream responses kept ResponseThreshold) and once as a stream, and
-// signs cotal's own provisioner and delivery credentials. Both accounts have deny-all default
-// permissions, which apply only to a user JWT that carries none. A space created before the
-// split is upgraded by EnsureSpace: its account becomes the storage account, every
-// credential minted in it is revoked (Account.Retired), and a new agent account takes its
-// keys' place in the store. Trust hands the broker the operator JWT, the system account and
-// every account JWT; the broker never sees a seed.
+// One operator (a self-signed operator JWT naming the system account) signs every account JWT.
+// Each space is an agent account and a storage account (SPEC §9: account = space, user = agent;
+// the split is docs/accounts.md "Two accounts per space", reasoned in wire/accounts.go). The
+// agent account holds every credential Mint hands out; it has its own identity key and a
+// separate signing key listed in its claims, which signs those user JWTs (IssuerAccount = the
+// account), so the account identity key never signs a user. It has no JetStream: it imports
+// from the storage account the service subjects wire.Names.StorageServiceSubjects lists and,
+// per credential that can connect, its inbox as a stream; its JWT is re-signed when a new id is
+// minted and at every revocation. The storage account holds the streams and buckets, carries
+// explicit JetStream limits (Options.JetStream; without them an account has no JetStream),
+// exports ">" once as a service (stream responses kept ResponseThreshold) and once as a stream,
+// and signs cotal's own provisioner and delivery credentials. Both accounts have deny-all
+// default permissions, which apply only to a user JWT that carries none. A space created before
+// the split is upgraded by EnsureSpace: its account becomes the storage account, every
+// credential minted in it is revoked (Account.Retired), and a new agent account takes its keys'
+// place in the store. Trust hands the broker the operator JWT, the system account and every
+// account JWT; the broker never sees a seed.
 //
 // # What is stored
 //
@@ -42,24 +42,24 @@
 // are data in package wire (wire.AgentPermissions and its siblings), the one definition the
 // delivery service's tests also run under; this package validates grants and signs.
 //
-//   - agent: Appendix B's agent grants, plus LAYOUT.md's additions: control replies on
-//     cotal.<s>.ctl.delivery.<id>.> (the request subject is Appendix B's ctl.<manager>.<id>
-//     with manager = delivery), binding dlv_<id>, create-denies on DLV_<s>, and consumer
-//     delete on its presence and channel-registry watches.
-//   - observer: Appendix B's observer grants, except the bare
-//     $JS.API.CONSUMER.CREATE.CHAT_<s>, which is withheld and denied: that form takes the
-//     consumer name from the request body and so can rewrite the delivery package's fanout
-//     consumer. Explicit denies keep create, delete, pull and ack of fanout out of reach
-//     (LAYOUT.md Trap "Observer against delivery"). It also reads the display-only
-//     membership feed (SPEC §8) and may delete its presence watch consumers.
+//   - agent: Appendix B's agent grants, plus cotal's additions (docs/accounts.md "Profiles and
+//     grants"): control replies on cotal.<s>.ctl.delivery.<id>.> (the request subject is
+//     Appendix B's ctl.<manager>.<id> with manager = delivery), binding dlv_<id>, create-denies
+//     on DLV_<s>, and consumer delete on its presence and channel-registry watches.
+//   - observer: Appendix B's observer grants, except the bare $JS.API.CONSUMER.CREATE.CHAT_<s>,
+//     which is withheld and denied: that form takes the consumer name from the request body and
+//     so can rewrite the delivery package's fanout consumer. Explicit denies keep create,
+//     delete, pull and ack of fanout out of reach (docs/hostile-agents.md "cotal's own
+//     consumers are out of reach"). It also reads the display-only membership feed (SPEC §8)
+//     and may delete its presence watch consumers.
 //   - admin: the observer's grants with sub.allow = [cotal.<s>.>, inbox] plus Appendix B's
 //     DM history grants; the same fanout denies.
 //   - provisioner and delivery: narrow infrastructure profiles that replace Appendix B's
 //     allow-all manager. Each grant is commented with its reason in wire/grants_infra.go.
 //
 // Every profile may subscribe to its own _INBOX_<id>.> and publish $JS.API.INFO; none needs
-// response permissions. The presence bucket's rollup denial (LAYOUT.md Trap "Presence wipe")
-// is a bucket setting, not a permission.
+// response permissions. The presence bucket's rollup denial (docs/hostile-agents.md "Presence
+// cannot be wiped") is a bucket setting, not a permission.
 //
 // # Credentials
 //

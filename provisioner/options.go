@@ -15,8 +15,8 @@ type Options struct {
 	LockTimeout time.Duration
 
 	// JetStream is written into every space account JWT. An account JWT without JetStream
-	// limits has no JetStream at all (LAYOUT.md, Broker settings), so the limits are always
-	// explicit. Default: every limit unlimited (-1).
+	// limits has no JetStream at all (docs/accounts.md "Two accounts per space"), so the limits
+	// are always explicit. Default: every limit unlimited (-1).
 	JetStream JetStreamLimits
 
 	// Limits are the connection, subscription and payload bounds written into every space
@@ -35,15 +35,16 @@ type Options struct {
 	CredentialTTL time.Duration
 }
 
-// Limits bound what one space and one credential may hold on the broker (issue 12 item 4:
-// a hostile agent must not exhaust the mesh). -1 means unlimited.
+// Limits bound what one space and one credential may hold on the broker: a hostile agent must
+// not exhaust the mesh (docs/hostile-agents.md "Bounded shares"). -1 means unlimited.
 type Limits struct {
 	// Connections is the space account's maximum client connections (account JWT conn),
 	// the mesh's own connections included.
 	Connections int64
 	// LeafNodes is the agent account's maximum leaf node connections (account JWT leaf),
 	// counted on each side of a link: the links a hub accepts, or the one a leaf makes. Zero
-	// refuses every one, the default for a mesh that runs no leaf link (issue 14).
+	// refuses every one, the default for a mesh that runs no leaf link (docs/accounts.md "Leaf
+	// links").
 	LeafNodes int64
 	// Subscriptions is the maximum subscriptions of one connection of a minted credential
 	// (user JWT subs); the broker refuses the next one.

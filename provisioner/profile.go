@@ -21,8 +21,9 @@ const (
 	ProfileObserver Profile = wire.ProfileObserver
 	// ProfileAdmin is observer plus the whole space's live tap and DM history.
 	ProfileAdmin Profile = wire.ProfileAdmin
-	// ProfileLeaf links a leaf mesh to this one, its hub (issue 14): chat, DMs and presence
-	// cross the link (wire.LeafPermissions), and the credential connects only as a leaf node.
+	// ProfileLeaf links a leaf mesh to this one, its hub (docs/accounts.md "Leaf links"): chat,
+	// DMs and presence cross the link (wire.LeafPermissions), and the credential connects only
+	// as a leaf node.
 	ProfileLeaf Profile = wire.ProfileLeaf
 )
 
@@ -32,8 +33,8 @@ const (
 	// ProfileProvisioner creates the space's streams, buckets and bind-only durables and
 	// writes the channel registry and ACL records.
 	ProfileProvisioner Profile = "provisioner"
-	// ProfileDelivery runs the durable backstop (LAYOUT.md): fan-out, trusted reader and the
-	// work of the `delivery` control service.
+	// ProfileDelivery runs the durable backstop (docs/durable.md): fan-out, trusted reader and
+	// the work of the `delivery` control service.
 	ProfileDelivery Profile = "delivery"
 	// ProfileDeliveryControl takes the `delivery` control service's requests and sends its
 	// answers (wire.DeliveryControlPermissions); a user of the agent account, where it sees
@@ -65,10 +66,10 @@ func (p Profile) inAgentAccount() bool {
 	return p == ProfileDeliveryControl || p == ProfileLeafRelay
 }
 
-// Permissions returns the exact NATS permissions of profile for the instance id (a user
-// public key) in the space names describes: SPEC Appendix B plus LAYOUT.md's additions.
-// Grants apply to ProfileAgent only; any grant or role given to another profile fails with
-// ErrGrantsNotAllowed. It is a pure function of its arguments.
+// Permissions returns the exact NATS permissions of profile for the instance id (a user public
+// key) in the space names describes: SPEC Appendix B plus cotal's additions (docs/accounts.md
+// "Profiles and grants"). Grants apply to ProfileAgent only; any grant or role given to another
+// profile fails with ErrGrantsNotAllowed. It is a pure function of its arguments.
 func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Permissions, error) {
 	if names.Space() == "" {
 		return jwt.Permissions{}, fmt.Errorf("%w: the space name is empty", ErrInvalidRequest)

@@ -12,10 +12,10 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// Keys of a space bucket that hold its storage account (issue 12 item 2; see wire/accounts.go).
-// The space's agent account, which signs every credential handed out, keeps the original keys
-// (keyAccountSeed, keySigningSeed, keyJWT), so the registry, revocations and mint work on it
-// unchanged.
+// Keys of a space bucket that hold its storage account (docs/accounts.md "Two accounts per
+// space"; see wire/accounts.go). The space's agent account, which signs every credential handed
+// out, keeps the original keys (keyAccountSeed, keySigningSeed, keyJWT), so the registry,
+// revocations and mint work on it unchanged.
 var (
 	keyStorageSeed        = []byte("storage_account_seed")
 	keyStorageSigningSeed = []byte("storage_signing_seed")

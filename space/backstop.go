@@ -40,11 +40,11 @@ const (
 // before it first contends for the lease.
 const memberGrace = 2 * time.Second
 
-// backstop runs one space's durable backstop on a cluster node while the node holds the
-// space's lease (issue 14 item 3): the delivery service starts when the lease is taken and
-// stops when it is lost or the mesh closes. Every node that may hold the lease uses the same
-// delivery identity (the cluster backstop file's), so the consumers the service creates are
-// the same durables wherever it runs, and resume from their stored cursors.
+// backstop runs one space's durable backstop on a cluster node while the node holds the space's
+// lease (docs/durable.md "The cluster lease"): the delivery service starts when the lease is
+// taken and stops when it is lost or the mesh closes. Every node that may hold the lease uses
+// the same delivery identity (the cluster backstop file's), so the consumers the service
+// creates are the same durables wherever it runs, and resume from their stored cursors.
 type backstop struct {
 	space string
 	node  string

@@ -11,8 +11,8 @@ import (
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
-// reportMedian reports the median of samples as ms/op-median, the figure the issue notes use:
-// a mean hides the one slow start a loaded machine produces.
+// reportMedian reports the median of samples as ms/op-median, the figure the notes use: a mean
+// hides the one slow start a loaded machine produces.
 func reportMedian(b *testing.B, samples []time.Duration) {
 	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
 	b.ReportMetric(float64(samples[len(samples)/2].Microseconds())/1000, "ms-median")

@@ -52,11 +52,11 @@ var ErrContended = errors.New("another writer kept changing the entry; try again
 // casAttempts bounds the compare-and-set retries of a registry write racing another writer.
 const casAttempts = 5
 
-// SetChannel changes a concrete channel's registry entry with the mesh's provisioner
-// identity, the only writer of cotal_channels_<s> (SPEC §7, LAYOUT.md), and returns the entry
-// as written. The result is validated before it is written; a channel with no retained message
-// and no entry is refused unless u.Create is set. Fan-out and joins read the new entry from
-// their next message or join on.
+// SetChannel changes a concrete channel's registry entry with the mesh's provisioner identity,
+// the only writer of cotal_channels_<s> (SPEC §7, docs/layout.md "Channel registry"), and
+// returns the entry as written. The result is validated before it is written; a channel with no
+// retained message and no entry is refused unless u.Create is set. Fan-out and joins read the
+// new entry from their next message or join on.
 func (m *Mesh) SetChannel(ctx context.Context, space string, u ChannelUpdate) (*wire.ChannelConfig, error) {
 	rt, err := m.space(space)
 	if err != nil {
@@ -75,7 +75,8 @@ func (m *Mesh) SetChannel(ctx context.Context, space string, u ChannelUpdate) (*
 		out = wire.ChannelConfig{}
 		if exists {
 			// An entry that does not decode (a JetStream reply written onto the key through an
-			// injected reply subject, LAYOUT.md) is replaced, never merged.
+			// injected reply subject, docs/hostile-agents.md "Reply subjects are the
+			// requester's") is replaced, never merged.
 			if c, err := wire.DecodeChannelConfig(data); err == nil {
 				out = *c
 			}

@@ -10,7 +10,8 @@ import (
 	"github.com/cotal-go/cotal/space"
 )
 
-// churnCycles is the credential churn of the issue's measurement (issue 12, item 5).
+// churnCycles is the credential churn RELIABILITY.md's revocation row measures (5 000 churned
+// credentials; docs/hostile-agents.md "Bounded shares").
 const churnCycles = 5000
 
 // BenchmarkStartAfterCredentialChurn mints and revokes churnCycles one-second credentials in

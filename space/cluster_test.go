@@ -154,9 +154,9 @@ func receive(ctx context.Context, t *testing.T, got <-chan endpoint.Delivery, ki
 	}
 }
 
-// TestAClusterOfThreeServesOneSpace covers issue 14 items 1 and 2: agents on different nodes
-// exchange multicast, DM, anycast and durable copies; a credential minted after start works
-// on a node without the key store, and its revocation reaches that node.
+// TestAClusterOfThreeServesOneSpace: agents on different nodes exchange multicast, DM, anycast
+// and durable copies; a credential minted after start works on a node without the key store,
+// and its revocation reaches that node.
 func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t)

@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ClusterStatus is a cluster node's view of the NATS cluster (issue 14 item 5), read from its
-// embedded server: the nodes of the JetStream metadata group and its leader. Status has none
-// on a mesh that runs alone.
+// ClusterStatus is a cluster node's view of the NATS cluster, read from its embedded server:
+// the nodes of the JetStream metadata group and its leader. Status has none on a mesh that runs
+// alone.
 type ClusterStatus struct {
 	// Name is the cluster name every node shares.
 	Name string `json:"name"`
@@ -24,8 +24,9 @@ type ClusterStatus struct {
 	MetaLeader string `json:"metaLeader"`
 	// Nodes are the peers of the metadata group, this node included, by name.
 	Nodes []Peer `json:"nodes"`
-	// Backstops name, per space this node may run the durable backstop of, the node that
-	// runs it now (issue 14 item 3); empty on a node without the cluster backstop file.
+	// Backstops name, per space this node may run the durable backstop of, the node that runs
+	// it now (docs/durable.md "The cluster lease"); empty on a node without the cluster
+	// backstop file.
 	Backstops []BackstopHolder `json:"backstops,omitempty"`
 }
 

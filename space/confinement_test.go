@@ -20,10 +20,10 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// The confinement suite (issue "Tests that must exist (real server, real JWTs)"): raw nats.go
-// connections with minted credentials against a whole mesh, asserting the broker's own
-// refusal. Every refusal has a permitted twin in the same table (same credential, the nearest
-// allowed subject), so a broker that let everything through fails the suite.
+// The confinement suite (SPEC §9, with a real server and real JWTs): raw nats.go connections
+// with minted credentials against a whole mesh, asserting the broker's own refusal. Every
+// refusal has a permitted twin in the same table (same credential, the nearest allowed
+// subject), so a broker that let everything through fails the suite.
 
 // world is one mesh with the cast every confinement table uses: two agents, an observer and
 // an admin, plus traffic for them to read.
@@ -339,9 +339,9 @@ func TestAdminReadsTheSpaceButPostsNothing(t *testing.T) {
 	})
 }
 
-// TestDeliveryConsumersAreOutOfReach covers LAYOUT.md's trap "Observer against delivery":
-// the observer's and admin's CHAT consumer wildcards must not reach `fanout`, and nothing
-// but the delivery identity touches `reader`.
+// TestDeliveryConsumersAreOutOfReach covers docs/hostile-agents.md "cotal's own consumers are
+// out of reach": the observer's and admin's CHAT consumer wildcards must not reach `fanout`,
+// and nothing but the delivery identity touches `reader`.
 func TestDeliveryConsumersAreOutOfReach(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -514,8 +514,8 @@ func presenceOf(ctx context.Context, t *testing.T, p *peer, n wire.Names, key st
 }
 
 // rollupKeepsPresence has bob announce himself, then p publish its own presence key with a
-// Nats-Rollup header (LAYOUT.md trap "Presence wipe"). It returns the publish's error, or an
-// error of its own when bob's presence did not survive.
+// Nats-Rollup header (docs/hostile-agents.md "Presence cannot be wiped"). It returns the
+// publish's error, or an error of its own when bob's presence did not survive.
 func rollupKeepsPresence(n wire.Names, bob *peer, kind string) attempt {
 	return func(ctx context.Context, t *testing.T, p *peer) error {
 		if err := watchSees(n, bob.cred.ID, bob)(ctx, t, bob); err != nil {
@@ -542,7 +542,7 @@ func registryGet(n wire.Names) attempt {
 }
 
 // controlCall asks the delivery service for p's memberships on p's own control subject, with
-// the reply inside its own .reply. subtree (LAYOUT.md "Control service delivery").
+// the reply inside its own .reply. subtree (docs/layout.md "Control service").
 func controlCall(n wire.Names) attempt {
 	return func(_ context.Context, t *testing.T, p *peer) error {
 		subject := n.CtlSubject(wire.DeliveryService, p.cred.ID)

@@ -16,8 +16,9 @@ import (
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
-// TestStartNarrowsAWorldWritableDataDirectory covers issue 12 item 6 for embedders: a data
-// directory of the user's that others may write is narrowed to 0700, with a warning.
+// TestStartNarrowsAWorldWritableDataDirectory covers docs/hostile-agents.md "A local user" for
+// embedders: a data directory of the user's that others may write is narrowed to 0700, with a
+// warning.
 func TestStartNarrowsAWorldWritableDataDirectory(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o777); err != nil {
@@ -36,8 +37,8 @@ func TestStartNarrowsAWorldWritableDataDirectory(t *testing.T) {
 	}
 }
 
-// TestStartRefusesADataDirectoryOfAnotherUser covers issue 12 item 6 for embedders: Start
-// trusts nothing in a directory another user owns.
+// TestStartRefusesADataDirectoryOfAnotherUser covers docs/hostile-agents.md "A local user" for
+// embedders: Start trusts nothing in a directory another user owns.
 func TestStartRefusesADataDirectoryOfAnotherUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("chown to another user needs root")

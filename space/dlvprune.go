@@ -11,7 +11,7 @@ import (
 )
 
 // pruneHandoff deletes from id's durable handoff (its DLV subject) every copy of a channel acl
-// does not cover, and returns how many it deleted (issue 12 item 1).
+// does not cover, and returns how many it deleted (docs/durable.md "Narrowing a read ACL").
 //
 // The trusted reader authorized each copy against the ACL in force when it handed the copy
 // over (SPEC §9 item 5), and dlv_<id> is bound by the agent, so a copy of a channel a re-mint

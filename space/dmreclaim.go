@@ -17,9 +17,9 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// DM_<s> discards new (issue 12 item 4): a full DM stream refuses the next DM, its sender is
-// told, and no stored DM is ever evicted for room. What the mesh takes back instead, in the
-// pass at start, every ReconcileInterval and on Mesh.Reconcile:
+// DM_<s> discards new (docs/durable.md "Reclaiming DMs and tasks"): a full DM stream refuses
+// the next DM, its sender is told, and no stored DM is ever evicted for room. What the mesh
+// takes back instead, in the pass at start, every ReconcileInterval and on Mesh.Reconcile:
 //
 //   - every DM addressed to an id that is no agent of the space: never issued (made up by a
 //     flooder), an observer's or admin's (who read no dm_ queue), or one whose registry row

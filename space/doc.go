@@ -2,8 +2,8 @@
 // ARCHITECTURE.md and the body of `cotal up`.
 //
 // Start opens (or creates) the key store in the data directory, starts the embedded broker in
-// operator mode with every account preloaded, and for each space provisions the streams and
-// KV buckets of SPEC §8 and LAYOUT.md, writes the ACL records of every minted credential,
+// operator mode with every account preloaded, and for each space provisions the streams and KV
+// buckets of SPEC §8 and docs/layout.md, writes the ACL records of every minted credential,
 // pre-creates the bind-only dm_<id>, dlv_<id> and svc_<role> consumers of every active agent,
 // and starts the durable backstop (package delivery). Each of these runs on its own scoped,
 // in-process-only identity; no component holds an allow-all credential. Close stops it all in
@@ -18,7 +18,8 @@
 //   - Provisioning is idempotent and puts drifted settings back at every start; the
 //     `=defaults` channel record is written once (SPEC §7) and then left to the operator.
 //   - The presence bucket refuses rollups, per-message TTLs and message schedules, so no agent
-//     can wipe other instances' presence or outlive the liveness TTL (LAYOUT.md traps).
+//     can wipe other instances' presence or outlive the liveness TTL (docs/hostile-agents.md
+//     "Presence cannot be wiped").
 //   - The trusted reader authorizes against the registry's ACLs kept in memory here, never
 //     against the cotal_acl_<s> bucket, which an agent can overwrite through reply-subject
 //     injection; the bucket is written for reference clients and observers.

@@ -31,14 +31,14 @@ func backstopNode(ctx context.Context, node *space.Mesh) string {
 	return ""
 }
 
-// TestTheBackstopSurvivesItsNode covers issue 14 item 3: the node that runs the backstop
-// (usually the key-store node) has its server die in the middle of a burst to a durable
-// channel whose member is offline, as in a kill -9, so its lease is neither renewed nor
-// released; another node takes the lease once it expires and resumes from the stored
-// cursors; the member, back through a surviving node, gets every acknowledged message exactly
-// once, each through the backstop. A message the dead node's fan-out had in hand is
-// redelivered to the new holder after the fanout consumer's AckWait (wire.DefaultAckWait,
-// 60 s), so the test lasts that long when the stop catches one.
+// TestTheBackstopSurvivesItsNode covers docs/durable.md "The cluster lease": the node that runs
+// the backstop (usually the key-store node) has its server die in the middle of a burst to a
+// durable channel whose member is offline, as in a kill -9, so its lease is neither renewed nor
+// released; another node takes the lease once it expires and resumes from the stored cursors;
+// the member, back through a surviving node, gets every acknowledged message exactly once, each
+// through the backstop. A message the dead node's fan-out had in hand is redelivered to the new
+// holder after the fanout consumer's AckWait (wire.DefaultAckWait, 60 s), so the test lasts
+// that long when the stop catches one.
 func TestTheBackstopSurvivesItsNode(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, true)

@@ -21,7 +21,8 @@ import (
 
 // TestCopiesPastAFullHandoffAreCountedNotEvicted: a member offline through more durable copies
 // than DLV_<s> keeps for it gets the oldest it was owed, and every other one is reported as
-// lost, in deliver pending, in listMemberships' gaps and in the metrics (issue 12 item 9).
+// lost, in deliver pending, in listMemberships' gaps and in the metrics (docs/durable.md "Gaps
+// and losses").
 func TestCopiesPastAFullHandoffAreCountedNotEvicted(t *testing.T) {
 	t.Parallel()
 	const bound, sent = 3, 8
@@ -67,8 +68,8 @@ func TestCopiesPastAFullHandoffAreCountedNotEvicted(t *testing.T) {
 }
 
 // TestLostCopiesSurviveAMeshRestart: the copies refused past a full handoff are written into
-// the membership record, so a mesh restarted on the same data directory still reports them,
-// in deliver pending and in listMemberships' gaps (issue 12 item 9).
+// the membership record, so a mesh restarted on the same data directory still reports them, in
+// deliver pending and in listMemberships' gaps (docs/durable.md "Gaps and losses").
 func TestLostCopiesSurviveAMeshRestart(t *testing.T) {
 	t.Parallel()
 	const bound, sent = 3, 8

@@ -20,10 +20,10 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// The hostile-agent suite of issue 12, items 1 and 3: what a credential leaves behind (a
-// consumer, a durable copy) must not outlive the grants it was made under, and no identity
-// may redefine, drain or delete another identity's consumers. Raw nats.go connections with
-// minted credentials are the attacker.
+// The hostile-agent suite of docs/hostile-agents.md "Nothing outlives its grants": what a
+// credential leaves behind (a consumer, a durable copy) must not outlive the grants it was made
+// under, and no identity may redefine, drain or delete another identity's consumers. Raw
+// nats.go connections with minted credentials are the attacker.
 
 // noPeriodicPass leaves only the passes at start, mint and revoke, so a test sees what those
 // passes do and not a lucky tick.

@@ -20,12 +20,13 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// TestAnswersAimedAtOthersDataStoreNothing covers issue 12 item 2: an agent publishes on
-// subjects it may publish on, with reply subjects naming what other agents have stored, so
-// that JetStream's answers (PubAcks, API replies, the messages of its own pull) would be
-// stored there and evict older data. In one account they were (1 000 publishes evicted a
-// channel's whole history). With storage reached only through the agent account's imports,
-// no answer is stored anywhere: every stream holds exactly what its owners wrote.
+// TestAnswersAimedAtOthersDataStoreNothing covers docs/accounts.md "Why answers never land
+// where data is stored": an agent publishes on subjects it may publish on, with reply subjects
+// naming what other agents have stored, so that JetStream's answers (PubAcks, API replies, the
+// messages of its own pull) would be stored there and evict older data. In one account they
+// were (1 000 publishes evicted a channel's whole history). With storage reached only through
+// the agent account's imports, no answer is stored anywhere: every stream holds exactly what
+// its owners wrote.
 func TestAnswersAimedAtOthersDataStoreNothing(t *testing.T) {
 	t.Parallel()
 	m := spacetest.New(t, func(o *space.Options) { o.Memory = false })

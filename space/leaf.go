@@ -13,11 +13,12 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// LeafOptions link meshes as hub and leaf (issue 14), per space: a leaf mesh (a laptop) binds
-// a space's agent account to the same space's agent account on the hub, so its agents and the
-// hub's see each other's live chat, DMs and presence while the link is up, and keep working
-// among themselves while it is down. Each side keeps its own key store, streams and buckets;
-// wire.LeafSubjects says what crosses and wire.LeafLocalSubjects what never does.
+// LeafOptions link meshes as hub and leaf (docs/accounts.md "Leaf links"), per space: a leaf
+// mesh (a laptop) binds a space's agent account to the same space's agent account on the hub,
+// so its agents and the hub's see each other's live chat, DMs and presence while the link is
+// up, and keep working among themselves while it is down. Each side keeps its own key store,
+// streams and buckets; wire.LeafSubjects says what crosses and wire.LeafLocalSubjects what
+// never does.
 type LeafOptions struct {
 	// Listen is a hub's leaf node listener "host:port", which leaf meshes connect to with a
 	// credential of the leaf profile (provisioner.ProfileLeaf). It takes TLS when the client
@@ -107,8 +108,8 @@ func (m *Mesh) leafConfig(c *broker.Config) {
 	}
 }
 
-// LeafStatus is the mesh's side of its leaf links (issue 14); Status has none on a mesh that
-// runs no leaf link.
+// LeafStatus is the mesh's side of its leaf links; Status has none on a mesh that runs no leaf
+// link.
 type LeafStatus struct {
 	// Role is "hub" (it accepts leaf meshes) or "leaf" (it connects to a hub).
 	Role string `json:"role"`

@@ -87,9 +87,9 @@ func (p *leafPair) startHub(t *testing.T) {
 	p.hub = hub
 }
 
-// TestALaptopLinksToAHubAsALeaf covers issue 14 item 4: chat and DMs cross a leaf link both
-// ways, anycast stays on its side, the laptop keeps its own traffic while the hub is down, and
-// crossing resumes by itself once the hub is back on the same data directory and ports.
+// TestALaptopLinksToAHubAsALeaf: chat and DMs cross a leaf link both ways, anycast stays on its
+// side, the laptop keeps its own traffic while the hub is down, and crossing resumes by itself
+// once the hub is back on the same data directory and ports.
 func TestALaptopLinksToAHubAsALeaf(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)

@@ -11,11 +11,11 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// lease is one node's claim on a space's backstop in a cluster (issue 14 item 3): the key
-// wire.BackstopLeaseKey of the space's backstop bucket holds the holder's node name. The
-// bucket's records expire wire.BackstopLeaseTTL after their last write (the stream's MaxAge),
-// so a holder that dies lets go by itself. A holder renews by compare-and-set every tick; a
-// contender creates the key, which succeeds only while it is absent or deleted.
+// lease is one node's claim on a space's backstop in a cluster (docs/durable.md "The cluster
+// lease"): the key wire.BackstopLeaseKey of the space's backstop bucket holds the holder's node
+// name. The bucket's records expire wire.BackstopLeaseTTL after their last write (the stream's
+// MaxAge), so a holder that dies lets go by itself. A holder renews by compare-and-set every
+// tick; a contender creates the key, which succeeds only while it is absent or deleted.
 //
 // At most one holder runs at a time: a holder counts its term from the moment it sent its last
 // successful renewal, which the server stored no earlier, and gives up (stops what it runs)

@@ -8,9 +8,9 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// Limits bound what one agent, and one space, may take from the broker (issue 12 item 4: one
-// hostile agent must not exhaust the mesh for the others). Account limits need
-// authentication: an open mesh keeps only the stream limits and the log rate limit.
+// Limits bound what one agent, and one space, may take from the broker: one hostile agent must
+// not exhaust the mesh for the others (docs/hostile-agents.md "Bounded shares"). Account limits
+// need authentication: an open mesh keeps only the stream limits and the log rate limit.
 type Limits struct {
 	// Connections is the most client connections of one space, the mesh's own included.
 	Connections int
@@ -34,7 +34,7 @@ type Limits struct {
 	WatchConsumers int
 	// WatchesPerIdentity is the most consumers one identity may hold on the presence bucket
 	// and, separately, on the channel-registry bucket; the on-create check deletes each one
-	// past it (issue 12 item 4). An Endpoint holds one watch of each.
+	// past it (docs/hostile-agents.md "Bounded shares"). An Endpoint holds one watch of each.
 	WatchesPerIdentity int
 	// HandoffPerSubject is how many durable copies DLV_<s> keeps per member; zero is
 	// wire.BackstopPerSubject. Past it the trusted reader reports new copies as gaps.

@@ -24,9 +24,9 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// The resource-bound suite (issue 12 item 4): one agent credential, used through raw nats.go
-// as an attacker would, against a mesh with small limits. Each test repeats an abuse that
-// worked before the limits and requires the broker to bound it.
+// The resource-bound suite (docs/hostile-agents.md "Bounded shares"): one agent credential,
+// used through raw nats.go as an attacker would, against a mesh with small limits. Each test
+// repeats an abuse that worked before the limits and requires the broker to bound it.
 
 // limitedMesh starts a mesh with the limits change sets and mints an attacker and a victim.
 func limitedMesh(t *testing.T, change func(*space.Limits)) (m *space.Mesh, attacker, victim *provisioner.Credential) {
@@ -637,7 +637,7 @@ func TestPresenceConsumersAreBounded(t *testing.T) {
 }
 
 // A mesh restarted while an attacker's durable consumers hold the whole presence consumer cap
-// starts, and fans a durable copy out to an offline member (issue 12 item 4).
+// starts, and fans a durable copy out to an offline member.
 func TestAMeshStartsAndFansOutUnderAFullPresenceConsumerCap(t *testing.T) {
 	t.Parallel()
 	const limit = 10

@@ -192,7 +192,7 @@ func (m *Mesh) logRetired(acct provisioner.Account) {
 	if len(acct.Retired) == 0 {
 		return
 	}
-	m.log.Warn("upgraded the space to a separate storage account (issue 12): credentials minted before can no longer connect; "+
+	m.log.Warn("upgraded the space to a separate storage account: credentials minted before can no longer connect; "+
 		"mint each again from its .creds file to keep its id and consumers (cotal auth mint --identity FILE, with its old name, profile and grants)",
 		"space", acct.Space, "count", len(acct.Retired))
 	for _, rec := range acct.Retired {

@@ -177,10 +177,9 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 }
 
 // afterGrantChange re-checks everything rec's identity may have created under its previous
-// grants (LAYOUT.md trap "A consumer outlives the ACL it was made under"): every consumer of
-// the space, and the durable copies already handed to it. The credential change itself has
-// happened and is not undone; a failure here is logged, counted, and closed by the next
-// periodic pass.
+// grants (docs/hostile-agents.md "Nothing outlives its grants"): every consumer of the space,
+// and the durable copies already handed to it. The credential change itself has happened and is
+// not undone; a failure here is logged, counted, and closed by the next periodic pass.
 //
 // Only a narrowing (the previous ACL held a pattern the new one lacks) prunes the handoff: it
 // reads every copy waiting for the member, which a fresh mint or a same-ACL re-mint has no
@@ -278,12 +277,13 @@ func (m *Mesh) putACLs(ctx context.Context, rt *spaceRuntime, ids []string) erro
 	return nil
 }
 
-// syncRegistry brings the space in line with the registry at start, before the delivery
-// service and any client connect: every ACL record is rewritten (credentials minted while no
-// mesh ran get theirs, a tampered one is put back), and one reconciliation pass leaves exactly
-// the consumers the registry allows: every active agent's bind-only consumers exist with their
+// syncRegistry brings the space in line with the registry at start, before the delivery service
+// and any client connect: every ACL record is rewritten (credentials minted while no mesh ran
+// get theirs, a tampered one is put back), and one reconciliation pass leaves exactly the
+// consumers the registry allows: every active agent's bind-only consumers exist with their
 // spec's config, so an offline mint needs no second step, and whatever an identity since
-// revoked, or anyone while the mesh was down, left behind is gone (issue 12 item 3).
+// revoked, or anyone while the mesh was down, left behind is gone (docs/hostile-agents.md
+// "Nothing outlives its grants").
 func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 	if m.store == nil {
 		return nil

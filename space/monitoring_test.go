@@ -34,9 +34,9 @@ func getWith(t *testing.T, url, auth string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// TestMonitoringShowsIdentitiesOnlyWithTheToken covers issue 12 item 8: nats-server's
-// /connz?auth=1 shows every user JWT and /accountz every account, so an agent on the same
-// machine must not read them from the monitoring port; health and metrics stay open.
+// TestMonitoringShowsIdentitiesOnlyWithTheToken covers docs/hostile-agents.md "A local user":
+// nats-server's /connz?auth=1 shows every user JWT and /accountz every account, so an agent on
+// the same machine must not read them from the monitoring port; health and metrics stay open.
 func TestMonitoringShowsIdentitiesOnlyWithTheToken(t *testing.T) {
 	dir := t.TempDir()
 	m := spacetest.New(t, func(o *space.Options) { o.Dir, o.HTTP = dir, "127.0.0.1:0" })

@@ -16,14 +16,14 @@ import (
 )
 
 // provision creates or reconciles every stream and bucket of one space and writes the
-// `=defaults` channel record once (SPEC §7, §8; LAYOUT.md). It is idempotent: a restart
-// puts drifted settings back, and an existing `=defaults` record is left as the operator
-// last set it. The streams are independent of one another, so they are all requested at
-// once: start waits one round trip for them, not one per stream. On a fresh broker (a memory
-// mesh's, started a moment ago with an empty store) every stream is created outright, which
-// saves the update that create-or-update tries first. It returns each stream's handle by
-// name, so later passes over the streams need not ask for their info again. Each stream
-// keeps replicas copies (three on a cluster of three nodes or more).
+// `=defaults` channel record once (SPEC §7, §8; docs/layout.md). It is idempotent: a restart
+// puts drifted settings back, and an existing `=defaults` record is left as the operator last
+// set it. The streams are independent of one another, so they are all requested at once: start
+// waits one round trip for them, not one per stream. On a fresh broker (a memory mesh's,
+// started a moment ago with an empty store) every stream is created outright, which saves the
+// update that create-or-update tries first. It returns each stream's handle by name, so later
+// passes over the streams need not ask for their info again. Each stream keeps replicas copies
+// (three on a cluster of three nodes or more).
 func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits wire.StreamLimits, storage jetstream.StorageType, replicas int, class wire.DeliveryClass, fresh bool) (map[string]jetstream.Stream, error) {
 	cfgs := jsconfig.Streams(n.StreamsWithin(limits), storage)
 	for i := range cfgs {

@@ -178,9 +178,9 @@ func TestAPassOverAFullSpaceDeletesOnlyWhatNoRuleKeeps(t *testing.T) {
 	}
 }
 
-// BenchmarkReconcile measures the two ways the reconciler acts (issue 12 item 3): one periodic
-// pass over a full space, and the check of one create, from the create's answer to the
-// consumer's deletion.
+// BenchmarkReconcile measures the two ways the reconciler acts (docs/hostile-agents.md "Nothing
+// outlives its grants"): one periodic pass over a full space, and the check of one create, from
+// the create's answer to the consumer's deletion.
 func BenchmarkReconcile(b *testing.B) {
 	b.Run("a pass over 600 agent consumers, 100 of them deleted", func(b *testing.B) {
 		m := startTestMesh(b, Options{Memory: true, ReconcileInterval: -1})

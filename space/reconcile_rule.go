@@ -11,11 +11,10 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// The reconciliation rule (issue 12 items 1 and 3; LAYOUT.md trap "A consumer outlives the
-// ACL it was made under"). JetStream does not record who created a consumer, and a grant
-// pins a consumer's name and filter, never the rest of its config, so a consumer is judged by
-// its name, its stream and its config against the registry as it is now. A consumer is kept
-// only when it is exactly one of these:
+// The reconciliation rule (docs/hostile-agents.md "Nothing outlives its grants"). JetStream
+// does not record who created a consumer, and a grant pins a consumer's name and filter, never
+// the rest of its config, so a consumer is judged by its name, its stream and its config
+// against the registry as it is now. A consumer is kept only when it is exactly one of these:
 //
 //   - fanout on CHAT and reader on INBOX: the delivery service's own. Only the delivery
 //     identity can create them (every other profile is denied), and losing one stops durable

@@ -85,9 +85,9 @@ type MemberBacklog struct {
 	Durable Backlog  `json:"durable"`
 	// Dropped counts, by channel, the durable and @mention copies the trusted reader refused
 	// because dlv_<id> already held as many unacknowledged copies as DLV_<s> keeps per member
-	// (issue 12 item 9); listMemberships lists the durable ones as gaps. Counts of channels
-	// the member holds a membership record on are kept in that record across restarts, the
-	// others since the mesh started. Empty when none was lost.
+	// (docs/durable.md "Gaps and losses"); listMemberships lists the durable ones as gaps.
+	// Counts of channels the member holds a membership record on are kept in that record across
+	// restarts, the others since the mesh started. Empty when none was lost.
 	Dropped map[string]int64 `json:"dropped,omitempty"`
 }
 
@@ -289,9 +289,9 @@ func (m *Mesh) activeAgents(space string) ([]provisioner.Record, error) {
 	return out, nil
 }
 
-// backlog reads the bind-only consumers of rec (SPEC §8; LAYOUT.md "Consumers"). A consumer
-// that cannot be read carries its Error, and the errors are returned joined; one on a stream
-// of unread (stream name to why) is not asked.
+// backlog reads the bind-only consumers of rec (SPEC §8; docs/layout.md "Consumers"). A
+// consumer that cannot be read carries its Error, and the errors are returned joined; one on a
+// stream of unread (stream name to why) is not asked.
 func (rt *spaceRuntime) backlog(ctx context.Context, rec provisioner.Record, unread map[string]string) (MemberBacklog, error) {
 	n := rt.names
 	b := MemberBacklog{ID: rec.ID, Name: rec.Name, Role: rec.Grants.Role}

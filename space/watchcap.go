@@ -10,14 +10,14 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// The per-identity watch cap The presence and channel-registry buckets cap
-// their consumers (Limits.WatchConsumers) because agents create their own watches there, and
-// without a share per identity one agent holding busy pull consumers would take the whole cap.
-// JetStream does not record who created a consumer, but the agent account imports the
-// JetStream API with the requester's identity shared (wire.SharedServiceSubject), so the API
-// audit of each create names the user. The ledger remembers it, and each identity keeps at
-// most Limits.WatchesPerIdentity consumers per bucket: past it those nobody reads go first,
-// then the oldest.
+// The per-identity watch cap (docs/hostile-agents.md "Bounded shares"). The presence and
+// channel-registry buckets cap their consumers (Limits.WatchConsumers) because agents create
+// their own watches there, and without a share per identity one agent holding busy pull
+// consumers would take the whole cap. JetStream does not record who created a consumer, but the
+// agent account imports the JetStream API with the requester's identity shared
+// (wire.SharedServiceSubject), so the API audit of each create names the user. The ledger
+// remembers it, and each identity keeps at most Limits.WatchesPerIdentity consumers per bucket:
+// past it those nobody reads go first, then the oldest.
 //
 // What it does not know: consumers created before this run of the mesh (a restart forgets the
 // ledger) count against the bucket's cap but no identity's, until they go idle for

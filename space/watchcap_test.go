@@ -18,11 +18,11 @@ import (
 )
 
 // An agent that creates more watches on the presence bucket than limits.watches_per_identity
-// keeps only that many: the on-create check learns the creator from the JetStream API audit
-// and deletes the rest, logging once naming the agent. The bucket's cap is left to the others,
-// so a new agent's presence watch works. A DM crossing the storage import carries no detail
-// of its sender's connection: only the JetStream API import shares the requester's identity
-// (issue 12 item 4).
+// keeps only that many: the on-create check learns the creator from the JetStream API audit and
+// deletes the rest, logging once naming the agent. The bucket's cap is left to the others, so a
+// new agent's presence watch works. A DM crossing the storage import carries no detail of its
+// sender's connection: only the JetStream API import shares the requester's identity
+// (docs/hostile-agents.md "Bounded shares").
 func TestAnIdentityKeepsOnlyItsShareOfThePresenceWatches(t *testing.T) {
 	t.Parallel()
 	const perIdentity, bucketCap, tries = 4, 20, 3 * 20

@@ -1,10 +1,10 @@
 package wire
 
-// A space lives in two NATS accounts (issue 12 item 2). Its storage account holds every
-// stream and bucket, the JetStream API and cotal's own connections; its agent account holds
-// every credential handed out (agent, observer, admin) and has no JetStream of its own. The
-// agent account reaches storage only through the service imports below, all bound to one
-// service export of ">" in the storage account.
+// A space lives in two NATS accounts (docs/accounts.md "Two accounts per space"). Its storage
+// account holds every stream and bucket, the JetStream API and cotal's own connections; its
+// agent account holds every credential handed out (agent, observer, admin) and has no JetStream
+// of its own. The agent account reaches storage only through the service imports below, all
+// bound to one service export of ">" in the storage account.
 //
 // Why: JetStream answers a publish with a PubAck on the publisher's reply subject, and no
 // publish permission restricts a reply subject. In one account an agent could aim that PubAck
@@ -40,9 +40,9 @@ func (n Names) StorageServiceSubjects() []string {
 // SharedServiceSubject is the one service import of StorageServiceSubjects that shares the
 // requester's identity (jwt Import.Share): the JetStream API, so that the broker's API audit
 // names the user behind each consumer create and the mesh can bound consumers per identity
-// (issue 12 item 4). No other import shares: a shared import writes the requester's details
-// (user key, credential, host) into the Nats-Request-Info header of every message crossing it,
-// and chat, DM and task messages are stored with their headers.
+// (docs/hostile-agents.md "Bounded shares"). No other import shares: a shared import writes the
+// requester's details (user key, credential, host) into the Nats-Request-Info header of every
+// message crossing it, and chat, DM and task messages are stored with their headers.
 const SharedServiceSubject = "$JS.API.>"
 
 // StorageStreamSubject is what the agent account imports as a stream for identity id: its

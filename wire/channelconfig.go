@@ -52,7 +52,7 @@ type ChannelConfig struct {
 // ChannelDefaults are the space-wide defaults under the registry key DefaultsKey (SPEC §7).
 // Each field applies to every channel whose ChannelConfig leaves it unset. DeliveryClass is
 // written at space creation: durable for an authenticated mesh, live for an open one (SPEC §7,
-// LAYOUT.md "Broker settings").
+// docs/layout.md "Channel registry").
 type ChannelDefaults struct {
 	// Replay is the default for ChannelConfig.Replay; nil means true.
 	Replay *bool `json:"replay,omitempty"`
@@ -119,7 +119,7 @@ func ParseReplayWindow(s string) (time.Duration, error) {
 
 // DecodeChannelConfig decodes and validates a registry entry. A JetStream acknowledgement
 // written onto the key through an injected reply subject is refused, as is any value of the
-// wrong shape (LAYOUT.md "Reply-subject injection").
+// wrong shape (docs/hostile-agents.md "Reply subjects are the requester's").
 func DecodeChannelConfig(data []byte) (*ChannelConfig, error) {
 	var c ChannelConfig
 	if err := decodeRegistry(data, &c, ErrInvalidChannelConfig); err != nil {
@@ -200,10 +200,10 @@ func defaultClassOf(d *ChannelDefaults) DeliveryClass {
 	return d.DeliveryClass
 }
 
-// decodeRegistry decodes a privileged registry value into v. It must be a UTF-8 JSON object
-// and not a JetStream reply: a PubAck ({"stream":..,"seq":..}) or an API error ({"error":..})
-// that an agent made the server publish onto the key (LAYOUT.md "Reply-subject injection").
-// Errors wrap sentinel.
+// decodeRegistry decodes a privileged registry value into v. It must be a UTF-8 JSON object and
+// not a JetStream reply: a PubAck ({"stream":..,"seq":..}) or an API error ({"error":..}) that
+// an agent made the server publish onto the key (docs/hostile-agents.md "Reply subjects are the
+// requester's"). Errors wrap sentinel.
 func decodeRegistry(data []byte, v any, sentinel error) error {
 	var keys map[string]json.RawMessage
 	if err := decodeObject(data, &keys); err != nil {

@@ -2,7 +2,7 @@ package wire
 
 import "time"
 
-// Consumer settings fixed by SPEC §8 and LAYOUT.md "Consumers".
+// Consumer settings fixed by SPEC §8 and docs/layout.md "Consumers".
 const (
 	// DefaultAckWait is the ack wait of dm_, svc_ and dlv_ and of the delivery service's
 	// fanout and reader.
@@ -13,9 +13,9 @@ const (
 	ReaderMaxAckPending = 1000
 	// MaxTransientInactiveThreshold is the longest inactive threshold a transient consumer
 	// (chathist_<id>, dmhist_<id>, a reader's own CHAT read, a KV watch) may carry and still
-	// count as transient: the 5 min nats.go's ordered consumers choose on their own, well
-	// above chathist's 30 s. A longer one is a durable in disguise (LAYOUT.md trap "A consumer
-	// outlives the ACL it was made under").
+	// count as transient: the 5 min nats.go's ordered consumers choose on their own, well above
+	// chathist's 30 s. A longer one is a durable in disguise (docs/hostile-agents.md "Nothing
+	// outlives its grants").
 	MaxTransientInactiveThreshold = 5 * time.Minute
 )
 
@@ -78,7 +78,8 @@ func (n Names) SvcConsumerSpec(role string, ackWait time.Duration) ConsumerSpec 
 		Ack:    AckExplicit, AckWait: ackWait, Deliver: DeliverAll}
 }
 
-// DLVConsumerSpec is dlv_<id> on DLV_<s>: created by the mesh, bound by the agent (LAYOUT.md).
+// DLVConsumerSpec is dlv_<id> on DLV_<s>: created by the mesh, bound by the agent
+// (docs/layout.md "Consumers").
 func (n Names) DLVConsumerSpec(id string, ackWait time.Duration) ConsumerSpec {
 	return ConsumerSpec{Stream: n.DLVStream(), Name: n.DLVConsumer(id), Filter: n.DLVSubject(id),
 		Ack: AckExplicit, AckWait: ackWait, Deliver: DeliverAll}
@@ -113,23 +114,24 @@ func (n Names) HistoryConsumerSpec(id, channel string, since time.Time) Consumer
 func (n Names) DMHistoryConsumer(id string) string { return "dmhist_" + Sanitize(id) }
 
 // DMHistoryConsumerSpec is the admin's pinned dmhist_<id> on DM_<s>, the DM history of SPEC
-// Appendix B's god view read through a consumer of the admin's own: its grants pin the name
-// and the subtree cotal.<s>.inst.>, so the admin reads every DM without any verb on another
-// identity's dm_ (issue 12 item 3). Like chathist_<id> it acks nothing and is transient.
+// Appendix B's god view read through a consumer of the admin's own: its grants pin the name and
+// the subtree cotal.<s>.inst.>, so the admin reads every DM without any verb on another
+// identity's dm_ (docs/hostile-agents.md "Nothing outlives its grants"). Like chathist_<id> it
+// acks nothing and is transient.
 func (n Names) DMHistoryConsumerSpec(id string) ConsumerSpec {
 	return ConsumerSpec{Stream: n.DMStream(), Name: n.DMHistoryConsumer(id), Filter: n.Prefix() + ".inst.>",
 		Ack: AckNone, Deliver: DeliverAll, MemoryStorage: true, InactiveThreshold: HistoryInactiveThreshold}
 }
 
-// FanoutConsumerSpec is the delivery service's fanout on CHAT_<s>, reading every chat
-// message stored after it was created (LAYOUT.md "The durable backstop").
+// FanoutConsumerSpec is the delivery service's fanout on CHAT_<s>, reading every chat message
+// stored after it was created (docs/durable.md "Fan-out").
 func (n Names) FanoutConsumerSpec() ConsumerSpec {
 	return ConsumerSpec{Stream: n.ChatStream(), Name: FanoutConsumer, Filter: n.Prefix() + ".chat.>",
 		Ack: AckExplicit, AckWait: DefaultAckWait, Deliver: DeliverNew}
 }
 
-// ReaderConsumerSpec is the delivery service's trusted reader on INBOX_<s> (LAYOUT.md "The
-// durable backstop").
+// ReaderConsumerSpec is the delivery service's trusted reader on INBOX_<s> (docs/durable.md
+// "Deferred hand-over").
 func (n Names) ReaderConsumerSpec() ConsumerSpec {
 	return ConsumerSpec{Stream: n.InboxStream(), Name: ReaderConsumer, Filter: n.Prefix() + ".dinbox.>",
 		Ack: AckExplicit, AckWait: DefaultAckWait, Deliver: DeliverAll, MaxAckPending: ReaderMaxAckPending}

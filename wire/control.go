@@ -9,7 +9,8 @@ import (
 // ControlRequest is a request/reply command to a service on the ctl rail (SPEC §5), sent on
 // cotal.<s>.ctl.<service>.<sender>.
 type ControlRequest struct {
-	// Op names the operation, e.g. "durableJoin" on the delivery service (LAYOUT.md).
+	// Op names the operation, e.g. "durableJoin" on the delivery service (docs/layout.md
+	// "Control service").
 	Op string `json:"op"`
 	// Args is the operation's argument object, if any.
 	Args json.RawMessage `json:"args,omitempty"`
@@ -155,17 +156,17 @@ func DecodeControlReply(data []byte) (*ControlReply, error) {
 }
 
 // ControlReplySubject returns a fresh reply subject inside the request subject's own .reply.
-// subtree, cotal.<s>.ctl.<service>.<sender>.reply.<uuid> (LAYOUT.md "Control service"), which
-// the requester's credential may subscribe to and CheckControlReplySubject accepts.
+// subtree, cotal.<s>.ctl.<service>.<sender>.reply.<uuid> (docs/layout.md "Control service"),
+// which the requester's credential may subscribe to and CheckControlReplySubject accepts.
 func ControlReplySubject(requestSubject string) string {
 	return requestSubject + ".reply." + NewMessageID()
 }
 
 // CheckControlReplySubject refuses a reply subject outside the request subject's .reply.
 // subtree. The broker does not check reply subjects and an answer goes wherever one points
-// (LAYOUT.md "Reply-subject injection"), so a server answers only inside the requester's
-// own subtree. A broker-made response route (_R_.…) is refused too: behind it the reply
-// subject the requester named is hidden, and may be anyone's.
+// (docs/hostile-agents.md "Reply subjects are the requester's"), so a server answers only
+// inside the requester's own subtree. A broker-made response route (_R_.…) is refused too:
+// behind it the reply subject the requester named is hidden, and may be anyone's.
 func CheckControlReplySubject(requestSubject, reply string) error {
 	token, ok := strings.CutPrefix(reply, requestSubject+".reply.")
 	if !ok || !IsToken(token) {

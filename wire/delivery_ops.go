@@ -1,6 +1,6 @@
 package wire
 
-// The ops of the delivery control service (LAYOUT.md "Control service delivery"), sent as
+// The ops of the delivery control service (docs/layout.md "Control service"), sent as
 // ControlRequest.Op on cotal.<s>.ctl.delivery.<sender>. The server and the client take the
 // names, arguments and replies from here, so the two cannot drift apart.
 const (
@@ -50,7 +50,7 @@ type ListMembershipsReply struct {
 
 // MembershipInfo is one active membership in a listMemberships reply. Gaps, a cotal addition,
 // lists the CHAT sequence ranges removed before the fan-out read them that overlap the
-// membership: messages the member may have missed (LAYOUT.md trap "Eviction before fan-out").
+// membership: messages the member may have missed (docs/durable.md "Gaps and losses").
 type MembershipInfo struct {
 	Channel    string     `json:"channel"`
 	Generation uint64     `json:"generation"`

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// The delivery ops' JSON is what LAYOUT.md "Control service delivery" shows and what the
-// public reference client sends and reads; a renamed field would break it silently.
+// The delivery ops' JSON is what docs/layout.md "Control service" shows and what the public
+// reference client sends and reads; a renamed field would break it silently.
 func TestDeliveryOpsEncodeAsLayout(t *testing.T) {
 	tests := []struct {
 		name string

@@ -1,7 +1,7 @@
-// Package wire is the Cotal wire contract (SPEC v0.3, with the layout choices of LAYOUT.md) as
-// data and pure functions. It connects to nothing: the server-side packages (provisioner,
-// delivery, space) and the client (endpoint) all import it, so every path reads the wire the
-// same way and no server-side code links the client.
+// Package wire is the Cotal wire contract (SPEC v0.3, with the layout choices of
+// docs/layout.md) as data and pure functions. It connects to nothing: the server-side packages
+// (provisioner, delivery, space) and the client (endpoint) all import it, so every path reads
+// the wire the same way and no server-side code links the client.
 //
 // What it holds:
 //
@@ -21,21 +21,22 @@
 //     effective replay, replay window and delivery class (EffectiveReplay,
 //     EffectiveReplayWindow, EffectiveClass), used by live join, fan-out, history and
 //     membership alike.
-//   - Registry records (LAYOUT.md): ACLRecord and Membership, decoded strictly.
+//   - Registry records (docs/layout.md "ACL records", "Membership records"): ACLRecord and
+//     Membership, decoded strictly.
 //   - Join links (SPEC §10): ParseLink and Link.
-//   - The delivery control ops (LAYOUT.md "Control service delivery"): OpDurableJoin,
+//   - The delivery control ops (docs/layout.md "Control service"): OpDurableJoin,
 //     OpDurableLeave and OpListMemberships with their args and replies, which the delivery
 //     service serves and endpoint sends.
-//   - The layout (LAYOUT.md "Streams", "KV buckets", "Consumers"): Names.Streams and the
+//   - The layout (docs/layout.md "Streams", "KV buckets", "Consumers"): Names.Streams and the
 //     consumer specs (Names.InstanceConsumerSpecs, HistoryConsumerSpec, FanoutConsumerSpec,
 //     ReaderConsumerSpec) as plain data; internal/jsconfig turns them into JetStream configs.
-//   - Profile grants (SPEC §9, Appendix B, LAYOUT.md "Agent credential additions"):
+//   - Profile grants (SPEC §9, Appendix B, docs/accounts.md "Profiles and grants"):
 //     AgentPermissions, ObserverPermissions, AdminPermissions, ProvisionerPermissions and
 //     DeliveryPermissions, which provisioner signs into credentials.
 //
 // What it does not guarantee: authenticity beyond a single trusted broker (SPEC §9), nor any
 // meaning of the payload beyond its shape. Decoders of values an agent can influence refuse
 // anything but a valid record, including the JetStream acknowledgements a forged reply subject
-// makes the server write (LAYOUT.md "Reply-subject injection"); callers drop and count what
-// they refuse.
+// makes the server write (docs/hostile-agents.md "Reply subjects are the requester's"); callers
+// drop and count what they refuse.
 package wire

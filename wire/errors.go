@@ -18,7 +18,8 @@ var (
 )
 
 // Validation errors: a value does not meet the contract. Returned before a publish or write, or
-// when a stored record is read (a reader drops the record and counts it, LAYOUT.md "Traps").
+// when a stored record is read (a reader drops the record and counts it, docs/hostile-agents.md
+// "Reply subjects are the requester's").
 var (
 	// ErrInvalidChannel: a channel name breaks the syntax of SPEC §3.
 	ErrInvalidChannel = errors.New("invalid channel")
@@ -28,13 +29,14 @@ var (
 	ErrInvalidPart = errors.New("invalid part")
 	// ErrInvalidMessage: a CotalMessage breaks SPEC §5 or the schema.
 	ErrInvalidMessage = errors.New("invalid message")
-	// ErrInvalidControl: a control request, reply or reply subject breaks SPEC §5 or LAYOUT.md.
+	// ErrInvalidControl: a control request, reply or reply subject breaks SPEC §5 or
+	// docs/layout.md "Control service".
 	ErrInvalidControl = errors.New("invalid control message")
 	// ErrInvalidPresence: a presence row is not the valid Presence of its key (SPEC §6).
 	ErrInvalidPresence = errors.New("invalid presence")
 	// ErrInvalidChannelConfig: a ChannelConfig or ChannelDefaults breaks SPEC §7.
 	ErrInvalidChannelConfig = errors.New("invalid channel config")
-	// ErrInvalidRecord: an ACL or membership registry record is not valid (LAYOUT.md).
+	// ErrInvalidRecord: an ACL or membership registry record is not valid (docs/layout.md).
 	ErrInvalidRecord = errors.New("invalid registry record")
 	// ErrInvalidLink: a join link breaks the grammar of SPEC §10.
 	ErrInvalidLink = errors.New("invalid join link")

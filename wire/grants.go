@@ -46,7 +46,7 @@ type AgentScope struct {
 }
 
 // AgentPermissions are the agent profile's permissions for instance id: SPEC Appendix B plus
-// LAYOUT.md "Agent credential additions".
+// docs/accounts.md "Profiles and grants".
 func AgentPermissions(n Names, id string, s AgentScope) Permissions {
 	p := common(id)
 	agentPermissions(&p, n, id, s)

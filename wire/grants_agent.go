@@ -2,12 +2,12 @@ package wire
 
 import "time"
 
-// agentPermissions adds SPEC Appendix B's agent grants, in its order, then LAYOUT.md's
-// "Agent credential additions". g is already defaulted and validated.
+// agentPermissions adds SPEC Appendix B's agent grants, in its order, then cotal's additions
+// (docs/accounts.md "Profiles and grants"). g is already defaulted and validated.
 //
-// Presence hardening (LAYOUT.md Trap "Presence wipe") is not a permission: the agent must
-// publish to its own presence key, and a `Nats-Rollup: all` header on that publish is
-// refused only by a bucket created without rollups, which the space package does.
+// Presence hardening (docs/hostile-agents.md "Presence cannot be wiped") is not a permission:
+// the agent must publish to its own presence key, and a `Nats-Rollup: all` header on that
+// publish is refused only by a bucket created without rollups, which the space package does.
 func agentPermissions(p *Permissions, n Names, id string, g AgentScope) {
 	chat, dm, task := n.ChatStream(), n.DMStream(), n.TaskStream()
 	kv := KVStream(n.PresenceBucket())
@@ -27,7 +27,7 @@ func agentPermissions(p *Permissions, n Names, id string, g AgentScope) {
 	p.Pub.Allow.add(
 		n.Prefix()+".inst.*."+Sanitize(id),
 		n.Prefix()+".svc.*."+Sanitize(id),
-		// P.ctl.<manager>.<id>: the manager service of this binding is `delivery` (LAYOUT.md).
+		// P.ctl.<manager>.<id>: the manager service of this binding is `delivery`.
 		n.CtlSubject(DeliveryService, id),
 	)
 	for _, s := range []string{chat, dm, task, kv, chkv} {
@@ -69,7 +69,8 @@ func agentPermissions(p *Permissions, n Names, id string, g AgentScope) {
 	agentLayoutAdditions(p, n, id)
 }
 
-// agentLayoutAdditions are LAYOUT.md's "Agent credential additions beyond SPEC Appendix B".
+// agentLayoutAdditions are the agent grants beyond SPEC Appendix B (docs/accounts.md "Profiles
+// and grants").
 func agentLayoutAdditions(p *Permissions, n Names, id string) {
 	ctl := n.CtlSubject(DeliveryService, id)
 	dlv, dlvD := n.DLVStream(), n.DLVConsumer(id)

@@ -1,7 +1,8 @@
 package wire
 
 // provisionerPermissions scope cotal's provisioner connection to one space's setup work
-// (SPEC §8, §9 item 3, LAYOUT.md). It holds no chat, DM or backstop content grant.
+// (SPEC §8, §9 item 3, docs/accounts.md "Profiles and grants"). It holds no chat, DM or
+// backstop content grant.
 func provisionerPermissions(p *Permissions, n Names) {
 	// Create, or reconcile the settings of, every stream and KV bucket of the space, and
 	// inspect it. No delete or message-level verb; the purges are CHAT's, with which an
@@ -19,9 +20,9 @@ func provisionerPermissions(p *Permissions, n Names) {
 	for _, s := range []string{n.DMStream(), n.TaskStream(), n.DLVStream()} {
 		p.Pub.Allow.add(consumerAPI("CREATE", s, ">"), consumerAPI("INFO", s, ">"), consumerAPI("DELETE", s, ">"))
 	}
-	// The consumer reconciler (issue 12; LAYOUT.md trap "A consumer outlives the ACL it was
-	// made under"): list every consumer of every stream, configs only, and delete those no
-	// rule keeps. The delivery service's own two are out of its reach like everyone else's.
+	// The consumer reconciler (docs/hostile-agents.md "Nothing outlives its grants"): list
+	// every consumer of every stream, configs only, and delete those no rule keeps. The
+	// delivery service's own two are out of its reach like everyone else's.
 	for _, s := range n.Streams() {
 		p.Pub.Allow.add("$JS.API.CONSUMER.LIST."+s.Name, consumerAPI("DELETE", s.Name, ">"))
 	}
@@ -29,7 +30,7 @@ func provisionerPermissions(p *Permissions, n Names) {
 	// The broker's audit of every JetStream API call in the account, so that each consumer
 	// create or update is judged as it happens rather than at the next periodic pass.
 	p.Sub.Allow.add("$JS.EVENT.ADVISORY.API")
-	// The privileged registries it alone writes (SPEC §7, LAYOUT.md): the channel registry
+	// The privileged registries it alone writes (SPEC §7, docs/layout.md): the channel registry
 	// with =defaults, and the ACL records written at mint, re-mint and revoke. Gets serve
 	// create-if-absent and compare-and-set writes.
 	for _, b := range []string{n.ChannelsBucket(), n.ACLBucket()} {
@@ -51,13 +52,13 @@ func DeliveryControlPermissions(n Names) Permissions {
 	return p
 }
 
-// deliveryPermissions scope the durable backstop (SPEC §4, §8; LAYOUT.md "The durable
-// backstop" and "Control service delivery") to one space: exactly what the delivery service
-// uses, and the delivery tests run the service under nothing more. It reads chat content
-// through its own fanout consumer only and writes nothing an agent reads except DLV handoffs
-// and control replies. The read ACL comes from the registry in process on the node with the
-// key store; a cluster node without it reads the cotal_acl_<s> records, which only the
-// provisioner writes and, with the agents in their own account, no PubAck can reach.
+// deliveryPermissions scope the durable backstop (SPEC §4, §8; docs/durable.md and
+// docs/layout.md "Control service") to one space: exactly what the delivery service uses, and
+// the delivery tests run the service under nothing more. It reads chat content through its own
+// fanout consumer only and writes nothing an agent reads except DLV handoffs and control
+// replies. The read ACL comes from the registry in process on the node with the key store; a
+// cluster node without it reads the cotal_acl_<s> records, which only the provisioner writes
+// and, with the agents in their own account, no PubAck can reach.
 func deliveryPermissions(p *Permissions, n Names) {
 	chat := n.ChatStream()
 	// Its two durables, fanout on CHAT and reader on INBOX: create with the filter pinned in
@@ -76,27 +77,28 @@ func deliveryPermissions(p *Permissions, n Names) {
 	// once it can decide them.
 	p.Pub.Allow.add(n.Prefix()+".dinbox.>", n.Prefix()+".dlv.>")
 	// A re-mint that narrows a member's read ACL takes the handed-over copies of the channels
-	// it lost back out of DLV, read and deleted one by one (issue 12 item 1).
+	// it lost back out of DLV, read and deleted one by one (docs/durable.md "Narrowing a read
+	// ACL").
 	dlv := n.DLVStream()
 	p.Pub.Allow.add(streamAPI("INFO", dlv), streamAPI("MSG.GET", dlv), streamAPI("MSG.DELETE", dlv))
-	// The hand-over counts a member's unacknowledged copies on dlv_<id> before a copy
-	// would evict one unread (issue 12 item 9).
+	// The hand-over counts a member's unacknowledged copies on dlv_<id> before a copy would
+	// evict one unread (docs/durable.md "DLV hand-over").
 	p.Pub.Allow.add(consumerAPI("INFO", dlv, "*"))
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a
 	// compare-and-set conflict.
 	p.Pub.Allow.add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", KVStream(n.MembersBucket())))
-	// One long-lived watch each on members, the channel registry and, on a cluster node
-	// without the key store, the ACL records (LAYOUT.md trap "One consumer per message"):
-	// bind, an ordered consumer with flow control, its delete.
+	// One long-lived watch each on members, the channel registry and, on a cluster node without
+	// the key store, the ACL records (docs/durable.md "Views kept in memory"): bind, an ordered
+	// consumer with flow control, its delete.
 	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.ACLBucket()} {
 		s := KVStream(b)
 		p.Pub.Allow.add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
 			consumerAPI("DELETE", s, ">"), "$JS.FC."+s+".>")
 	}
 	// Presence is followed without a consumer, which agents could starve by holding the
-	// bucket's max_consumers (issue 12 item 4; delivery/follow.go): every write to the bucket
-	// as it is published in storage, and a snapshot of the current rows, listed by subject and
-	// read one by one.
+	// bucket's max_consumers (docs/hostile-agents.md "Bounded shares"; delivery/follow.go):
+	// every write to the bucket as it is published in storage, and a snapshot of the current
+	// rows, listed by subject and read one by one.
 	presence := KVStream(n.PresenceBucket())
 	p.Sub.Allow.add("$KV." + n.PresenceBucket() + ".>")
 	p.Pub.Allow.add(streamAPI("INFO", presence), streamAPI("MSG.GET", presence))

@@ -7,8 +7,7 @@ import (
 
 // HeartbeatSpan remembers a presence row's bytes and where its top-level ts digits sit, so that
 // the next heartbeat of the same presence, which changes only those digits, is read without
-// decoding (issue 13: one presence decode per change, not per heartbeat). The zero value
-// matches nothing.
+// decoding: one presence decode per change, not per heartbeat. The zero value matches nothing.
 type HeartbeatSpan struct {
 	raw     []byte
 	at, end int // the ts digits in raw; end is 0 when raw has no unambiguous ts

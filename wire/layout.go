@@ -2,7 +2,8 @@ package wire
 
 import "time"
 
-// Retention and limits of the space's streams (SPEC §8, LAYOUT.md "Streams" and "KV buckets").
+// Retention and limits of the space's streams (SPEC §8, docs/layout.md "Streams" and "KV
+// buckets").
 const (
 	// ChatPerSubject is CHAT_<s>'s max_msgs_per_subject, per sender+channel subject.
 	ChatPerSubject = 1000
@@ -22,9 +23,10 @@ const (
 	LeaseMaxBytes = 64 << 10
 )
 
-// StreamLimits bound what the space's streams hold (issue 12 item 4: one agent must not be
-// able to fill the disk or a shared stream). Every stream carries a byte limit, so the sum,
-// Total, is the least account storage a space needs; DefaultStreamLimits documents each value.
+// StreamLimits bound what the space's streams hold: one agent must not be able to fill the disk
+// or a shared stream (docs/hostile-agents.md "Bounded shares"). Every stream carries a byte
+// limit, so the sum, Total, is the least account storage a space needs; DefaultStreamLimits
+// documents each value.
 type StreamLimits struct {
 	// ChatBytes is CHAT_<s>'s max_bytes; the oldest message goes first.
 	ChatBytes int64
@@ -44,7 +46,8 @@ type StreamLimits struct {
 	BackstopBytes int64
 	// HandoffPerSubject is DLV_<s>'s max_msgs_per_subject: the copies one member's handoff
 	// keeps. The hand-over refuses, and reports as a gap, a copy that would evict one the
-	// member has not acknowledged (issue 12 item 9). Zero is BackstopPerSubject.
+	// member has not acknowledged (docs/durable.md "DLV hand-over"). Zero is
+	// BackstopPerSubject.
 	HandoffPerSubject int64
 	// BucketBytes is the max_bytes of each KV bucket but membership (MembershipMaxBytes) and the
 	// backstop lease (LeaseMaxBytes).
@@ -149,9 +152,9 @@ func (n Names) StreamsWithin(l StreamLimits) []StreamSpec {
 	return append(n.MessageStreams(l), n.BucketStreams(l)...)
 }
 
-// MessageStreams returns CHAT, DM, TASK, INBOX and DLV (LAYOUT.md "Streams") bounded by l.
-// None of them allows per-message TTLs, message schedules or rollups: an agent can publish
-// into CHAT, DM and TASK, and none of those headers is part of the protocol.
+// MessageStreams returns CHAT, DM, TASK, INBOX and DLV (docs/layout.md "Streams") bounded by l.
+// None of them allows per-message TTLs, message schedules or rollups: an agent can publish into
+// CHAT, DM and TASK, and none of those headers is part of the protocol.
 func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 	base := func(name, subject string, maxBytes int64) StreamSpec {
 		return StreamSpec{
@@ -168,10 +171,10 @@ func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 	chat.MaxMsgsPerSubject = ChatPerSubject
 	chat.AllowDirect = true // SPEC §8: CHAT allows Direct Get; agents still hold no grant for it.
 
-	// DM evicts nothing (issue 12 item 4): with discard old, a flood within DMBytes evicted
-	// other agents' DMs still waiting for their recipient, silently (SPEC §4 at-least-once).
-	// So a full DM refuses the new DM and its sender is told. It keeps no per-subject bound,
-	// which would refuse a sender's DMs to an offline recipient long before the stream fills.
+	// DM evicts nothing: with discard old, a flood within DMBytes evicted other agents' DMs
+	// still waiting for their recipient, silently (SPEC §4 at-least-once). So a full DM refuses
+	// the new DM and its sender is told. It keeps no per-subject bound, which would refuse a
+	// sender's DMs to an offline recipient long before the stream fills.
 	dm := base(n.DMStream(), "inst", l.DMBytes)
 	dm.MaxMsgsPerSubject = Unlimited
 	dm.Discard = DiscardNew
@@ -196,12 +199,12 @@ func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 	return []StreamSpec{chat, dm, task, inbox, dlv}
 }
 
-// BucketStreams returns the streams behind the space's KV buckets (LAYOUT.md "KV buckets"):
-// presence, channels, members, acl and membership. They are spelled out rather than left to a
-// client's bucket defaults, which allow rollups and Direct Get: on the presence bucket a
-// `Nats-Rollup: all` from any agent would erase every other instance's presence (LAYOUT.md
-// trap "Presence wipe"), and agents read the channel registry through STREAM.MSG.GET only
-// (Appendix B), which a KV client uses when Direct Get is off.
+// BucketStreams returns the streams behind the space's KV buckets (docs/layout.md "KV
+// buckets"): presence, channels, members, acl and membership. They are spelled out rather than
+// left to a client's bucket defaults, which allow rollups and Direct Get: on the presence
+// bucket a `Nats-Rollup: all` from any agent would erase every other instance's presence
+// (docs/hostile-agents.md "Presence cannot be wiped"), and agents read the channel registry
+// through STREAM.MSG.GET only (Appendix B), which a KV client uses when Direct Get is off.
 //
 // Each bucket is bounded by l.BucketBytes. The presence and channel-registry buckets, where
 // agents create their own watch consumers, are also bounded in consumers (l.WatchConsumers)

@@ -1,16 +1,16 @@
 package wire
 
-// A leaf link (issue 14) binds a space's agent account on one mesh (the leaf, a laptop) to the
-// same space's agent account on another (the hub). Each mesh keeps its own JetStream: streams,
-// buckets, consumers and the JetStream API never cross. What crosses is live traffic that each
-// side then stores for its own agents: a chat message or DM that reaches the other side over
-// the link is captured there by that side's own service imports, as if one of its agents had
-// published it. Presence records cannot cross as they are: nats-server denies $JS.API.>,
-// $KV.> and $OBJ.> on every leaf connection of an account between servers with JetStream. So
-// each side's mesh relays them (LeafRelayPermissions): a write of one of its agents to the
-// presence bucket crosses as LeafPresenceSubject, and the other side's relay writes it to its
-// own bucket, so each roster lists both sides' agents, and the other side's expire on their
-// own (the bucket's TTL) once the link is down.
+// A leaf link (docs/accounts.md "Leaf links") binds a space's agent account on one mesh (the
+// leaf, a laptop) to the same space's agent account on another (the hub). Each mesh keeps its
+// own JetStream: streams, buckets, consumers and the JetStream API never cross. What crosses is
+// live traffic that each side then stores for its own agents: a chat message or DM that reaches
+// the other side over the link is captured there by that side's own service imports, as if one
+// of its agents had published it. Presence records cannot cross as they are: nats-server denies
+// $JS.API.>, $KV.> and $OBJ.> on every leaf connection of an account between servers with
+// JetStream. So each side's mesh relays them (LeafRelayPermissions): a write of one of its
+// agents to the presence bucket crosses as LeafPresenceSubject, and the other side's relay
+// writes it to its own bucket, so each roster lists both sides' agents, and the other side's
+// expire on their own (the bucket's TTL) once the link is down.
 
 // LeafSubjects are the subjects that cross a leaf link, both ways, while it is up: live chat
 // (CHAT_<s> on each side stores what reaches it, and each side's fan-out copies it to its own

@@ -19,8 +19,8 @@ func Sanitize(token string) string {
 	return b.String()
 }
 
-// Names builds every stream, bucket, consumer and subject name of one space, exactly as
-// SPEC §8 and LAYOUT.md fix them. The zero value is not usable; call NewNames.
+// Names builds every stream, bucket, consumer and subject name of one space, exactly as SPEC §8
+// and docs/layout.md fix them. The zero value is not usable; call NewNames.
 type Names struct {
 	space string // sanitized
 }
@@ -43,10 +43,12 @@ func (n Names) DMStream() string { return "DM_" + n.space }
 // TaskStream is TASK_<s>, the work-queue stream capturing cotal.<s>.svc.> (SPEC §8).
 func (n Names) TaskStream() string { return "TASK_" + n.space }
 
-// InboxStream is INBOX_<s>, the durable backstop's mixed store (LAYOUT.md).
+// InboxStream is INBOX_<s>, the durable backstop's mixed store (docs/durable.md "Deferred
+// hand-over").
 func (n Names) InboxStream() string { return "INBOX_" + n.space }
 
-// DLVStream is DLV_<s>, the per-member handoff after re-authorization (LAYOUT.md).
+// DLVStream is DLV_<s>, the per-member handoff after re-authorization (docs/durable.md "DLV
+// hand-over").
 func (n Names) DLVStream() string { return "DLV_" + n.space }
 
 // PresenceBucket is the KV bucket cotal_presence_<s> (SPEC §6, §8).
@@ -55,10 +57,12 @@ func (n Names) PresenceBucket() string { return "cotal_presence_" + n.space }
 // ChannelsBucket is the channel registry bucket cotal_channels_<s> (SPEC §7).
 func (n Names) ChannelsBucket() string { return "cotal_channels_" + n.space }
 
-// MembersBucket is the durable membership registry cotal_members_<s> (LAYOUT.md).
+// MembersBucket is the durable membership registry cotal_members_<s> (docs/layout.md
+// "Membership records").
 func (n Names) MembersBucket() string { return "cotal_members_" + n.space }
 
-// ACLBucket is cotal_acl_<s>, the read-ACL records the hand-over checks (LAYOUT.md).
+// ACLBucket is cotal_acl_<s>, the read-ACL records the hand-over checks (docs/layout.md "ACL
+// records").
 func (n Names) ACLBucket() string { return "cotal_acl_" + n.space }
 
 // BackstopBucket is cotal_backstop_<s>, where the nodes of a cluster hold the lease on the
@@ -81,19 +85,22 @@ func (n Names) DMConsumer(id string) string { return "dm_" + Sanitize(id) }
 // SvcConsumer is svc_<role>, the bind-only anycast durable shared by a role (SPEC §8).
 func (n Names) SvcConsumer(role string) string { return "svc_" + Sanitize(role) }
 
-// DLVConsumer is dlv_<id>, the bind-only durable-copy consumer of an instance (LAYOUT.md).
+// DLVConsumer is dlv_<id>, the bind-only durable-copy consumer of an instance (docs/layout.md
+// "Consumers").
 func (n Names) DLVConsumer(id string) string { return "dlv_" + Sanitize(id) }
 
 // HistoryConsumer is chathist_<id>, the transient pinned history consumer (SPEC §8).
 func (n Names) HistoryConsumer(id string) string { return "chathist_" + Sanitize(id) }
 
-// FanoutConsumer and ReaderConsumer are the delivery package's own consumers (LAYOUT.md).
+// FanoutConsumer and ReaderConsumer are the delivery package's own consumers (docs/layout.md
+// "Consumers").
 const (
 	FanoutConsumer = "fanout"
 	ReaderConsumer = "reader"
 )
 
-// DeliveryService is the control service name of the durable backstop (LAYOUT.md).
+// DeliveryService is the control service name of the durable backstop (docs/layout.md "Control
+// service").
 const DeliveryService = "delivery"
 
 // DefaultsKey is the reserved channel-registry key holding ChannelDefaults (SPEC §7).

@@ -133,9 +133,9 @@ func (p *Presence) Validate() error {
 
 // DecodePresence decodes the presence row stored under key and refuses anything that is not
 // that instance's valid Presence: invalid JSON, a missing card, status or ts, an unknown enum
-// value, or card.id other than key (SPEC §6: the key equals card.id). A reader drops and
-// counts what this refuses; in particular a JetStream PubAck that an injected reply subject
-// wrote onto a presence key is refused (LAYOUT.md "Reply-subject injection").
+// value, or card.id other than key (SPEC §6: the key equals card.id). A reader drops and counts
+// what this refuses; in particular a JetStream PubAck that an injected reply subject wrote onto
+// a presence key is refused (docs/hostile-agents.md "Reply subjects are the requester's").
 func DecodePresence(key string, data []byte) (*Presence, error) {
 	var w struct {
 		Card *AgentCard `json:"card"`

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// ACLRecord is an instance's read ACL in cotal_acl_<s>, keyed by instance id and written by
-// the provisioner at mint, re-mint and revoke (LAYOUT.md). The trusted reader re-authorizes
-// every durable copy against it (SPEC §9 item 5). An empty AllowSubscribe reads nothing; a
-// missing key means unknown, which is not the same.
+// ACLRecord is an instance's read ACL in cotal_acl_<s>, keyed by instance id and written by the
+// provisioner at mint, re-mint and revoke (docs/layout.md "ACL records"). The trusted reader
+// re-authorizes every durable copy against it (SPEC §9 item 5). An empty AllowSubscribe reads
+// nothing; a missing key means unknown, which is not the same.
 type ACLRecord struct {
 	// AllowSubscribe is the read ACL: policy channels, wildcards allowed (ValidatePolicyChannel).
 	AllowSubscribe []string `json:"allowSubscribe"`
@@ -20,7 +20,7 @@ type ACLRecord struct {
 }
 
 // MarshalJSON encodes AllowSubscribe as an array even when empty, because a null would not
-// decode: an ACL that reads nothing is [] (LAYOUT.md).
+// decode: an ACL that reads nothing is [] (docs/layout.md "ACL records").
 func (r ACLRecord) MarshalJSON() ([]byte, error) {
 	type plain ACLRecord
 	if r.AllowSubscribe == nil {
@@ -43,7 +43,8 @@ func (r *ACLRecord) Validate() error {
 // DecodeACLRecord decodes an ACL record strictly: allowSubscribe must be a present, non-null
 // array of valid policy channels and revision and updatedAt must be present. Anything else,
 // notably a JetStream PubAck an agent wrote onto its own record through an injected reply
-// subject, is refused and must be treated as no record (LAYOUT.md "Reply-subject injection").
+// subject, is refused and must be treated as no record (docs/hostile-agents.md "Reply subjects
+// are the requester's").
 func DecodeACLRecord(data []byte) (*ACLRecord, error) {
 	var w struct {
 		AllowSubscribe *[]string `json:"allowSubscribe"`
@@ -74,10 +75,11 @@ func (r ACLRecord) Covers(channel string) bool {
 	return false
 }
 
-// MembershipState is the state of a durable membership record (LAYOUT.md).
+// MembershipState is the state of a durable membership record (docs/layout.md "Membership
+// records").
 type MembershipState string
 
-// The membership states of LAYOUT.md.
+// The membership states a record may carry; cotal writes MemberDurableActive only.
 const (
 	// MemberLiveConfirmed: the live subscribe was confirmed, durable activation is pending.
 	MemberLiveConfirmed MembershipState = "live-confirmed"
@@ -87,7 +89,8 @@ const (
 
 // Membership is one member of one durable channel in cotal_members_<s>, under
 // MemberKey(Channel, Owner), written only by the privileged delivery service (SPEC §7,
-// LAYOUT.md). Writes carry a higher Generation and use KV revision compare-and-set.
+// docs/layout.md "Membership records"). Writes carry a higher Generation and use KV revision
+// compare-and-set.
 type Membership struct {
 	// Channel is the sanitized concrete channel.
 	Channel string `json:"channel"`
@@ -128,9 +131,9 @@ func (m *Membership) Validate() error {
 	return nil
 }
 
-// DecodeMembership decodes the record stored under key strictly: every field LAYOUT.md does not
-// mark optional must be present, the record must pass Validate, and key must be
-// MemberKey(channel, owner). Anything else must be treated as no record.
+// DecodeMembership decodes the record stored under key strictly: every field docs/layout.md
+// "Membership records" does not mark optional must be present, the record must pass Validate,
+// and key must be MemberKey(channel, owner). Anything else must be treated as no record.
 func DecodeMembership(key string, data []byte) (*Membership, error) {
 	var w struct {
 		Membership
@@ -163,13 +166,13 @@ func DecodeMembership(key string, data []byte) (*Membership, error) {
 }
 
 // Eligible reports whether the CHAT message with stream sequence seq falls in the membership
-// interval: joinCursor < seq, and seq <= leaveCursor once left (SPEC §7, LAYOUT.md).
+// interval: joinCursor < seq, and seq <= leaveCursor once left (SPEC §7).
 func (m Membership) Eligible(seq uint64) bool {
 	return m.JoinCursor < seq && (m.LeaveCursor == nil || seq <= *m.LeaveCursor)
 }
 
-// MemberKey is the membership key <channel>/<id> in cotal_members_<s> (LAYOUT.md), both parts
-// sanitized so the key is a valid KV key.
+// MemberKey is the membership key <channel>/<id> in cotal_members_<s> (docs/layout.md), both
+// parts sanitized so the key is a valid KV key.
 func MemberKey(channel, id string) string { return SanitizeChannel(channel) + "/" + Sanitize(id) }
 
 // ParseMemberKey splits a membership key into its channel and instance id, for KV delete

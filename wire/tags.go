@@ -24,7 +24,7 @@ const (
 	ProfileObserver = "observer"
 	// ProfileAdmin is observer plus the whole space's live tap and DM history.
 	ProfileAdmin = "admin"
-	// ProfileLeaf is the link of a leaf mesh to a hub (issue 14): LeafPermissions, and only as
-	// a leaf node connection.
+	// ProfileLeaf is the link of a leaf mesh to a hub (docs/accounts.md "Leaf links"):
+	// LeafPermissions, and only as a leaf node connection.
 	ProfileLeaf = "leaf"
 )

@@ -39,8 +39,9 @@ func plant(t *testing.T, dir string) *atomic.Int32 {
 	return &got
 }
 
-// TestDialRefusesAPlantedSocket covers issue 12 item 6: `cotal auth mint --identity` sends a
-// seed over the admin socket, so the client checks whose socket it is before it sends it.
+// TestDialRefusesAPlantedSocket covers docs/hostile-agents.md "A local user":
+// `cotal auth mint --identity` sends a seed over the admin socket, so the client checks whose
+// socket it is before it sends it.
 func TestDialRefusesAPlantedSocket(t *testing.T) {
 	asRoot := func(t *testing.T) {
 		if os.Geteuid() != 0 {

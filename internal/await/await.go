@@ -1,7 +1,8 @@
 // Package await lets a test wait for a condition with a deadline instead of sleeping a fixed
-// time and hoping the world caught up (STYLE.md "Tests"). Check is nats-server's checkFor;
-// True and Until are its boolean forms, polling every Interval. One loop serves every test
-// package, so a deadline means the same thing everywhere.
+// time and hoping the world caught up: a fixed sleep is either too short on a loaded machine or
+// wastes time on an idle one. Check is nats-server's checkFor; True and Until are its boolean
+// forms, polling every Interval. One loop serves every test package, so a deadline means the
+// same thing everywhere.
 package await
 
 import (

@@ -16,10 +16,10 @@ import (
 )
 
 // TestAClusterOfThreeUpProcesses runs the README's cluster commands as three `cotal up`
-// processes on loopback (issue 14): a credential minted on the key-store node after start
-// posts through node 1 and reads the post back through node 3, node 3 says where to mint, and
-// `cotal status` on the key-store node shows the cluster and each stream's replicas; a mint on
-// node 2's directory, while it runs and once it stopped, names the key-store node.
+// processes on loopback: a credential minted on the key-store node after start posts through
+// node 1 and reads the post back through node 3, node 3 says where to mint, and `cotal status`
+// on the key-store node shows the cluster and each stream's replicas; a mint on node 2's
+// directory, while it runs and once it stopped, names the key-store node.
 func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)

@@ -16,9 +16,9 @@ import (
 )
 
 // TestPendingAndStatusReportCopiesLostPastAFullHandoff runs `deliver pending` and `status`
-// against a real mesh whose handoff keeps 3 copies per member, after carol, a durable member
-// of general, stayed offline through 8 messages: both must report the 5 refused copies
-// (issue 12 item 9).
+// against a real mesh whose handoff keeps 3 copies per member, after carol, a durable member of
+// general, stayed offline through 8 messages: both must report the 5 refused copies
+// (docs/durable.md "Gaps and losses").
 func TestPendingAndStatusReportCopiesLostPastAFullHandoff(t *testing.T) {
 	const bound, sent = 3, 8
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

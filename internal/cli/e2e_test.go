@@ -324,7 +324,7 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 // mintOntoALink mints name with --force onto a planted symlink: the path passes the check
 // before the mint (it exists, and --force may replace it), the write after the mint refuses to
 // follow the link, so the credential just minted must be revoked, the link's target left alone
-// and no active credential of name left behind (issue 12 item 5).
+// and no active credential of name left behind.
 func mintOntoALink(t *testing.T, bin, dir, name string) {
 	t.Helper()
 	target := filepath.Join(t.TempDir(), "elsewhere")

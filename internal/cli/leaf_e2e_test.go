@@ -14,10 +14,10 @@ import (
 )
 
 // TestALaptopUpProcessJoinsAHubAsALeaf runs the README's leaf commands as two `cotal up`
-// processes on loopback (issue 14 item 4): the hub mints the laptop's link credential (0600),
-// a post on either side reads back from the other's history, `cotal status` on the laptop
-// shows the link up, and, once the hub stops, shows it down while the laptop stays healthy and
-// its own agents keep posting.
+// processes on loopback: the hub mints the laptop's link credential (0600), a post on either
+// side reads back from the other's history, `cotal status` on the laptop shows the link up,
+// and, once the hub stops, shows it down while the laptop stays healthy and its own agents keep
+// posting.
 func TestALaptopUpProcessJoinsAHubAsALeaf(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)

@@ -20,9 +20,10 @@ import (
 	"github.com/cotal-go/cotal/provisioner"
 )
 
-// TestMintRefusesAPlantedSocketBeforeSendingTheSeed covers issue 12 item 6: another user who
-// replaced the admin socket must not receive the seed `cotal auth mint --identity` sends, and
-// the command must say so rather than fall back to the key store beside it.
+// TestMintRefusesAPlantedSocketBeforeSendingTheSeed covers docs/hostile-agents.md "A local
+// user": another user who replaced the admin socket must not receive the seed
+// `cotal auth mint --identity` sends, and the command must say so rather than fall back to the
+// key store beside it.
 func TestMintRefusesAPlantedSocketBeforeSendingTheSeed(t *testing.T) {
 	tests := []struct {
 		name    string
