@@ -20,9 +20,10 @@
 //   - The presence bucket refuses rollups, per-message TTLs and message schedules, so no agent
 //     can wipe other instances' presence or outlive the liveness TTL (docs/hostile-agents.md
 //     "Presence cannot be wiped").
-//   - The trusted reader authorizes against the registry's ACLs kept in memory here, never
-//     against the cotal_acl_<s> bucket, which an agent can overwrite through reply-subject
-//     injection; the bucket is written for reference clients and observers.
+//   - On the node with the key store the trusted reader authorizes against the registry's
+//     ACLs kept in memory here; the cotal_acl_<s> bucket, which only the provisioner writes
+//     and no agent's answer can reach, serves a cluster node that runs the backstop without
+//     the key store.
 //   - Ready means ready: the client listener opens last, once every space is provisioned and
 //     its delivery loops run, so a TCP client that reaches the port finds the mesh complete.
 //   - While the mesh runs, bbolt's exclusive lock on the key store is held; other processes

@@ -243,9 +243,9 @@ func (m *Mesh) Credentials(space string) ([]CredentialInfo, error) {
 	return m.store.List(space)
 }
 
-// putACL writes rec's ACL record to cotal_acl_<s> for reference clients, observers and a
-// cluster node that runs the backstop without the key store (bucketACL), and updates the
-// in-memory copy this node's trusted reader authorizes against.
+// putACL writes rec's ACL record to cotal_acl_<s> for a cluster node that runs the backstop
+// without the key store (bucketACL), and updates the in-memory copy this node's trusted
+// reader authorizes against, with the name an active agent was minted with.
 func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) error {
 	acl := provisioner.ACLFor(rec)
 	name := ""
