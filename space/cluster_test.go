@@ -97,7 +97,17 @@ func startClusterWith(t *testing.T, tune func(node int, o *space.Options)) []*sp
 		wg.Go(func() { meshes[i], errs[i] = space.Start(ctx, opts(i)) })
 	}
 	wg.Wait()
-	// Closed together: a node leaving a clustered JetStream hands over its leaderships first.
+	closeTogether(t, meshes)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("start the cluster: %v", err)
+	}
+	t.Logf("the cluster started in %v", time.Since(began).Round(time.Millisecond))
+	return meshes
+}
+
+// closeTogether closes the nodes of meshes (nil for one that did not start) at the end of the
+// test, all at once: a node leaving a clustered JetStream hands over its leaderships first.
+func closeTogether(t *testing.T, meshes []*space.Mesh) {
 	t.Cleanup(func() {
 		var closing sync.WaitGroup
 		for _, m := range meshes {
@@ -107,11 +117,6 @@ func startClusterWith(t *testing.T, tune func(node int, o *space.Options)) []*sp
 		}
 		closing.Wait()
 	})
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("start the cluster: %v", err)
-	}
-	t.Logf("the cluster started in %v", time.Since(began).Round(time.Millisecond))
-	return meshes
 }
 
 // joinAt connects cred's Endpoint to node over TCP, joined to channels, its deliveries sent

@@ -27,15 +27,21 @@ import (
 func leafCreds(t *testing.T, hub *space.Mesh) (*provisioner.Credential, string) {
 	t.Helper()
 	cred := mintWith(t, hub, provisioner.MintRequest{Space: "main", Name: "laptop", Profile: provisioner.ProfileLeaf, NoExpiry: true})
+	return cred, credsFile(t, cred)
+}
+
+// credsFile saves cred's .creds, 0600, in a file of its own and returns the path.
+func credsFile(t *testing.T, cred *provisioner.Credential) string {
+	t.Helper()
 	data, err := cred.Creds()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "leaf.creds")
+	path := filepath.Join(t.TempDir(), cred.Name+".creds")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return cred, path
+	return path
 }
 
 // linkUp reports whether m's link of space main is up.
@@ -356,14 +362,7 @@ func TestARogueLeafIsRefused(t *testing.T) {
 	p := startLeafPair(t)
 	await.True(t, 30*time.Second, "the laptop's link", func() bool { return linkUp(context.Background(), p.laptop) })
 	agent := mint(t, p.hub, "mallory", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}})
-	agentCreds, err := agent.Creds()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "mallory.creds")
-	if err := os.WriteFile(path, agentCreds, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := credsFile(t, agent)
 	hubLeaf, _ := url.Parse("nats-leaf://" + p.leafAddr)
 	for name, creds := range map[string]string{"no credential": "", "an agent's credential": path} {
 		t.Run(name, func(t *testing.T) {

@@ -284,15 +284,7 @@ func TestANodeStartedBeforeTheTrustFileWaitsForIt(t *testing.T) {
 		wg.Go(func() { meshes[i], errs[i] = space.Start(ctx, o) })
 	}
 	wg.Wait()
-	t.Cleanup(func() {
-		var closing sync.WaitGroup
-		for _, m := range meshes {
-			if m != nil {
-				closing.Go(func() { _ = m.Close(context.Background()) })
-			}
-		}
-		closing.Wait()
-	})
+	closeTogether(t, meshes)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("start the nodes together: %v", err)
 	}
