@@ -185,3 +185,20 @@ func (b *Broker) ConnectionsClosed() int64 {
 	}
 	return b.userCap.closed.Load()
 }
+
+// DisconnectUser closes every connection user (a user public key) of account holds on this
+// server, with nats-server's "Kicked" reason, and returns how many it closed. A client that
+// reconnects is not stopped by it.
+func (b *Broker) DisconnectUser(account, user string) int {
+	conns, err := b.srv.Connz(&server.ConnzOptions{Username: true, Account: account, User: user, Limit: server.DefaultConnListSize})
+	if err != nil {
+		return 0
+	}
+	closed := 0
+	for _, ci := range conns.Conns {
+		if b.srv.DisconnectClientByID(ci.Cid) == nil {
+			closed++
+		}
+	}
+	return closed
+}

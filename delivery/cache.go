@@ -22,7 +22,9 @@ type kvCache[T any] struct {
 	// quick, when set, takes a value from the key's previous row without decoding, when the
 	// value differs from it only in what needs no validation (a presence heartbeat's ts).
 	quick func(prev T, data []byte) (T, bool)
-	gate  *gate // open while rows is complete and the watch runs
+	// written, when set, is told the key of every write the follower sees.
+	written func(key string)
+	gate    *gate // open while rows is complete and the watch runs
 	// loaded opens once rows was first complete and never closes: the fan-out routes on the
 	// last known rows of a cache whose watch is down (see Service.waitViews).
 	loaded  *gate

@@ -69,6 +69,10 @@ type Config struct {
 	// inside the sender's own subtree. Nil takes them on Conn, which serves only a mesh of
 	// one account (open mode). The Service never closes it.
 	ControlConn *nats.Conn
+	// OnPresenceFlood, when set, is called with the key of a presence row rewritten faster
+	// than any holder needs (presencerate.go), at most once per key every 10 s; nil ignores
+	// the rate. It runs on the presence follower: it must not block.
+	OnPresenceFlood func(id string)
 	// ACL answers each member's current read ACL (SPEC §9 items 5, 6).
 	ACL ACLSource
 	// Logger receives the service's logs; nil logs through slog.Default().

@@ -68,9 +68,13 @@ func (c *kvCache[T]) follow(ctx context.Context, nc *nats.Conn, js jetstream.Jet
 		case <-ctx.Done():
 			return ctx.Err()
 		case m := <-ch:
+			key := strings.TrimPrefix(m.Subject, prefix)
 			c.mu.Lock()
-			c.applyValue(c.rows, c.rows, strings.TrimPrefix(m.Subject, prefix), kvOp(m.Header), m.Data, 0)
+			c.applyValue(c.rows, c.rows, key, kvOp(m.Header), m.Data, 0)
 			c.mu.Unlock()
+			if c.written != nil {
+				c.written(key)
+			}
 		case <-tick.C:
 			if !sub.IsValid() {
 				return fmt.Errorf("subscription to bucket %s closed", c.bucket)

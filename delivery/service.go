@@ -113,6 +113,14 @@ func (s *Service) openRegistries(ctx context.Context) error {
 	s.channels = newKVCache(n.ChannelsBucket(), decodeChannelRow, &s.stats.registryInvalid, s.log)
 	s.presence = newKVCache(n.PresenceBucket(), decodePresenceRow, &s.stats.registryInvalid, s.log)
 	s.presence.quick = presenceRow.heartbeat
+	if s.cfg.OnPresenceFlood != nil {
+		var meter presenceMeter
+		s.presence.written = func(key string) {
+			if meter.write(key, time.Now()) {
+				s.cfg.OnPresenceFlood(key)
+			}
+		}
+	}
 	s.channelsKV = channelsKV
 	return nil
 }

@@ -70,6 +70,7 @@ type backstop struct {
 func (m *Mesh) startBackstop(space string, conn, ctl *nats.Conn, acl delivery.ACLSource) *backstop {
 	cfg := delivery.DefaultConfig()
 	cfg.Names, cfg.Conn, cfg.ControlConn, cfg.Logger, cfg.ACL = wire.NewNames(space), conn, ctl, m.log, acl
+	cfg.OnPresenceFlood = m.presenceFlood(space)
 	b := &backstop{space: space, node: m.broker.Server().Name(), log: m.log.With("space", space), cfg: cfg}
 	if acl == nil {
 		b.acl = newBucketACL(cfg.Names, conn, m.log)

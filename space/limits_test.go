@@ -780,3 +780,30 @@ func TestAnUnboundedDataDirectoryStartsUnderTheLimits(t *testing.T) {
 		t.Fatalf("a DM after the restart: %v", err)
 	}
 }
+
+// TestAPresenceFloodClosesTheFloodersConnections: an agent that rewrites its presence row
+// hundreds of times a second, sending every watcher each write, has its connections closed
+// and is named in the log; another agent stays connected.
+func TestAPresenceFloodClosesTheFloodersConnections(t *testing.T) {
+	t.Parallel()
+	m, mallory, victim, logs := limitedMeshLogged(t, func(*space.Limits) {})
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, v := newPeer(t, m, mallory), newPeer(t, m, victim)
+	row, err := json.Marshal(wire.Presence{Card: wire.AgentCard{ID: mallory.ID, Name: "mallory", Kind: wire.CardKindAgent},
+		Status: wire.StatusWorking, Activity: strings.Repeat("x", 1000), TS: time.Now().UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000 && p.nc.IsConnected(); i++ {
+		_ = p.nc.Publish(n.PresenceKVSubject(mallory.ID), row)
+	}
+	await.True(t, 10*time.Second, "mallory's connection closed", func() bool { return !p.nc.IsConnected() })
+	await.True(t, 10*time.Second, "a log line naming mallory", func() bool {
+		return strings.Contains(logs.String(), "rewrites its presence") && strings.Contains(logs.String(), "agent=mallory")
+	})
+	if err := v.nc.FlushWithContext(ctx); err != nil || !v.nc.IsConnected() {
+		t.Fatalf("the victim's connection: %v, connected %v", err, v.nc.IsConnected())
+	}
+}

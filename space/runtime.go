@@ -231,6 +231,7 @@ func (m *Mesh) startDelivery(ctx context.Context, rt *spaceRuntime) error {
 	}
 	cfg := delivery.DefaultConfig()
 	cfg.Names, cfg.Conn, cfg.ControlConn, cfg.Logger = rt.names, rt.dlvConn, rt.ctlConn, m.log // the service adds the space itself
+	cfg.OnPresenceFlood = m.presenceFlood(rt.name)
 	cfg.ACL = rt.acls
 	if m.opts.Open {
 		cfg.ACL = openACL{}
