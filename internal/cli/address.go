@@ -37,7 +37,8 @@ func resolveName(ctx context.Context, e *endpoint.Endpoint, s *session, name str
 		return "", fmt.Errorf("@%s: %w; send to one of them by id", name, err)
 	case errors.Is(err, endpoint.ErrUnknownName) && s.mesh == nil:
 		return "", fmt.Errorf("@%s: %w; `cotal who` lists who is online; with --link and --creds only the online instances "+
-			"resolve by name, so send to an offline agent's instance id (`cotal auth list` beside `cotal up` shows it): its DMs wait for it", name, err)
+			"resolve by name, so send to an offline agent's instance id (`cotal auth list` beside `cotal up` shows it): its DMs wait for it%s",
+			name, err, didYouMean(atNames(closeMatches(name, onlineNames(e)))))
 	case errors.Is(err, endpoint.ErrUnknownName):
 		return "", fmt.Errorf("@%s: no online instance has that name, and an open mesh has no credentials "+
 			"to find an offline one by; `cotal who` lists who is online, or send to an instance id", name)
@@ -49,19 +50,35 @@ func resolveName(ctx context.Context, e *endpoint.Endpoint, s *session, name str
 // case-insensitively as the roster compares display names.
 func agentNamed(recs []space.CredentialInfo, name, spaceName string) (string, error) {
 	now := time.Now()
-	var ids []string
+	var ids, names []string
 	for _, r := range recs {
-		if r.Profile == provisioner.ProfileAgent && r.Active(now) && strings.EqualFold(r.Name, name) {
+		if r.Profile != provisioner.ProfileAgent || !r.Active(now) {
+			continue
+		}
+		names = append(names, r.Name)
+		if strings.EqualFold(r.Name, name) {
 			ids = append(ids, r.ID)
 		}
 	}
 	switch len(ids) {
 	case 0:
 		return "", fmt.Errorf("@%s: no active agent credential in space %s is named %q (a name `cotal who` shows is the "+
-			"instance's own choice, not always the name it was minted with); `cotal auth list` lists the credentials", name, spaceName, name)
+			"instance's own choice, not always the name it was minted with); `cotal auth list` lists the credentials%s",
+			name, spaceName, name, didYouMean(atNames(closeMatches(name, names))))
 	case 1:
 		return ids[0], nil
 	}
 	return "", fmt.Errorf("@%s: %d active agent credentials are named so: %s; send to one of them by id",
 		name, len(ids), strings.Join(ids, ", "))
+}
+
+// onlineNames are the display names of the online instances other than e itself.
+func onlineNames(e *endpoint.Endpoint) []string {
+	var names []string
+	for _, p := range e.Roster().Snapshot() {
+		if p.Online && p.Presence.Card.ID != e.ID() {
+			names = append(names, p.Presence.Card.Name)
+		}
+	}
+	return names
 }

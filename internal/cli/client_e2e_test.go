@@ -317,7 +317,7 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 		{name: "send outside allowPublish says what to mint", args: append([]string{"send", "random", "hi", "--create"}, asAlice...),
 			code: exitError, stderr: []string{`channel "random" is outside the allowPublish of "alice"`, "--allow-publish random"}},
 		{name: "a hint names the channel in a form mint accepts", args: append([]string{"send", "#random", "hi", "--create"}, asAlice...),
-			code: exitError, stderr: []string{"--allow-publish _random`"}},
+			code: exitUsage, stderr: []string{`write the sanitized form "_random"`}},
 		{name: "an observer credential cannot send", args: []string{"send", "general", "hi", "--link", up.link, "--creds", watcher},
 			code: exitError, stderr: []string{"cannot send", "is an observer credential", "agent credential"}},
 		{name: "a DM to a name nobody online has says how to find one", args: append([]string{"send", "@carol", "hi"}, asBob...),

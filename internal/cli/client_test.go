@@ -27,6 +27,7 @@ func TestParseTarget(t *testing.T) {
 		{name: "a bare @ is refused", in: "@", wantErr: "after the @"},
 		{name: "a role with a dot is refused", in: "svc:a.b", wantErr: "letters, digits"},
 		{name: "an empty segment is refused", in: "a..b", wantErr: "svc:ROLE"},
+		{name: "an id with a bad checksum is not read as a channel", in: id[:55] + "A", wantErr: "checksum is wrong"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +56,9 @@ func TestMessageText(t *testing.T) {
 		{name: "no argument reads stdin without its final newline", stdin: "line one\nline two\n", want: "line one\nline two"},
 		{name: "a dash reads stdin", args: []string{"-"}, stdin: "piped", want: "piped"},
 		{name: "empty stdin is refused", stdin: "\n", wantErr: true},
+		{name: "stdin of only whitespace is refused", stdin: "  \n", wantErr: true},
+		{name: "an empty argument is refused", args: []string{""}, stdin: "ignored", wantErr: true},
+		{name: "an argument of only whitespace is refused", args: []string{" \t"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,6 +38,15 @@ type target struct {
 	role    string
 }
 
+// looksLikeUserKey reports whether s has the shape of a user nkey (U and 55 base32
+// characters), whatever its checksum: such a target is a mistyped id, not a channel name.
+func looksLikeUserKey(s string) bool {
+	if len(s) != 56 || s[0] != 'U' {
+		return false
+	}
+	return strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") == ""
+}
+
 // parseTarget reads CHANNEL, @NAME, an instance id (a user nkey, SPEC §2) or svc:ROLE.
 func parseTarget(s string) (target, error) {
 	switch {
@@ -54,6 +63,9 @@ func parseTarget(s string) (target, error) {
 		return target{kind: endpoint.MetaDM, name: s[1:]}, nil
 	case len(s) == 56 && strings.HasPrefix(s, "U") && nkeys.IsValidPublicUserKey(s):
 		return target{kind: endpoint.MetaDM, id: s}, nil
+	case looksLikeUserKey(s):
+		return target{}, fmt.Errorf("target %q looks like an instance id but its checksum is wrong: "+
+			"copy the id again from `cotal who` or `cotal auth list`", s)
 	}
 	if err := wire.ValidatePublishChannel(s); err != nil {
 		return target{}, fmt.Errorf("target %q: %w; send to CHANNEL, @NAME, an instance id or svc:ROLE", s, err)
@@ -92,7 +104,10 @@ the channel.` + connectHelp,
 		Args:              rangeArgs([]string{"CHANNEL|@NAME|ID|svc:ROLE"}, []string{"TEXT"}),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		PreRunE: func(_ *cobra.Command, args []string) error {
-			_, err := parseTarget(args[0])
+			t, err := parseTarget(args[0])
+			if err == nil && create && t.kind == endpoint.MetaChannel {
+				err = checkNewChannelName(t.channel)
+			}
 			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -109,9 +124,23 @@ the channel.` + connectHelp,
 	return cmd
 }
 
-// messageText is the TEXT argument, or standard input for none or "-".
+// checkNewChannelName refuses to start a channel under a name mint would refuse in a grant:
+// sanitizing would store it under another name ("Bad Channel!" as Bad_Channel_), which no
+// credential's --allow-publish can name as typed.
+func checkNewChannelName(ch string) error {
+	if err := wire.ValidatePolicyChannel(ch); err != nil {
+		return fmt.Errorf("--create %q: %w (mint refuses it in --allow-publish too)", ch, err)
+	}
+	return nil
+}
+
+// messageText is the TEXT argument, or standard input for none or "-". Text of only
+// whitespace is refused: it is an empty shell variable or a missing quote, not a message.
 func messageText(stdin io.Reader, args []string) (string, error) {
 	if len(args) == 1 && args[0] != "-" {
+		if strings.TrimSpace(args[0]) == "" {
+			return "", errors.New("nothing to send: TEXT is empty; pass the message, or - to read it from standard input")
+		}
 		return args[0], nil
 	}
 	data, err := io.ReadAll(stdin)
@@ -119,7 +148,7 @@ func messageText(stdin io.Reader, args []string) (string, error) {
 		return "", fmt.Errorf("read the message from standard input: %w", err)
 	}
 	text := strings.TrimRight(string(data), "\r\n")
-	if text == "" {
+	if strings.TrimSpace(text) == "" {
 		return "", errors.New("nothing to send: standard input was empty; pass TEXT or pipe the message in")
 	}
 	return text, nil
@@ -166,11 +195,40 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create b
 			return err
 		}
 	}
+	if t.kind == endpoint.MetaAnycast {
+		warnUnheldRole(ctx, cmd.ErrOrStderr(), s, t.role)
+	}
 	r, err := publish(ctx, e, t, text)
 	if err != nil {
 		return sendError(err, t, s)
 	}
 	return printReceipt(cmd.OutOrStdout(), f.asJSON, r, t)
+}
+
+// warnUnheldRole says, beside `cotal up`, when no active credential holds the role a svc:
+// send names: the task is stored but nobody can take it, and the mesh reclaims it at its next
+// pass. The send still goes ahead, since a holder may be minted in the meantime.
+func warnUnheldRole(ctx context.Context, w io.Writer, s *session, role string) {
+	if s.mesh == nil {
+		return
+	}
+	recs, err := s.mesh.Credentials(ctx, s.link.Space)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	var roles []string
+	for _, r := range recs {
+		if r.Active(now) && r.Grants.Role != "" {
+			if r.Grants.Role == role {
+				return
+			}
+			roles = append(roles, r.Grants.Role)
+		}
+	}
+	fmt.Fprintf(w, "warning: no credential in space %s holds role %q, so no one can take this task and the mesh "+
+		"reclaims it; mint a holder with `cotal auth mint --name NAME --role %s`%s\n",
+		s.link.Space, role, role, didYouMean(prefixed("svc:", closeMatches(role, roles))))
 }
 
 func publish(ctx context.Context, e *endpoint.Endpoint, t target, text string) (endpoint.Receipt, error) {

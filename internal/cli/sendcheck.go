@@ -49,21 +49,13 @@ func targetGuesses(ctx context.Context, e *endpoint.Endpoint, typed string, chan
 	if waitRoster(ctx, e) != nil {
 		return guesses
 	}
-	var names []string
 	for _, p := range e.Roster().Snapshot() {
-		card := p.Presence.Card
-		if !p.Online || card.ID == e.ID() {
-			continue
-		}
-		names = append(names, card.Name)
-		if len(typed) >= 4 && strings.HasPrefix(card.ID, strings.ToUpper(typed)) {
-			guesses = append(guesses, card.ID)
+		id := p.Presence.Card.ID
+		if p.Online && id != e.ID() && len(typed) >= 4 && strings.HasPrefix(id, strings.ToUpper(typed)) {
+			guesses = append(guesses, id)
 		}
 	}
-	for _, n := range closeMatches(typed, names) {
-		guesses = append(guesses, "@"+n)
-	}
-	return guesses
+	return append(guesses, atNames(closeMatches(typed, onlineNames(e)))...)
 }
 
 // waitRoster waits, bounded by rosterWait, for the roster's first complete read.

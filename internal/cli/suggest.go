@@ -67,3 +67,15 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// atNames writes each name as a target, @name.
+func atNames(names []string) []string { return prefixed("@", names) }
+
+// prefixed returns each of words with prefix in front.
+func prefixed(prefix string, words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = prefix + w
+	}
+	return out
+}
