@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/suggest"
 )
 
 // Errors Load and Validate return.
@@ -14,6 +16,8 @@ var (
 	ErrInvalid = errors.New("invalid configuration")
 	// ErrUnknownKey means the file or the flag overrides name a key Config does not have.
 	ErrUnknownKey = errors.New("unknown configuration key")
+	// ErrBadNumber means a count or a size in bytes is not a whole number ("1GB").
+	ErrBadNumber = errors.New("not a whole number")
 )
 
 // Config is everything a cotal mesh runs from. The zero value is not useful; start from
@@ -231,6 +235,11 @@ func configKeys() keySet {
 }
 
 // String lists the keys sorted, for error messages.
+// closest is the "; did you mean ...?" of a key that is not in k, or "".
+func (k keySet) closest(key string) string {
+	return suggest.DidYouMean(suggest.Close(key, slices.Collect(maps.Keys(k.leaves))))
+}
+
 func (k keySet) String() string {
 	return strings.Join(slices.Sorted(maps.Keys(k.leaves)), ", ")
 }

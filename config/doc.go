@@ -51,7 +51,8 @@
 // name followed by an underscore (TLS_, LOG_ or LIMITS_), that first underscore is the section separator:
 // COTAL_TLS_CERT sets tls.cert and COTAL_LOG_LEVEL sets log.level, while COTAL_SYNC_INTERVAL
 // sets sync_interval. COTAL_SPACES is a comma-separated list ("main,ops"). COTAL_* variables that
-// name no key, such as COTAL_LINK and COTAL_CREDS read by client commands, are ignored here.
+// name no key, such as COTAL_LINK and COTAL_CREDS read by client commands, are ignored here;
+// UnknownEnv lists the ones that are no one's, with the closest name, for a warning.
 //
 // # What it does not do
 //

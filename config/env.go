@@ -1,9 +1,13 @@
 package config
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/knadh/koanf/providers/env/v2"
+
+	"github.com/cotal-go/cotal/internal/suggest"
 )
 
 // envPrefix starts every variable Load reads.
@@ -36,6 +40,37 @@ func envKey(name string, known keySet) string {
 		return ""
 	}
 	return key
+}
+
+// UnknownEnv returns a warning for each COTAL_* variable of environ that names no
+// configuration key and is not one of also (the variables client commands read, such as
+// COTAL_LINK), with the closest known variable: Load skips such a variable, so a typo like
+// COTAL_LSTEN would otherwise leave the default in place without a word.
+func UnknownEnv(environ []string, also ...string) []string {
+	known := configKeys()
+	var names []string // compared without the prefix every name shares
+	for _, name := range also {
+		names = append(names, strings.TrimPrefix(name, envPrefix))
+	}
+	for key := range known.leaves {
+		names = append(names, strings.TrimPrefix(envName(key), envPrefix))
+	}
+	var warnings []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || envKey(name, known) != "" || slices.Contains(also, name) {
+			continue
+		}
+		warnings = append(warnings, fmt.Sprintf("%s is not a cotal variable and is ignored%s",
+			name, suggest.DidYouMean(suggest.Prefixed(envPrefix, suggest.Close(strings.TrimPrefix(name, envPrefix), names)))))
+	}
+	slices.Sort(warnings)
+	return slices.Compact(warnings)
+}
+
+// envName is the variable that sets key: tls.cert is COTAL_TLS_CERT.
+func envName(key string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
 // splitList reads "main, ops" as [main ops]; an empty value is an empty list, which Validate

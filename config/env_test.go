@@ -46,3 +46,26 @@ func TestSplitList(t *testing.T) {
 		})
 	}
 }
+
+func TestUnknownEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    []string
+	}{
+		{"a typo of a key is named with the closest variable", []string{"COTAL_LSTEN=127.0.0.1:4999"},
+			[]string{"COTAL_LSTEN is not a cotal variable and is ignored; did you mean COTAL_LISTEN?"}},
+		{"a known key is no warning", []string{"COTAL_LISTEN=x", "COTAL_TLS_CERT=c.pem"}, nil},
+		{"a client variable passed as also is no warning", []string{"COTAL_LINK=cotal://h/main"}, nil},
+		{"a typo of a client variable suggests it", []string{"COTAL_CRED=x.creds"},
+			[]string{"COTAL_CRED is not a cotal variable and is ignored; did you mean COTAL_CREDS?"}},
+		{"other variables are none of cotal's business", []string{"HOME=/root", "XCOTAL_LSTEN=1"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := UnknownEnv(tt.environ, "COTAL_LINK", "COTAL_CREDS"); !slices.Equal(got, tt.want) {
+				t.Fatalf("UnknownEnv(%q) = %q, want %q", tt.environ, got, tt.want)
+			}
+		})
+	}
+}

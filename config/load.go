@@ -7,8 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
@@ -163,7 +166,7 @@ func (l layer) load(known keySet) (*koanf.Koanf, error) {
 	if l.strict {
 		for _, key := range k.Keys() {
 			if !known.leaves[key] && !known.sections[key] {
-				return nil, fmt.Errorf("%s: %w %q; known keys: %s", l.name, ErrUnknownKey, key, known)
+				return nil, fmt.Errorf("%s: %w %q%s; known keys: %s", l.name, ErrUnknownKey, key, known.closest(key), known)
 			}
 		}
 	}
@@ -177,7 +180,22 @@ func (l layer) load(known keySet) (*koanf.Koanf, error) {
 // decode unmarshals k into c, reading every duration key with ParseDuration.
 func decode(k *koanf.Koanf, c *Config) error {
 	return k.UnmarshalWithConf("", c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
-		DecodeHook: durationHook, WeaklyTypedInput: true}})
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(durationHook, numberHook), WeaklyTypedInput: true}})
+}
+
+// numberHook refuses a count or size written with a unit or as words before mapstructure's
+// own conversion would, so the message says what a number looks like instead of quoting
+// strconv. Every integer key is a plain number: sizes are bytes.
+func numberHook(_, to reflect.Type, data any) (any, error) {
+	v, ok := data.(string)
+	if !ok || v == "" || to.Kind() < reflect.Int || to.Kind() > reflect.Uint64 || to == reflect.TypeFor[time.Duration]() {
+		return data, nil
+	}
+	if _, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64); err != nil {
+		return nil, fmt.Errorf("%w: %q; write counts as plain numbers and sizes in bytes without a unit, "+
+			"e.g. 1048576 for 1 MiB or 1073741824 for 1 GiB", ErrBadNumber, v)
+	}
+	return data, nil
 }
 
 // lookup is os.Getenv over environ; the last assignment of a name wins, as in os/exec.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/suggest"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
@@ -38,7 +39,7 @@ func resolveName(ctx context.Context, e *endpoint.Endpoint, s *session, name str
 	case errors.Is(err, endpoint.ErrUnknownName) && s.mesh == nil:
 		return "", fmt.Errorf("@%s: %w; `cotal who` lists who is online; with --link and --creds only the online instances "+
 			"resolve by name, so send to an offline agent's instance id (`cotal auth list` beside `cotal up` shows it): its DMs wait for it%s",
-			name, err, didYouMean(atNames(closeMatches(name, onlineNames(e)))))
+			name, err, suggest.DidYouMean(suggest.AtNames(suggest.Close(name, onlineNames(e)))))
 	case errors.Is(err, endpoint.ErrUnknownName):
 		return "", fmt.Errorf("@%s: no online instance has that name, and an open mesh has no credentials "+
 			"to find an offline one by; `cotal who` lists who is online, or send to an instance id", name)
@@ -64,7 +65,7 @@ func agentNamed(recs []space.CredentialInfo, name, spaceName string) (string, er
 	case 0:
 		return "", fmt.Errorf("@%s: no active agent credential in space %s is named %q (a name `cotal who` shows is the "+
 			"instance's own choice, not always the name it was minted with); `cotal auth list` lists the credentials%s",
-			name, spaceName, name, didYouMean(atNames(closeMatches(name, names))))
+			name, spaceName, name, suggest.DidYouMean(suggest.AtNames(suggest.Close(name, names))))
 	case 1:
 		return ids[0], nil
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/cotal-go/cotal/internal/suggest"
 )
 
 // exactArgs accepts exactly the named positional arguments; a missing or extra one is a
@@ -54,7 +56,7 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 			names = append(names, c.Name())
 		}
 	}
-	return errors.New(msg + didYouMean(closeMatches(args[0], names)))
+	return errors.New(msg + suggest.DidYouMean(suggest.Close(args[0], names)))
 }
 
 // flagError adds the close flag names to cobra's "unknown flag" error.
@@ -66,12 +68,12 @@ func flagError(cmd *cobra.Command, err error) error {
 	var names []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	guesses := closeMatches(name, names)
+	guesses := suggest.Close(name, names)
 	if len(guesses) == 0 {
 		return err
 	}
 	for i, g := range guesses {
 		guesses[i] = "--" + g
 	}
-	return fmt.Errorf("%w%s", err, didYouMean(guesses))
+	return fmt.Errorf("%w%s", err, suggest.DidYouMean(guesses))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/suggest"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -75,14 +76,14 @@ func unknownChannel(cmd *cobra.Command, spaceName, channel string, err error) er
 				for _, c := range list.Channels {
 					known = append(known, c.Name)
 				}
-				guesses = closeMatches(channel, known)
+				guesses = suggest.Close(channel, known)
 			}
 			cancel()
 			closeEndpoint(e)
 		}
 	}
 	return reworded{err: err, msg: fmt.Sprintf("unknown channel %q: no such channel in space %s (no message, no config), "+
-		"so there is nothing to remove; `cotal channels list` shows the channels%s", channel, spaceName, didYouMean(guesses))}
+		"so there is nothing to remove; `cotal channels list` shows the channels%s", channel, spaceName, suggest.DidYouMean(guesses))}
 }
 
 // plural picks the word for n things.

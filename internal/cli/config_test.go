@@ -123,3 +123,34 @@ func TestUpFlagsReachTheirConfigKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigTyposAreNamedWithTheClosestKey: a mistyped key in cotal.yaml, a mistyped COTAL_
+// variable and a size with a unit each say what was probably meant, and up --check says so
+// before anything runs.
+func TestConfigTyposAreNamedWithTheClosestKey(t *testing.T) {
+	for _, tt := range []struct {
+		name, file, env string
+		code            int
+		stderr          string
+	}{
+		{name: "a mistyped key suggests the key", file: "lsten: 127.0.0.1:4999\n", code: exitError,
+			stderr: `unknown configuration key "lsten"; did you mean listen?`},
+		{name: "a size with a unit says what sizes look like", file: "limits:\n  payload: 1GB\n", code: exitError,
+			stderr: "key limits.payload: not a whole number: \"1GB\"; write counts as plain numbers and sizes in bytes"},
+		{name: "a mistyped variable is warned about with the closest one", env: "COTAL_LSTEN", code: exitOK,
+			stderr: "warning: COTAL_LSTEN is not a cotal variable and is ignored; did you mean COTAL_LISTEN?"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.file != "" {
+				if err := os.WriteFile(filepath.Join(dir, "cotal.yaml"), []byte(tt.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.env != "" {
+				t.Setenv(tt.env, "127.0.0.1:4999")
+			}
+			checkRun(t, []string{"up", "--check", "--dir", dir}, tt.code, nil, []string{tt.stderr})
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/suggest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -228,7 +229,7 @@ func warnUnheldRole(ctx context.Context, w io.Writer, s *session, role string) {
 	}
 	fmt.Fprintf(w, "warning: no credential in space %s holds role %q, so no one can take this task and the mesh "+
 		"reclaims it; mint a holder with `cotal auth mint --name NAME --role %s`%s\n",
-		s.link.Space, role, role, didYouMean(prefixed("svc:", closeMatches(role, roles))))
+		s.link.Space, role, role, suggest.DidYouMean(suggest.Prefixed("svc:", suggest.Close(role, roles))))
 }
 
 func publish(ctx context.Context, e *endpoint.Endpoint, t target, text string) (endpoint.Receipt, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/suggest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -39,13 +40,13 @@ func checkChannel(ctx context.Context, e *endpoint.Endpoint, s *session, channel
 	}
 	return fmt.Errorf("%w %q in space %s: it has no message and no config; "+
 		"`cotal channels list` shows the channels, and --create starts a new one%s",
-		errNewChannel, channel, e.Space(), didYouMean(targetGuesses(ctx, e, channel, known)))
+		errNewChannel, channel, e.Space(), suggest.DidYouMean(targetGuesses(ctx, e, channel, known)))
 }
 
 // targetGuesses are the valid targets close to a mistyped one: existing channels, online
 // instances by @name, and instance ids it is the start of.
 func targetGuesses(ctx context.Context, e *endpoint.Endpoint, typed string, channels []string) []string {
-	guesses := closeMatches(wire.SanitizeChannel(typed), channels)
+	guesses := suggest.Close(wire.SanitizeChannel(typed), channels)
 	if waitRoster(ctx, e) != nil {
 		return guesses
 	}
@@ -55,7 +56,7 @@ func targetGuesses(ctx context.Context, e *endpoint.Endpoint, typed string, chan
 			guesses = append(guesses, id)
 		}
 	}
-	return append(guesses, atNames(closeMatches(typed, onlineNames(e)))...)
+	return append(guesses, suggest.AtNames(suggest.Close(typed, onlineNames(e)))...)
 }
 
 // waitRoster waits, bounded by rosterWait, for the roster's first complete read.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,6 +56,9 @@ func loadConfig(cmd *cobra.Command, keys map[string]string) (config.Config, erro
 			overrides[key] = f.Value.String()
 		}
 	})
+	for _, w := range config.UnknownEnv(os.Environ(), envLink, envCreds) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+	}
 	file, _ := cmd.Flags().GetString("config")
 	cfg, err := config.Load(config.LoadOptions{File: file, Flags: overrides})
 	return cfg, cleanConfigError(err)

@@ -1,4 +1,7 @@
-package cli
+// Package suggest finds the words close to a mistyped one, for the "did you mean" of an error
+// message: a channel, a name, a role, a configuration key or a COTAL_ variable. It is one rule
+// for every such guess, so a typo is caught the same way wherever it is made.
+package suggest
 
 import (
 	"cmp"
@@ -6,17 +9,17 @@ import (
 	"strings"
 )
 
-// didYouMean ends an error message with its guesses: "; did you mean a or b?", or nothing.
-func didYouMean(guesses []string) string {
+// DidYouMean ends an error message with its guesses: "; did you mean a or b?", or nothing.
+func DidYouMean(guesses []string) string {
 	if len(guesses) == 0 {
 		return ""
 	}
 	return "; did you mean " + strings.Join(guesses, " or ") + "?"
 }
 
-// closeMatches returns the candidates within a small edit distance of word, case-insensitive,
+// Close returns the candidates within a small edit distance of word, case-insensitive,
 // closest first, at most three: the "did you mean" of a mistyped channel or name.
-func closeMatches(word string, candidates []string) []string {
+func Close(word string, candidates []string) []string {
 	w := strings.ToLower(word)
 	limit := 1
 	if len(w) >= 4 {
@@ -68,11 +71,11 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// atNames writes each name as a target, @name.
-func atNames(names []string) []string { return prefixed("@", names) }
+// AtNames writes each name as a target, @name.
+func AtNames(names []string) []string { return Prefixed("@", names) }
 
-// prefixed returns each of words with prefix in front.
-func prefixed(prefix string, words []string) []string {
+// Prefixed returns each of words with prefix in front.
+func Prefixed(prefix string, words []string) []string {
 	out := make([]string, len(words))
 	for i, w := range words {
 		out[i] = prefix + w
