@@ -42,6 +42,11 @@ type Link struct {
 // equivalent comma-separated lists and are merged. Every error wraps ErrInvalidLink and names
 // the part of the link that is wrong.
 func ParseLink(s string) (Link, error) {
+	if !strings.Contains(s, "://") && !strings.HasPrefix(s, "cotal:") && !strings.HasPrefix(s, "cotals:") {
+		// A bare host:port: url.Parse would say "first path segment in URL cannot contain
+		// colon", or read localhost as the scheme, neither of which helps.
+		return Link{}, fmt.Errorf("%w: no scheme; a join link is cotal://host:port/space (cotals:// for TLS)", ErrInvalidLink)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		// url.Error quotes the whole link, credentials included; keep only what went wrong.

@@ -83,6 +83,9 @@ func TestParseLinkNamesTheProblem(t *testing.T) {
 	tests := []struct{ name, link, mentions string }{
 		{"a nats URL", "nats://h:4222/main", "scheme"},
 		{"no scheme", "h/main", "scheme"},
+		{"a bare host and port says what a link looks like", "127.0.0.1:4222", "no scheme; a join link is cotal://host:port/space"},
+		{"a host, port and space without the scheme", "127.0.0.1:4222/main", "cotal://host:port/space"},
+		{"a host name and port without the scheme", "localhost:4222", "no scheme"},
 		{"an opaque link", "cotal:main", "scheme://host/space"},
 		{"a fragment", "cotal://h/main#x", "fragment"},
 		{"no host", "cotal:///main", "host"},

@@ -36,6 +36,8 @@ func TestRun(t *testing.T) {
 			stderr: []string{"Run 'cotal version --help' for usage."}, quietStdout: true},
 		{name: "an unknown log format is a usage error", args: []string{"--log-format", "xml", "version"}, code: exitUsage,
 			stderr: []string{`cotal: --log-format "xml": use text or json`}, quietStdout: true},
+		{name: "a link without its scheme says what a join link looks like", args: []string{"who", "--link", "127.0.0.1:4222", "--creds", "x.creds"},
+			code: exitUsage, stderr: []string{"--link: invalid join link: no scheme; a join link is cotal://host:port/space"}, quietStdout: true},
 		{name: "an unknown log level is a usage error", args: []string{"version", "--log-level", "loud"}, code: exitUsage,
 			stderr: []string{`cotal: --log-level "loud"`}, quietStdout: true},
 	}
