@@ -13,7 +13,7 @@ import (
 // long. Past it Config.OnPresenceFlood is told the key, at most once per presenceFloodEvery.
 const (
 	presenceRate       = 20.0 // writes a second a key may sustain
-	presenceBurst      = 100  // writes a key may make at once
+	presenceBurst      = 200  // writes a key may make at once
 	presenceFloodEvery = 10 * time.Second
 )
 
