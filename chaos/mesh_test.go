@@ -208,11 +208,12 @@ type minted struct {
 }
 
 // mintCLI mints an agent credential with `cotal auth mint` (through the running mesh, or
-// straight in the key store when none runs: the mesh then provisions it at its next start).
+// straight in the key store when none runs: the mesh then provisions it at its next start;
+// --init lets the first mint create the key store before any mesh ran on dir).
 func mintCLI(t *testing.T, b bins, dir, name string, flags ...string) minted {
 	t.Helper()
 	creds := filepath.Join(dir, name+".creds")
-	args := append([]string{"auth", "mint", "--dir", dir, "--name", name, "--no-expiry", "--out", creds, "--json"}, flags...)
+	args := append([]string{"auth", "mint", "--dir", dir, "--init", "--name", name, "--no-expiry", "--out", creds, "--json"}, flags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.cotal, args...)

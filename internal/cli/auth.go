@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/provisioner"
@@ -76,6 +77,7 @@ func newMintCmd() *cobra.Command {
 	f.StringVar(&identity, "identity", "", "re-mint for the nkey in this .creds file (revokes its previous credential)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&force, "force", false, "replace an existing file at --out")
+	f.Bool("init", false, "create a key store in a data directory no mesh has used yet, for a mesh started there later")
 	_ = cmd.MarkFlagRequired("name")
 	cmd.MarkFlagsMutuallyExclusive("expires-in", "expires-at", "no-expiry")
 	return cmd
@@ -155,6 +157,11 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON 
 		return err
 	}
 	dir := opts.Dir
+	if initStore, _ := cmd.Flags().GetBool("init"); !initStore {
+		if err := checkMintDir(dir); err != nil {
+			return err
+		}
+	}
 	var cred *space.MintedCredential
 	err = withMeshOrStore(cmd, dir, func(c *admin.Client) (err error) {
 		// A running mesh creates the consumers now unless told not to, so DMs sent from this
@@ -183,6 +190,24 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON 
 		return fmt.Errorf("%w; the credential was revoked, nothing was minted", werr)
 	}
 	return printMinted(cmd, cred, out, asJSON)
+}
+
+// checkMintDir refuses to mint into a data directory that holds no key store, no mesh's
+// socket and no cotal.yaml unless --init says so: most often --dir is mistyped, and a key
+// store created there would sign a credential that no mesh trusts.
+func checkMintDir(dir string) error {
+	if err := checkNotMember(dir); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil {
+		return nil // a directory set up for a mesh
+	}
+	if err := checkMeshData(dir); err != nil {
+		return fmt.Errorf("%w in %s: no mesh has run there and nothing was minted there, so no mesh would accept "+
+			"the credential; check --dir, start `cotal up --dir %s` first, or pass --init to create a key store "+
+			"there for a mesh you start later", errNoMeshData, dir, dir)
+	}
+	return nil
 }
 
 // revokeMinted revokes a credential whose file could not be written.

@@ -46,7 +46,7 @@ func TestAuthOnADirectoryNoMeshUsed(t *testing.T) {
 
 	t.Run("a space the key store lacks is named, with how to provision it", func(t *testing.T) {
 		dir := filepath.Join(root, "minted")
-		checkRun(t, []string{"auth", "mint", "--dir", dir, "--name", "alice", "--out", filepath.Join(root, "alice.creds")}, exitOK, nil, nil)
+		checkRun(t, []string{"auth", "mint", "--dir", dir, "--init", "--name", "alice", "--out", filepath.Join(root, "alice.creds")}, exitOK, nil, nil)
 		checkRun(t, []string{"auth", "list", "--dir", dir}, exitOK, []string{"alice"}, nil)
 		code, stderr := runForStderr([]string{"auth", "list", "--dir", dir, "--space", "other"})
 		want := `unknown space "other": the key store in ` + dir + " has no such space; `cotal up --dir " + dir + " --space other` provisions it"
@@ -61,4 +61,25 @@ func runForStderr(args []string) (int, string) {
 	var out, errOut bytes.Buffer
 	code := Run(args, &out, &errOut)
 	return code, errOut.String()
+}
+
+// TestMintIntoAMistypedDirIsRefused: auth mint on a data directory no mesh used and nothing
+// was minted in refuses, creating nothing, unless --init asks for a new key store; once one
+// exists, minting there needs no flag.
+func TestMintIntoAMistypedDirIsRefused(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "typo")
+	mint := func(name string, extra ...string) []string {
+		return append([]string{"auth", "mint", "--dir", dir, "--name", name, "--out", filepath.Join(root, name+".creds")}, extra...)
+	}
+	checkRun(t, mint("alice"), exitError, nil, []string{"cotal: no mesh data in " + dir, "no mesh would accept the credential",
+		"check --dir", "`cotal up --dir " + dir + "`", "--init"})
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a refused mint created %s (%v)", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "alice.creds")); !os.IsNotExist(err) {
+		t.Fatalf("a refused mint wrote a credential (%v)", err)
+	}
+	checkRun(t, mint("alice", "--init"), exitOK, nil, nil)
+	checkRun(t, mint("bob"), exitOK, nil, nil)
 }
