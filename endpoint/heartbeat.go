@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cotal-go/cotal/wire"
 	"maps"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/wire"
 )
 
 // ErrOfflineStatus: SetStatus was asked to announce offline, which a live instance never
@@ -54,9 +57,7 @@ func (e *Endpoint) heartbeatLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		wctx, cancel := context.WithTimeout(ctx, e.opts.Heartbeat)
-		err := e.writePresence(wctx)
-		cancel()
+		err := e.heartbeat(ctx)
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:
 			e.log.Warn("presence heartbeat failed; peers will see this instance offline", "err", err)
@@ -66,6 +67,18 @@ func (e *Endpoint) heartbeatLoop(ctx context.Context) {
 			failing = false
 		}
 	}
+}
+
+// heartbeat is one tick's write. While the connection is down it is skipped: the write could
+// only wait out its timeout holding the presence lock, and so hold up a Close that arrives
+// meanwhile by as long.
+func (e *Endpoint) heartbeat(ctx context.Context) error {
+	if !e.nc.IsConnected() {
+		return nats.ErrDisconnected
+	}
+	wctx, cancel := context.WithTimeout(ctx, e.opts.Heartbeat)
+	defer cancel()
+	return e.writePresence(wctx)
 }
 
 // writePresence writes the current presence to the instance's own key, key = card.id, with ts

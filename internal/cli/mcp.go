@@ -105,7 +105,7 @@ func runMCP(cmd *cobra.Command, link, credsPath string, inboxSize int) error {
 	srv := mcpserver.NewServer(e, inbox, opts)
 	defer srv.Close()
 	log.Info("serving MCP on stdio", "name", e.Name(), "id", e.ID(), "channels", channels)
-	return serveMCP(ctx, e, srv)
+	return serveMCP(ctx, e, srv, mcpserver.NewLineTransport(cmd.InOrStdin(), cmd.OutOrStdout()))
 }
 
 // mcpEndpointOptions are the options cotal mcp connects with: the agent's channels joined at
@@ -121,7 +121,7 @@ func mcpEndpointOptions(link string, creds []byte, channels []string, inbox *mcp
 // stops for good (reconnects have no bound, but a broker that drops the CONNECT line before
 // authentication is not retried forever); in the last case it fails, so that the runtime sees
 // the server end rather than tools failing forever.
-func serveMCP(ctx context.Context, e *endpoint.Endpoint, srv *mcpserver.Server) error {
+func serveMCP(ctx context.Context, e *endpoint.Endpoint, srv *mcpserver.Server, t mcp.Transport) error {
 	serveCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -131,7 +131,7 @@ func serveMCP(ctx context.Context, e *endpoint.Endpoint, srv *mcpserver.Server) 
 		case <-serveCtx.Done():
 		}
 	}()
-	err := srv.Run(serveCtx, &mcp.StdioTransport{})
+	err := runBounded(serveCtx, srv, t)
 	select {
 	case <-e.Done():
 		if ctx.Err() == nil {
@@ -144,6 +144,31 @@ func serveMCP(ctx context.Context, e *endpoint.Endpoint, srv *mcpserver.Server) 
 		return fmt.Errorf("serve MCP: %w", err)
 	}
 	return nil
+}
+
+// mcpStopGrace bounds how long cotal mcp waits, once told to stop, for the tool calls in
+// flight: a cotal_inbox wait or a call to a mesh that is down would otherwise hold the exit
+// for as long as it runs (the SDK's Run waits for every handler).
+const mcpStopGrace = time.Second
+
+// runBounded runs srv on t until it returns, or until mcpStopGrace after ctx ends. A handler
+// still running then ends with the process, which exits next; its answer could reach no one.
+func runBounded(ctx context.Context, srv *mcpserver.Server, t mcp.Transport) error {
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, t) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	timer := time.NewTimer(mcpStopGrace)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return ctx.Err()
+	}
 }
 
 // bootChannels are the channels cotal mcp joins at connect, the first being cotal_send's
