@@ -3,6 +3,7 @@ package provisioner
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cotal-go/cotal/wire"
@@ -34,6 +35,14 @@ type Record struct {
 	Revision  uint64    `json:"revision"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
+
+// CommandPrefix starts the name of every credential cotal's own commands mint for themselves
+// beside a running mesh ("cli-send-alice-x7k2qa"): short-lived identities that the listings
+// meant for people (auth list, who, status, the console) leave out unless asked.
+const CommandPrefix = "cli-"
+
+// IsCommandName reports whether name is that of a credential a cotal command minted for itself.
+func IsCommandName(name string) bool { return strings.HasPrefix(name, CommandPrefix) }
 
 // Active reports whether the record's credential is neither revoked nor expired at now.
 func (r Record) Active(now time.Time) bool {

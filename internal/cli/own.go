@@ -1,21 +1,20 @@
 package cli
 
 import (
-	"strings"
-
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
 
 // ownPrefix starts the name of every credential cotal's own commands mint for themselves
 // beside `cotal up` ("cli-send-alice", see session.openLocal): short-lived identities that
-// auth list, who and status hide unless --all is given.
-const ownPrefix = "cli-"
+// auth list, who and status hide unless --all is given, and the console hides too.
+const ownPrefix = provisioner.CommandPrefix
 
 // allHelp is the help of the --all flag of the commands that hide them.
 const allHelp = "also show the short-lived credentials cotal's own commands mint for themselves (cli-*)"
 
-func isOwnName(name string) bool { return strings.HasPrefix(name, ownPrefix) }
+func isOwnName(name string) bool { return provisioner.IsCommandName(name) }
 
 // visibleCredentials are recs without cotal's own, unless all.
 func visibleCredentials(recs []space.CredentialInfo, all bool) []space.CredentialInfo {

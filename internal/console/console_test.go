@@ -12,6 +12,7 @@ import (
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/console"
+	"github.com/cotal-go/cotal/space"
 )
 
 func TestTheOpsRoutesStayBesideTheConsole(t *testing.T) {
@@ -162,4 +163,23 @@ func TestTheEventStreamSendsStoredThenLiveMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(`"kind":"dm","from":"alice","to":"bob","text":"a private word"`)
+}
+
+// TestCommandCredentialsStayOutOfTheTables: the credentials `cotal` commands mint for
+// themselves (cli-*) are left out of the credentials and delivery tables, as `cotal auth
+// list`, `who` and `status` leave them out.
+func TestCommandCredentialsStayOutOfTheTables(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := f.m.MintSpec(ctx, space.MintSpec{Space: "main", Name: "cli-send-carol-abc123", Profile: "agent",
+		AllowPublish: general, Provision: true}); err != nil {
+		t.Fatalf("mint a command's credential: %v", err)
+	}
+	for _, tc := range []struct{ name, path string }{
+		{"the credentials table leaves it out", "/view/credentials"},
+		{"the delivery table leaves it out", "/view/delivery"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { f.viewShows(t, tc.path, []string{">alice"}, []string{"cli-send-carol"}) })
+	}
 }

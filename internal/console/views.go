@@ -246,11 +246,17 @@ func deliveryView(ctx context.Context, ss *spaceState, r *http.Request) (any, er
 		if s.Name != ss.name {
 			continue
 		}
-		page, err := pageOf(r, "delivery", len(s.Members))
+		members := make([]space.MemberBacklog, 0, len(s.Members))
+		for _, m := range s.Members {
+			if !provisioner.IsCommandName(m.Name) {
+				members = append(members, m)
+			}
+		}
+		page, err := pageOf(r, "delivery", len(members))
 		if err != nil {
 			return nil, err
 		}
-		return deliveryData{Members: s.Members[page.From:page.To], Backstop: s.Backstop, Page: page}, nil
+		return deliveryData{Members: members[page.From:page.To], Backstop: s.Backstop, Page: page}, nil
 	}
 	return nil, fmt.Errorf("%w: %s", space.ErrNoSuchSpace, ss.name)
 }
@@ -311,6 +317,9 @@ func credentialsView(ctx context.Context, ss *spaceState, req *http.Request) (an
 	for _, r := range recs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if provisioner.IsCommandName(r.Name) {
+			continue // a command's own short-lived credential, hidden as `cotal auth list` hides it
 		}
 		row := credentialRow{ID: r.ID, Name: r.Name, Profile: string(r.Profile), Role: r.Grants.Role,
 			Expires: "never", State: "active", Active: r.Active(now)}
