@@ -259,3 +259,38 @@ func TestSocketIsPrivateAndSingle(t *testing.T) {
 		}
 	})
 }
+
+// TestPingAnswersBeforeTheMeshIsReady: a bound socket answers a ping at once, before Serve,
+// while the other routes wait; a Close before Serve refuses what waits.
+func TestPingAnswersBeforeTheMeshIsReady(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := Listen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Ping(ctx); err != nil || p.Ready {
+		t.Fatalf("Ping before Serve = %+v, %v; want an answer that is not ready", p, err)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := c.Status(ctx)
+		waiting <- err
+	}()
+	select {
+	case err := <-waiting:
+		t.Fatalf("Status answered before Serve: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; err == nil {
+		t.Fatal("a Status waiting for Serve succeeded after Close")
+	}
+}

@@ -12,6 +12,14 @@ import (
 // SocketName is the admin socket's file name in the data directory.
 const SocketName = "cotal.sock"
 
+// pingPath answers as soon as the socket is bound, before the mesh is ready (Ping).
+const pingPath = "/v1/ping"
+
+// Ping is the body of GET /v1/ping: whether the mesh serves the other routes yet.
+type Ping struct {
+	Ready bool `json:"ready"`
+}
+
 // Errors of the admin socket itself, beside the mesh's own (see reasons).
 var (
 	// ErrNoMesh means nothing answers on the data directory's admin socket.

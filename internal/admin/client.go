@@ -65,6 +65,14 @@ func (e *Error) Error() string { return e.Message }
 // Unwrap is the sentinel error of e's reason token, or nil.
 func (e *Error) Unwrap() error { return sentinel(e.Reason) }
 
+// Ping asks whether the process behind the socket answers at all, and whether its mesh is
+// ready. It is answered before the mesh is ready, so a ping that gets no answer within ctx
+// means a process that is stopped (SIGSTOP, a debugger) or stuck, not one starting up.
+func (c *Client) Ping(ctx context.Context) (Ping, error) {
+	var p Ping
+	return p, c.do(ctx, http.MethodGet, pingPath, nil, &p, http.StatusOK)
+}
+
 // Status is the mesh's operator view (GET /v1/status).
 func (c *Client) Status(ctx context.Context) (*space.Status, error) {
 	var st space.Status

@@ -15,6 +15,7 @@
 //
 // Routes (every body is JSON; errors are {"error": sentence, "reason": token}):
 //
+//	GET    /v1/ping                                 200 Ping, at once, even while the mesh starts
 //	GET    /v1/status                               200 space.Status
 //	GET    /v1/links                                200 {space: join link}
 //	GET    /v1/spaces/{space}/link                  200 Link

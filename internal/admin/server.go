@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -25,55 +26,84 @@ type Server struct {
 	path string
 	srv  *http.Server
 
-	mu      sync.Mutex
-	serving bool
-	served  chan struct{} // closed when the serving goroutine returns
+	mu     sync.Mutex
+	api    http.Handler  // the routes of the mesh, set by Serve
+	ready  chan struct{} // closed by Serve, or by Close before it
+	closed bool
+	served chan struct{} // closed when the serving goroutine returns
 }
 
-// Listen binds the admin socket of dir (see the package doc for its safety) without
-// answering yet. Binding before the mesh starts lets a command that finds the socket wait on
-// it, instead of reaching for the key store the starting mesh is about to lock: connections
-// queue in the socket's backlog until Serve.
+// Listen binds the admin socket of dir (see the package doc for its safety) and answers
+// GET /v1/ping at once, so that a command can tell a mesh that is starting from one that
+// answers nothing at all (a stopped process). Every other request waits until Serve: binding
+// before the mesh starts lets a command that finds the socket wait on it, instead of reaching
+// for the key store the starting mesh is about to lock.
 func Listen(dir string) (*Server, error) {
 	ln, path, err := listenSocket(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{ln: ln, path: path, served: make(chan struct{})}, nil
+	s := &Server{ln: ln, path: path, ready: make(chan struct{}), served: make(chan struct{})}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.gate), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(s.ln)
+	}()
+	return s, nil
 }
 
 // Serve starts answering requests with m, until Close. It returns at once.
 func (s *Server) Serve(m *space.Mesh) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.serving {
+	if s.closed || s.api != nil {
 		return
 	}
-	s.serving = true
-	s.srv = &http.Server{Handler: routes(m), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(s.served)
-		_ = s.srv.Serve(s.ln)
-	}()
+	s.api = routes(m)
+	close(s.ready)
+}
+
+// gate answers a ping whatever the mesh's state, and holds every other request until Serve
+// (or refuses it once the server closed first).
+func (s *Server) gate(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == pingPath {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Ping{Ready: s.handler() != nil})
+		return
+	}
+	select {
+	case <-s.ready:
+	case <-r.Context().Done():
+		return
+	}
+	api := s.handler()
+	if api == nil {
+		http.Error(w, "the mesh stopped before it was ready", http.StatusServiceUnavailable)
+		return
+	}
+	api.ServeHTTP(w, r)
+}
+
+func (s *Server) handler() http.Handler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.api
 }
 
 // Path is the socket's path.
 func (s *Server) Path() string { return s.path }
 
 // Close stops answering, waits for the requests in flight until ctx ends, and removes the
-// socket. Connections still queued before Serve are refused.
+// socket. Requests still waiting for Serve are refused.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
-	serving := s.serving
-	s.serving = true // a Serve after Close must not start
-	s.mu.Unlock()
-	var err error
-	if serving && s.srv != nil {
-		err = s.srv.Shutdown(ctx)
-		<-s.served
-	} else if cerr := s.ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
-		err = cerr
+	if !s.closed && s.api == nil {
+		close(s.ready)
 	}
+	s.closed = true // a Serve after Close must not start
+	s.mu.Unlock()
+	err := s.srv.Shutdown(ctx)
+	<-s.served
 	if rerr := os.Remove(s.path); rerr != nil && !os.IsNotExist(rerr) {
 		err = errors.Join(err, rerr)
 	}

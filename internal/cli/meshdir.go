@@ -99,6 +99,9 @@ func reachDir(cmd *cobra.Command, dir string, wantStore bool) (*admin.Client, *p
 		c, err := admin.Dial(ctx, dir)
 		switch {
 		case err == nil:
+			if err := checkAnswers(cmd, c, dir); err != nil {
+				return nil, nil, err
+			}
 			return c, nil, nil
 		case errors.Is(err, admin.ErrUnsafeSocket):
 			// A planted socket is an attack, not an absent mesh: going on to the key store
@@ -126,6 +129,50 @@ func reachDir(cmd *cobra.Command, dir string, wantStore bool) (*admin.Client, *p
 		}
 		if err := sleepCtx(ctx, storePoll); err != nil {
 			return nil, nil, err
+		}
+	}
+}
+
+// Bounds of the ping that tells a mesh that is there from one that answers nothing: a mesh
+// answers it at once, even while it starts, so one that has not answered after answerWarn is
+// said to be silent, and after answerWait the command gives up.
+const (
+	answerWarn = 2 * time.Second
+	answerWait = 10 * time.Second
+)
+
+// errNotAnswering: the admin socket accepts connections, but the process behind it answers
+// nothing, most often a `cotal up` stopped with SIGSTOP or held in a debugger.
+var errNotAnswering = errors.New("the mesh is not answering")
+
+// checkAnswers pings the mesh on dir, saying on stderr once answerWarn passes without an
+// answer, and fails with errNotAnswering once answerWait does.
+func checkAnswers(cmd *cobra.Command, c *admin.Client, dir string) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), answerWait)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Ping(ctx)
+		done <- err
+	}()
+	warn := time.NewTimer(answerWarn)
+	defer warn.Stop()
+	for {
+		select {
+		case err := <-done:
+			var reply *admin.Error // an error reply is an answer too
+			switch {
+			case err == nil || errors.As(err, &reply):
+				return nil
+			case ctx.Err() != nil && cmd.Context().Err() == nil:
+				return fmt.Errorf("%w on %s: its admin socket accepted the connection but nothing answered within %v; "+
+					"check its `cotal up` process: one stopped (SIGSTOP, Ctrl-Z, a debugger) resumes with `kill -CONT PID`",
+					errNotAnswering, dir, answerWait)
+			}
+			return err
+		case <-warn.C:
+			fmt.Fprintf(cmd.ErrOrStderr(), "the mesh on %s is not answering; waiting up to %v more (is its `cotal up` stopped?)\n",
+				dir, answerWait-answerWarn)
 		}
 	}
 }
