@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,7 +160,7 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON 
 	}
 	dir := opts.Dir
 	if initStore, _ := cmd.Flags().GetBool("init"); !initStore {
-		if err := checkMintDir(dir); err != nil {
+		if err := checkMintDir(cmd.Context(), cmd.ErrOrStderr(), dir); err != nil {
 			return err
 		}
 	}
@@ -195,19 +197,51 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON 
 // checkMintDir refuses to mint into a data directory that holds no key store, no mesh's
 // socket and no cotal.yaml unless --init says so: most often --dir is mistyped, and a key
 // store created there would sign a credential that no mesh trusts.
-func checkMintDir(dir string) error {
+//
+// A mesh started a moment before (`cotal up --dir D &` then a mint on D, as the README's
+// recipes run) may not have written its key store yet, so the check waits up to
+// mintDirWait for one to appear before it refuses.
+func checkMintDir(ctx context.Context, stderr io.Writer, dir string) error {
 	if err := checkNotMember(dir); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(dir, config.FileName)); err == nil {
 		return nil // a directory set up for a mesh
 	}
-	if err := checkMeshData(dir); err != nil {
+	if err := awaitMeshData(ctx, stderr, dir); err != nil {
 		return fmt.Errorf("%w in %s: no mesh has run there and nothing was minted there, so no mesh would accept "+
 			"the credential; check --dir, start `cotal up --dir %s` first, or pass --init to create a key store "+
 			"there for a mesh you start later", errNoMeshData, dir, dir)
 	}
 	return nil
+}
+
+// mintDirWait is how long a mint waits for a mesh starting in its --dir to write its data.
+const mintDirWait = 5 * time.Second
+
+// awaitMeshData is checkMeshData, asked again every 100 ms until mintDirWait passes, saying
+// once after a second what it waits for.
+func awaitMeshData(ctx context.Context, stderr io.Writer, dir string) error {
+	ctx, cancel := context.WithTimeout(ctx, mintDirWait)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	said := time.Now().Add(time.Second)
+	for {
+		err := checkMeshData(dir)
+		if err == nil {
+			return nil
+		}
+		if !said.IsZero() && time.Now().After(said) {
+			fmt.Fprintf(stderr, "waiting up to %v for a mesh starting in %s...\n", mintDirWait, dir)
+			said = time.Time{}
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-tick.C:
+		}
+	}
 }
 
 // revokeMinted revokes a credential whose file could not be written.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,4 +83,32 @@ func TestMintIntoAMistypedDirIsRefused(t *testing.T) {
 	}
 	checkRun(t, mint("alice", "--init"), exitOK, nil, nil)
 	checkRun(t, mint("bob"), exitOK, nil, nil)
+}
+
+// TestAMintBesideAMeshStillStartingWaitsForIt: `cotal up --dir D &` and then a mint on D, as
+// the README's recipes run them: the mint waits for the starting mesh's data instead of
+// refusing the directory.
+func TestAMintBesideAMeshStillStartingWaitsForIt(t *testing.T) {
+	bin := cotalBin(t)
+	dir := filepath.Join(t.TempDir(), "n1")
+	type result struct {
+		stderr string
+		code   int
+	}
+	done := make(chan result, 1)
+	go func() {
+		cmd := exec.Command(bin, "auth", "mint", "--dir", dir, "--name", "alice", "--out", filepath.Join(t.TempDir(), "alice.creds"))
+		var e bytes.Buffer
+		cmd.Stderr = &e
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		done <- result{e.String(), code}
+	}()
+	startUp(t, bin, dir)
+	if r := <-done; r.code != exitOK {
+		t.Fatalf("the mint beside a starting mesh exited %d:\n%s", r.code, r.stderr)
+	}
 }
