@@ -113,34 +113,39 @@ func TestTheConsoleCannotRevokeTheMeshsOwnCredentials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// As `cotal up` reads each space's roster: a passive admin Endpoint in process.
-	if _, err := f.m.Endpoint(ctx, space.AgentSpec{Name: "cli-up-presence", Profile: provisioner.ProfileAdmin,
-		Endpoint: endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}}); err != nil {
+	own, err := f.m.Endpoint(ctx, space.AgentSpec{Name: "cli-up-presence", Profile: provisioner.ProfileAdmin,
+		Endpoint: endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/credentials", auth: "session"})
-	for _, tc := range []struct{ name, state, refusal string }{
-		{"console", "active (this console)", "the console's own credential"},
-		{"cli-up-presence", "active (in use by this mesh)", "cli-up-presence is valid inside the mesh's process only"},
-	} {
-		t.Run(tc.name+" is shown as the mesh's own and its revoke is refused", func(t *testing.T) {
-			prefix := `data-name="` + tc.name + `"><td title="`
-			i := strings.Index(body, prefix)
-			if i < 0 {
-				t.Fatalf("no %s credential in %s", tc.name, body)
-			}
-			id := body[i+len(prefix):]
-			id = id[:strings.Index(id, `"`)]
-			row := body[i:]
-			row = row[:strings.Index(row, "</tr>")]
-			if strings.Contains(row, `data-action="act/revoke"`) || !strings.Contains(row, ">"+tc.state+"<") {
-				t.Errorf("row %s offers revoke or does not say %q", row, tc.state)
-			}
-			code, resp, _ := f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "session", form: url.Values{"id": {id}}})
-			if code != http.StatusForbidden || !strings.Contains(resp, tc.refusal) {
-				t.Fatalf("status %d: %s, want 403 saying %q", code, resp, tc.refusal)
-			}
-		})
+	revokeRefused := func(t *testing.T, id, refusal string) {
+		code, resp, _ := f.do(t, request{method: http.MethodPost, path: "/act/revoke", auth: "session", form: url.Values{"id": {id}}})
+		if code != http.StatusForbidden || !strings.Contains(resp, refusal) {
+			t.Fatalf("status %d: %s, want 403 saying %q", code, resp, refusal)
+		}
 	}
+	t.Run("console is shown as the mesh's own and its revoke is refused", func(t *testing.T) {
+		prefix := `data-name="console"><td title="`
+		i := strings.Index(body, prefix)
+		if i < 0 {
+			t.Fatalf("no console credential in %s", body)
+		}
+		id := body[i+len(prefix):]
+		id = id[:strings.Index(id, `"`)]
+		row := body[i:]
+		row = row[:strings.Index(row, "</tr>")]
+		if strings.Contains(row, `data-action="act/revoke"`) || !strings.Contains(row, ">active (this console)<") {
+			t.Errorf("row %s offers revoke or does not say it is this console's", row)
+		}
+		revokeRefused(t, id, "the console's own credential")
+	})
+	t.Run("cli-up-presence is not listed and its revoke is refused", func(t *testing.T) {
+		if strings.Contains(body, `data-name="cli-up-presence"`) {
+			t.Errorf("the command's own credential is listed: %s", body)
+		}
+		revokeRefused(t, own.ID(), "cli-up-presence is valid inside the mesh's process only")
+	})
 	t.Run("an agent's credential is offered for revoking", func(t *testing.T) {
 		row := body[strings.Index(body, `data-name="alice"`):]
 		if row = row[:strings.Index(row, "</tr>")]; !strings.Contains(row, `data-action="act/revoke"`) {
