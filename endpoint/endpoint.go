@@ -388,7 +388,10 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 		e.pres.final = true
 	} else {
 		e.pres.status = wire.StatusIdle
-		if err := e.writePresence(ctx); err != nil {
+		// A put of the same row twice is harmless, so one whose answer was lost (a presence
+		// stream electing its leader in a cluster just started) is asked again rather than
+		// spending the connect's whole deadline.
+		if err := retryRead(ctx, readAttempt, e.writePresence); err != nil {
 			return fmt.Errorf("announce presence: %w", err)
 		}
 		e.spawn(e.heartbeatLoop)
