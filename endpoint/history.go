@@ -75,6 +75,16 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 			return out, err
 		}
 		msgs, err := fetchBatch(ctx, cons, int(min(pending, historyBatch)))
+		// Pending says copies wait, but a consumer created a moment ago in a cluster can answer
+		// its first pulls empty while its leader settles: ask again, briefly.
+		for tries := 0; err == nil && len(msgs) == 0 && tries < emptyFetchTries; tries++ {
+			select {
+			case <-ctx.Done():
+				return out, ctx.Err()
+			case <-time.After(emptyFetchWait):
+			}
+			msgs, err = fetchBatch(ctx, cons, int(min(pending, historyBatch)))
+		}
 		if err != nil {
 			return out, fmt.Errorf("fetch history: %w", err)
 		}
@@ -99,6 +109,13 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 	}
 	return out, nil
 }
+
+// emptyFetchTries and emptyFetchWait bound how long a history read asks again when a pull
+// comes back empty although copies are pending: at most a second.
+const (
+	emptyFetchTries = 20
+	emptyFetchWait  = 50 * time.Millisecond
+)
 
 // fetchBatch fetches up to n messages without waiting. A pull request that found no
 // responder reached nothing, as one sent right after a create does in a cluster until the
