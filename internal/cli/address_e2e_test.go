@@ -67,7 +67,7 @@ func TestSendByNameIgnoresAPeerThatTakesTheName(t *testing.T) {
 	}
 	defer ep.Close(context.Background())
 	runCases(t, bin, []cliCase{{name: "beside up, @bob is the credential minted as bob",
-		args: []string{"send", "--dir", dir, "@bob", "the password is hunter2"}, stdout: []string{"stored in DM_main"}}})
+		args: []string{"send", "--dir", dir, "@bob", "the password is hunter2"}, stdout: []string{" in DM_main"}}})
 	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", bob)
 	tail.waitLine(t, "dm", "the password is hunter2")
 	tail.interrupt(t)
