@@ -22,7 +22,7 @@ import (
 // benchSpace is the one space every workload runs in.
 const benchSpace = "main"
 
-// The settings cotal's streams and bind-only consumers have (docs/layout.md "Streams",
+// The settings cotal's streams and bind-only consumers have (docs/storage.md "Streams",
 // "Consumers"), which the raw side's streams and consumers copy.
 const (
 	dupWindow   = 2 * time.Minute
@@ -105,7 +105,7 @@ func (e *env) conn() (*nats.Conn, jetstream.JetStream, error) {
 }
 
 // rawStream creates a stream for the raw side with the base settings of cotal's streams
-// (docs/layout.md "Streams"); adjust changes it further.
+// (docs/storage.md "Streams"); adjust changes it further.
 func (e *env) rawStream(ctx context.Context, name, subject string, adjust ...func(*jetstream.StreamConfig)) error {
 	cfg := jetstream.StreamConfig{
 		Name: name, Subjects: []string{subject}, Retention: jetstream.LimitsPolicy, Storage: e.storage,
@@ -179,7 +179,7 @@ func (e *env) agent(ctx context.Context, name, role string, h endpoint.Handler) 
 }
 
 // provisionInstance creates an instance's dm_<id> and dlv_<id>, and svc_<role> with a role, as
-// the mesh does at mint (SPEC §8; docs/layout.md "Consumers").
+// the mesh does at mint (SPEC §8; docs/storage.md "Consumers").
 func (e *env) provisionInstance(ctx context.Context, id, role string) error {
 	n := e.names
 	if err := e.rawConsumer(ctx, n.DMStream(), n.DMConsumer(id), n.Prefix()+".inst."+id+".*"); err != nil {

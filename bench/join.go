@@ -64,7 +64,7 @@ func joinCases(Config) []Case {
 	return out
 }
 
-// joinRun times every durableJoin round trip (SPEC §7; docs/layout.md "Control service") from
+// joinRun times every durableJoin round trip (SPEC §7; docs/storage.md "Control service") from
 // the Endpoint's side, the request Join makes, while publishers load the mesh. There is no raw
 // side: raw NATS has no durable membership.
 func joinRun(ctx context.Context, env *env, run int) (figures, error) {

@@ -83,7 +83,7 @@
 // CONNECT deadlocks until nats-server's 10 s write deadline and the client then sees a
 // closed-pipe error instead of "Authorization Violation". With TLSCert/TLSKey the TCP listener
 // requires TLS; client certificates are not asked for, agents prove themselves with their JWT.
-// MaxControlLine is 64 KiB (docs/layout.md "Broker settings"): a credential with many channel
+// MaxControlLine is 64 KiB (docs/storage.md "Broker settings"): a credential with many channel
 // grants rides the CONNECT line and passes the 4 KiB default at about two channels. The
 // monitoring endpoint (Config.HTTP) has no authentication: bind it to localhost.
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// MaxControlLine is the broker's max_control_line (docs/layout.md "Broker settings"), the
+// MaxControlLine is the broker's max_control_line (docs/storage.md "Broker settings"), the
 // longest protocol line the broker accepts: a credential with per-channel grants rides the
 // CONNECT line and passes nats-server's 4 KiB default at about two channels, after which the
 // server drops the connection and the client retries forever. The provisioner refuses to mint a

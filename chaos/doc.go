@@ -11,7 +11,7 @@
 //     load, ten leak-checked meshes;
 //   - the long tier (`-tags chaos`, `make chaos`) runs the same tests with the numbers of
 //     RELIABILITY.md, plus the receiver crashes that must wait out a consumer's 60 s ack wait
-//     (docs/layout.md "Consumers") and the three-node cluster tests, on `cotal up` processes,
+//     (docs/storage.md "Consumers") and the three-node cluster tests, on `cotal up` processes,
 //     which wait out RAFT elections and the backstop lease: the kill -9 of a member, the
 //     kill -9 of the key-store node that runs the backstop, and a partition that cuts the
 //     key-store node off from the other two, each node in its own network namespace (root and

@@ -254,7 +254,7 @@ func (a *loadAgent) leave(ctx context.Context, t *testing.T, channel string) {
 	}
 }
 
-// memberships lists the agent's active durable memberships (listMemberships, docs/layout.md
+// memberships lists the agent's active durable memberships (listMemberships, docs/storage.md
 // "Control service").
 func (a *loadAgent) memberships(ctx context.Context) ([]string, error) {
 	r, err := a.inc.ep.Request(ctx, wire.DeliveryService, wire.OpListMemberships, nil)

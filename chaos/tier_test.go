@@ -14,7 +14,7 @@ type tierParams struct {
 	publishers     int
 	publisherKills int
 	// receiverCrashes crashes receiver processes inside their Handler while one publisher sends
-	// perPublisher messages; each crash costs a consumer ack wait (60 s, docs/layout.md
+	// perPublisher messages; each crash costs a consumer ack wait (60 s, docs/storage.md
 	// "Consumers") before the redelivery, so the short tier runs none.
 	receiverCrashes int
 	perPublisher    int

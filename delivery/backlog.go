@@ -9,7 +9,7 @@ import (
 )
 
 // maxMemberBacklog bounds one member's INBOX entries written but not yet taken by the trusted
-// reader. INBOX keeps 1000 entries per member subject and discards the oldest (docs/layout.md
+// reader. INBOX keeps 1000 entries per member subject and discards the oldest (docs/storage.md
 // "Streams"), so a member's unread entries beyond that would be evicted silently. The bound
 // leaves room for the batch the reader is settling; past it the fan-out waits, and the pressure
 // moves to CHAT, where an eviction is detected as a gap and reported (docs/durable.md "Gaps and

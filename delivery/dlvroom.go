@@ -16,7 +16,7 @@ const fullLogEvery = time.Minute
 
 // dlvRoom keeps each member's DLV subject from evicting a copy the member has not acknowledged
 // (docs/durable.md "DLV hand-over"). DLV_<s> keeps max_msgs_per_subject copies per member and
-// discards the oldest (docs/layout.md "Streams"), acknowledged or not, so a member offline past
+// discards the oldest (docs/storage.md "Streams"), acknowledged or not, so a member offline past
 // that bound would lose its oldest owed copies with nothing reported. Refusing in the stream
 // (discard new per subject) does not fit: acknowledged copies stay in a limits stream, so a
 // member that had read its bound once would be refused for good. The fan-out and the reader

@@ -1,5 +1,5 @@
 // Package delivery is the durable backstop of a space (SPEC §4, §7, §8, §9 item 5;
-// docs/durable.md, docs/layout.md "Control service"). It runs inside the mesh on its own scoped
+// docs/durable.md, docs/storage.md "Control service"). It runs inside the mesh on its own scoped
 // connection (wire.DeliveryPermissions) and consists of supervised loops:
 //
 //   - the membership registry (SPEC §7): records in cotal_members_<s>, written only here, with

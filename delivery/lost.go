@@ -20,7 +20,7 @@ const lostFlushEvery = time.Second
 // copies the trusted reader refused because the member's handoff was full, and the CHAT
 // sequences the fan-out never saw that overlap the membership. The registry writes it into the
 // membership record under "lost", a cotal addition beside "previous" that readers of the
-// membership record (docs/layout.md "Membership records") ignore, so that a mesh restart does
+// membership record (docs/storage.md "Membership records") ignore, so that a mesh restart does
 // not make a loss silent.
 type lostCopies struct {
 	// Refused counts every copy refused for the owner on the channel, @mention copies

@@ -14,7 +14,7 @@ const maxPastIntervals = 32
 
 // pastInterval is a closed membership interval (JoinCursor, LeaveCursor] of an earlier
 // generation, kept while the fan-out may still have to route messages inside it (doc.go,
-// "Rejoin"). A cotal addition to the membership record (docs/layout.md "Membership records"),
+// "Rejoin"). A cotal addition to the membership record (docs/storage.md "Membership records"),
 // stored under "previous".
 type pastInterval struct {
 	Generation  uint64 `json:"generation"`

@@ -18,7 +18,7 @@ import (
 )
 
 // WriterIdentity is the writerIdentity of every membership record the Service writes
-// (docs/layout.md "Membership records").
+// (docs/storage.md "Membership records").
 const WriterIdentity = "cotal-delivery"
 
 // registry owns the membership registry cotal_members_<s> (SPEC §7): the in-memory view, the

@@ -57,7 +57,7 @@ type Service struct {
 
 // Start opens the space's buckets, starts every loop and returns once each has been up once:
 // the membership registry loaded, the channel and presence caches filled, the fanout and reader
-// consumers created (docs/layout.md "Consumers") and the control service subscribed. ctx bounds
+// consumers created (docs/storage.md "Consumers") and the control service subscribed. ctx bounds
 // only this startup; the loops run until Close. The streams and buckets must exist (the mesh
 // provisions them first).
 func Start(ctx context.Context, cfg Config) (*Service, error) {

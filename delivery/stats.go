@@ -44,7 +44,7 @@ type Stats struct {
 	ReaderMalformed int64 `json:"readerMalformed"`
 
 	// ControlRefusedReplySubject counts control requests dropped unanswered because their reply
-	// subject was outside the request subject's .reply. subtree (docs/layout.md "Control
+	// subject was outside the request subject's .reply. subtree (docs/storage.md "Control
 	// service").
 	ControlRefusedReplySubject int64 `json:"controlRefusedReplySubject"`
 	// ControlRefusedBusy counts control requests answered at once with ReasonControlBusy or

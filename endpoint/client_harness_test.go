@@ -22,7 +22,7 @@ import (
 // harness gives a client test a provisioned space and a privileged connection to it, to do what
 // a hostile or broken peer could (raw publishes, deleted consumers, registry writes).
 // newHarness runs the open mesh of package space (its streams, buckets and services);
-// newBareHarness runs a bare nats-server provisioned here with the streams of docs/layout.md
+// newBareHarness runs a bare nats-server provisioned here with the streams of docs/storage.md
 // and no mesh services, for tests that stand in their own delivery service or tune the broker.
 // Authenticated behaviour (ACL refusals, minted identities) is tested on spacetest.New in
 // client_mesh_test.go.

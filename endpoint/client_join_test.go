@@ -100,7 +100,7 @@ func TestJoinHonoursTheChannelRegistry(t *testing.T) {
 	}
 }
 
-// fakeDelivery serves the delivery control service (docs/layout.md "Control service") with a
+// fakeDelivery serves the delivery control service (docs/storage.md "Control service") with a
 // switchable answer.
 type fakeDelivery struct {
 	mu     sync.Mutex

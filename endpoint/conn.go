@@ -17,7 +17,7 @@ import (
 // authentication before the Endpoint gives up and reports ErrControlLine.
 const preAuthFailuresAllowed = 3
 
-// controlLineHint says what to do about ErrControlLine (docs/layout.md "Broker settings").
+// controlLineHint says what to do about ErrControlLine (docs/storage.md "Broker settings").
 const controlLineHint = "the CONNECT line, which carries the credential's grants, may exceed the " +
 	"broker's max_control_line (default 4 KiB, about two channel grants); set max_control_line " +
 	"to 65536 on the broker, or mint a credential with fewer grants"
@@ -157,7 +157,7 @@ func (e *Endpoint) onReconnect(nc *nats.Conn) {
 
 // onReconnectErr counts reconnect attempts the broker drops before authentication and gives up
 // after preAuthFailuresAllowed of them, instead of retrying a CONNECT the broker will never
-// read (docs/layout.md "Broker settings").
+// read (docs/storage.md "Broker settings").
 func (e *Endpoint) onReconnectErr(nc *nats.Conn, err error) {
 	if err == nil || !preAuthFailure(err) {
 		return

@@ -32,7 +32,7 @@ type binding struct {
 }
 
 // bindings lists the durables of this instance: DMs always, durable copies always, anycasts
-// only with a role (SPEC §8; docs/layout.md "Consumers").
+// only with a role (SPEC §8; docs/storage.md "Consumers").
 func (e *Endpoint) bindings() []binding {
 	b := []binding{
 		{srcDM, e.names.DMStream(), e.names.DMConsumer(e.id)},

@@ -16,7 +16,7 @@ var ErrNoResponders = errors.New("no instance serves this control service")
 
 // Request sends op with args to the control service (SPEC §5) and waits for the reply. The
 // request travels on cotal.<s>.ctl.<service>.<id> with reply subject
-// <request subject>.reply.<uuid>, subscribed before publishing (docs/layout.md "Control
+// <request subject>.reply.<uuid>, subscribed before publishing (docs/storage.md "Control
 // service"). Without a deadline on ctx, Options.ControlTimeout applies. A reply with ok false
 // is returned together with an error wrapping ErrControlRefused.
 func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*wire.ControlReply, error) {

@@ -31,7 +31,7 @@
 //     durable channel asks the delivery service for membership; JoinResult says honestly
 //     whether the join is durable or live with the backstop unavailable.
 //   - Control (SPEC §5): Request and Serve on ctl.<service>, with the sender check and the
-//     reply-subject guard of docs/layout.md "Control service".
+//     reply-subject guard of docs/storage.md "Control service".
 //   - Observers and admins (SPEC Appendix B): with such a credential the Endpoint is passive:
 //     it reads the roster, history and live chat, writes no presence (SetStatus returns
 //     ErrPassive), binds no consumer and requests no durable membership. Options.Passive makes

@@ -39,7 +39,7 @@ func (e *Endpoint) requestDurable(ctx context.Context, name string) (gen uint64,
 	return d.Generation, true, ""
 }
 
-// durableLeave ends the durable membership of generation gen (docs/layout.md "Control
+// durableLeave ends the durable membership of generation gen (docs/storage.md "Control
 // service").
 func (e *Endpoint) durableLeave(ctx context.Context, name string, gen uint64) error {
 	_, err := e.Request(ctx, wire.DeliveryService, wire.OpDurableLeave,

@@ -12,7 +12,7 @@ import (
 	"github.com/cotal-go/cotal/internal/jsconfig"
 )
 
-// History read settings of the pinned chathist_<id> consumer (SPEC §8; docs/layout.md
+// History read settings of the pinned chathist_<id> consumer (SPEC §8; docs/storage.md
 // "Consumers").
 const (
 	historyBatch = 256
@@ -36,7 +36,7 @@ func (e *Endpoint) backfill(ctx context.Context, name string, watermark uint64, 
 
 // readHistory creates chathist_<id> with exactly one filter, ChatFilter(name) (the only CHAT
 // consumer create an agent holds, SPEC §9 item 4), reads it up to watermark, and deletes it
-// before and after (docs/layout.md "Consumers"). One history read runs at a time per instance,
+// before and after (docs/storage.md "Consumers"). One history read runs at a time per instance,
 // since the consumer name is fixed. With keep > 0 only the last keep copies are kept while
 // reading.
 func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint64, window time.Duration, keep int) ([]inbound, error) {

@@ -459,7 +459,7 @@ func redelivered(msg jetstream.Msg) bool {
 }
 
 // inProgressEvery is how often a long-running Handler's JetStream copy is marked in progress:
-// well inside the 60 s ack wait of the bind-only consumers (docs/layout.md "Consumers").
+// well inside the 60 s ack wait of the bind-only consumers (docs/storage.md "Consumers").
 const inProgressEvery = 20 * time.Second
 
 // keepInProgress marks msg in progress every inProgressEvery until the returned stop is called,

@@ -49,7 +49,7 @@ func (r Record) Active(now time.Time) bool {
 	return !r.Revoked && (r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt))
 }
 
-// ACLFor returns the cotal_acl_<s> record of rec (docs/layout.md "ACL records"), to write under
+// ACLFor returns the cotal_acl_<s> record of rec (docs/storage.md "ACL records"), to write under
 // rec.ID: the agent's allowSubscribe, [">"] for observer and admin (they read all chat), and []
 // once revoked. Expiry is not applied: the broker refuses an expired credential, and the record
 // is rewritten only at mint, re-mint and revoke.

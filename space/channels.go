@@ -53,7 +53,7 @@ var ErrContended = errors.New("another writer kept changing the entry; try again
 const casAttempts = 5
 
 // SetChannel changes a concrete channel's registry entry with the mesh's provisioner identity,
-// the only writer of cotal_channels_<s> (SPEC §7, docs/layout.md "Channel registry"), and
+// the only writer of cotal_channels_<s> (SPEC §7, docs/storage.md "Channel registry"), and
 // returns the entry as written. The result is validated before it is written; a channel with no
 // retained message and no entry is refused unless u.Create is set. Fan-out and joins read the
 // new entry from their next message or join on.

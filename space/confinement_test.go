@@ -542,7 +542,7 @@ func registryGet(n wire.Names) attempt {
 }
 
 // controlCall asks the delivery service for p's memberships on p's own control subject, with
-// the reply inside its own .reply. subtree (docs/layout.md "Control service").
+// the reply inside its own .reply. subtree (docs/storage.md "Control service").
 func controlCall(n wire.Names) attempt {
 	return func(_ context.Context, t *testing.T, p *peer) error {
 		subject := n.CtlSubject(wire.DeliveryService, p.cred.ID)

@@ -3,7 +3,7 @@
 //
 // Start opens (or creates) the key store in the data directory, starts the embedded broker in
 // operator mode with every account preloaded, and for each space provisions the streams and KV
-// buckets of SPEC §8 and docs/layout.md, writes the ACL records of every minted credential,
+// buckets of SPEC §8 and docs/storage.md, writes the ACL records of every minted credential,
 // pre-creates the bind-only dm_<id>, dlv_<id> and svc_<role> consumers of every active agent,
 // and starts the durable backstop (package delivery). Each of these runs on its own scoped,
 // in-process-only identity; no component holds an allow-all credential. Close stops it all in

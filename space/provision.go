@@ -16,7 +16,7 @@ import (
 )
 
 // provision creates or reconciles every stream and bucket of one space and writes the
-// `=defaults` channel record once (SPEC §7, §8; docs/layout.md). It is idempotent: a restart
+// `=defaults` channel record once (SPEC §7, §8; docs/storage.md). It is idempotent: a restart
 // puts drifted settings back, and an existing `=defaults` record is left as the operator last
 // set it. The streams are independent of one another, so they are all requested at once: start
 // waits one round trip for them, not one per stream. On a fresh broker (a memory mesh's,

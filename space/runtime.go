@@ -58,7 +58,7 @@ func (m *Mesh) startSpace(ctx context.Context, name string, creds infraCreds) (*
 	}
 	class := wire.DeliveryDurable
 	if m.opts.Open {
-		class = wire.DeliveryLive // docs/layout.md "Channel registry": live for an open mesh.
+		class = wire.DeliveryLive // docs/storage.md "Channel registry": live for an open mesh.
 	}
 	fresh := m.opts.Memory && !m.opts.clustered() // a cluster's memory streams outlive one node
 	if rt.streams, err = provision(ctx, rt.js, rt.names, m.opts.Limits.streams(), m.storage(), m.opts.replicas(), class, fresh); err != nil {

@@ -289,7 +289,7 @@ func (m *Mesh) activeAgents(space string) ([]provisioner.Record, error) {
 	return out, nil
 }
 
-// backlog reads the bind-only consumers of rec (SPEC §8; docs/layout.md "Consumers"). A
+// backlog reads the bind-only consumers of rec (SPEC §8; docs/storage.md "Consumers"). A
 // consumer that cannot be read carries its Error, and the errors are returned joined; one on a
 // stream of unread (stream name to why) is not asked.
 func (rt *spaceRuntime) backlog(ctx context.Context, rec provisioner.Record, unread map[string]string) (MemberBacklog, error) {

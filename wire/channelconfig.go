@@ -52,7 +52,7 @@ type ChannelConfig struct {
 // ChannelDefaults are the space-wide defaults under the registry key DefaultsKey (SPEC §7).
 // Each field applies to every channel whose ChannelConfig leaves it unset. DeliveryClass is
 // written at space creation: durable for an authenticated mesh, live for an open one (SPEC §7,
-// docs/layout.md "Channel registry").
+// docs/storage.md "Channel registry").
 type ChannelDefaults struct {
 	// Replay is the default for ChannelConfig.Replay; nil means true.
 	Replay *bool `json:"replay,omitempty"`

@@ -2,7 +2,7 @@ package wire
 
 import "time"
 
-// Consumer settings fixed by SPEC §8 and docs/layout.md "Consumers".
+// Consumer settings fixed by SPEC §8 and docs/storage.md "Consumers".
 const (
 	// DefaultAckWait is the ack wait of dm_, svc_ and dlv_ and of the delivery service's
 	// fanout and reader.
@@ -79,7 +79,7 @@ func (n Names) SvcConsumerSpec(role string, ackWait time.Duration) ConsumerSpec 
 }
 
 // DLVConsumerSpec is dlv_<id> on DLV_<s>: created by the mesh, bound by the agent
-// (docs/layout.md "Consumers").
+// (docs/storage.md "Consumers").
 func (n Names) DLVConsumerSpec(id string, ackWait time.Duration) ConsumerSpec {
 	return ConsumerSpec{Stream: n.DLVStream(), Name: n.DLVConsumer(id), Filter: n.DLVSubject(id),
 		Ack: AckExplicit, AckWait: ackWait, Deliver: DeliverAll}

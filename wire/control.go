@@ -9,7 +9,7 @@ import (
 // ControlRequest is a request/reply command to a service on the ctl rail (SPEC §5), sent on
 // cotal.<s>.ctl.<service>.<sender>.
 type ControlRequest struct {
-	// Op names the operation, e.g. "durableJoin" on the delivery service (docs/layout.md
+	// Op names the operation, e.g. "durableJoin" on the delivery service (docs/storage.md
 	// "Control service").
 	Op string `json:"op"`
 	// Args is the operation's argument object, if any.
@@ -156,7 +156,7 @@ func DecodeControlReply(data []byte) (*ControlReply, error) {
 }
 
 // ControlReplySubject returns a fresh reply subject inside the request subject's own .reply.
-// subtree, cotal.<s>.ctl.<service>.<sender>.reply.<uuid> (docs/layout.md "Control service"),
+// subtree, cotal.<s>.ctl.<service>.<sender>.reply.<uuid> (docs/storage.md "Control service"),
 // which the requester's credential may subscribe to and CheckControlReplySubject accepts.
 func ControlReplySubject(requestSubject string) string {
 	return requestSubject + ".reply." + NewMessageID()

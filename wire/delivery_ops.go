@@ -1,6 +1,6 @@
 package wire
 
-// The ops of the delivery control service (docs/layout.md "Control service"), sent as
+// The ops of the delivery control service (docs/storage.md "Control service"), sent as
 // ControlRequest.Op on cotal.<s>.ctl.delivery.<sender>. The server and the client take the
 // names, arguments and replies from here, so the two cannot drift apart.
 const (

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The delivery ops' JSON is what docs/layout.md "Control service" shows and what the public
+// The delivery ops' JSON is what docs/storage.md "Control service" shows and what the public
 // reference client sends and reads; a renamed field would break it silently.
 func TestDeliveryOpsEncodeAsLayout(t *testing.T) {
 	tests := []struct {

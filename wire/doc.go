@@ -1,5 +1,5 @@
 // Package wire is the Cotal wire contract (SPEC v0.3, with the layout choices of
-// docs/layout.md) as data and pure functions. It connects to nothing: the server-side packages
+// docs/storage.md) as data and pure functions. It connects to nothing: the server-side packages
 // (provisioner, delivery, space) and the client (endpoint) all import it, so every path reads
 // the wire the same way and no server-side code links the client.
 //
@@ -21,13 +21,13 @@
 //     effective replay, replay window and delivery class (EffectiveReplay,
 //     EffectiveReplayWindow, EffectiveClass), used by live join, fan-out, history and
 //     membership alike.
-//   - Registry records (docs/layout.md "ACL records", "Membership records"): ACLRecord and
+//   - Registry records (docs/storage.md "ACL records", "Membership records"): ACLRecord and
 //     Membership, decoded strictly.
 //   - Join links (SPEC §10): ParseLink and Link.
-//   - The delivery control ops (docs/layout.md "Control service"): OpDurableJoin,
+//   - The delivery control ops (docs/storage.md "Control service"): OpDurableJoin,
 //     OpDurableLeave and OpListMemberships with their args and replies, which the delivery
 //     service serves and endpoint sends.
-//   - The layout (docs/layout.md "Streams", "KV buckets", "Consumers"): Names.Streams and the
+//   - The layout (docs/storage.md "Streams", "KV buckets", "Consumers"): Names.Streams and the
 //     consumer specs (Names.InstanceConsumerSpecs, HistoryConsumerSpec, FanoutConsumerSpec,
 //     ReaderConsumerSpec) as plain data; internal/jsconfig turns them into JetStream configs.
 //   - Profile grants (SPEC §9, Appendix B, docs/accounts.md "Profiles and grants"):

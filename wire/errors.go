@@ -30,13 +30,13 @@ var (
 	// ErrInvalidMessage: a CotalMessage breaks SPEC §5 or the schema.
 	ErrInvalidMessage = errors.New("invalid message")
 	// ErrInvalidControl: a control request, reply or reply subject breaks SPEC §5 or
-	// docs/layout.md "Control service".
+	// docs/storage.md "Control service".
 	ErrInvalidControl = errors.New("invalid control message")
 	// ErrInvalidPresence: a presence row is not the valid Presence of its key (SPEC §6).
 	ErrInvalidPresence = errors.New("invalid presence")
 	// ErrInvalidChannelConfig: a ChannelConfig or ChannelDefaults breaks SPEC §7.
 	ErrInvalidChannelConfig = errors.New("invalid channel config")
-	// ErrInvalidRecord: an ACL or membership registry record is not valid (docs/layout.md).
+	// ErrInvalidRecord: an ACL or membership registry record is not valid (docs/storage.md).
 	ErrInvalidRecord = errors.New("invalid registry record")
 	// ErrInvalidLink: a join link breaks the grammar of SPEC §10.
 	ErrInvalidLink = errors.New("invalid join link")

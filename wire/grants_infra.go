@@ -30,7 +30,7 @@ func provisionerPermissions(p *Permissions, n Names) {
 	// The broker's audit of every JetStream API call in the account, so that each consumer
 	// create or update is judged as it happens rather than at the next periodic pass.
 	p.Sub.Allow.add("$JS.EVENT.ADVISORY.API")
-	// The privileged registries it alone writes (SPEC §7, docs/layout.md): the channel registry
+	// The privileged registries it alone writes (SPEC §7, docs/storage.md): the channel registry
 	// with =defaults, and the ACL records written at mint, re-mint and revoke. Gets serve
 	// create-if-absent and compare-and-set writes.
 	for _, b := range []string{n.ChannelsBucket(), n.ACLBucket()} {
@@ -53,7 +53,7 @@ func DeliveryControlPermissions(n Names) Permissions {
 }
 
 // deliveryPermissions scope the durable backstop (SPEC §4, §8; docs/durable.md and
-// docs/layout.md "Control service") to one space: exactly what the delivery service uses, and
+// docs/storage.md "Control service") to one space: exactly what the delivery service uses, and
 // the delivery tests run the service under nothing more. It reads chat content through its own
 // fanout consumer only and writes nothing an agent reads except DLV handoffs and control
 // replies. The read ACL comes from the registry in process on the node with the key store; a

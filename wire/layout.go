@@ -2,7 +2,7 @@ package wire
 
 import "time"
 
-// Retention and limits of the space's streams (SPEC §8, docs/layout.md "Streams" and "KV
+// Retention and limits of the space's streams (SPEC §8, docs/storage.md "Streams" and "KV
 // buckets").
 const (
 	// ChatPerSubject is CHAT_<s>'s max_msgs_per_subject, per sender+channel subject.
@@ -152,7 +152,7 @@ func (n Names) StreamsWithin(l StreamLimits) []StreamSpec {
 	return append(n.MessageStreams(l), n.BucketStreams(l)...)
 }
 
-// MessageStreams returns CHAT, DM, TASK, INBOX and DLV (docs/layout.md "Streams") bounded by l.
+// MessageStreams returns CHAT, DM, TASK, INBOX and DLV (docs/storage.md "Streams") bounded by l.
 // None of them allows per-message TTLs, message schedules or rollups: an agent can publish into
 // CHAT, DM and TASK, and none of those headers is part of the protocol.
 func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
@@ -199,7 +199,7 @@ func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 	return []StreamSpec{chat, dm, task, inbox, dlv}
 }
 
-// BucketStreams returns the streams behind the space's KV buckets (docs/layout.md "KV
+// BucketStreams returns the streams behind the space's KV buckets (docs/storage.md "KV
 // buckets"): presence, channels, members, acl and membership. They are spelled out rather than
 // left to a client's bucket defaults, which allow rollups and Direct Get: on the presence
 // bucket a `Nats-Rollup: all` from any agent would erase every other instance's presence

@@ -20,7 +20,7 @@ func Sanitize(token string) string {
 }
 
 // Names builds every stream, bucket, consumer and subject name of one space, exactly as SPEC §8
-// and docs/layout.md fix them. The zero value is not usable; call NewNames.
+// and docs/storage.md fix them. The zero value is not usable; call NewNames.
 type Names struct {
 	space string // sanitized
 }
@@ -57,11 +57,11 @@ func (n Names) PresenceBucket() string { return "cotal_presence_" + n.space }
 // ChannelsBucket is the channel registry bucket cotal_channels_<s> (SPEC §7).
 func (n Names) ChannelsBucket() string { return "cotal_channels_" + n.space }
 
-// MembersBucket is the durable membership registry cotal_members_<s> (docs/layout.md
+// MembersBucket is the durable membership registry cotal_members_<s> (docs/storage.md
 // "Membership records").
 func (n Names) MembersBucket() string { return "cotal_members_" + n.space }
 
-// ACLBucket is cotal_acl_<s>, the read-ACL records the hand-over checks (docs/layout.md "ACL
+// ACLBucket is cotal_acl_<s>, the read-ACL records the hand-over checks (docs/storage.md "ACL
 // records").
 func (n Names) ACLBucket() string { return "cotal_acl_" + n.space }
 
@@ -85,21 +85,21 @@ func (n Names) DMConsumer(id string) string { return "dm_" + Sanitize(id) }
 // SvcConsumer is svc_<role>, the bind-only anycast durable shared by a role (SPEC §8).
 func (n Names) SvcConsumer(role string) string { return "svc_" + Sanitize(role) }
 
-// DLVConsumer is dlv_<id>, the bind-only durable-copy consumer of an instance (docs/layout.md
+// DLVConsumer is dlv_<id>, the bind-only durable-copy consumer of an instance (docs/storage.md
 // "Consumers").
 func (n Names) DLVConsumer(id string) string { return "dlv_" + Sanitize(id) }
 
 // HistoryConsumer is chathist_<id>, the transient pinned history consumer (SPEC §8).
 func (n Names) HistoryConsumer(id string) string { return "chathist_" + Sanitize(id) }
 
-// FanoutConsumer and ReaderConsumer are the delivery package's own consumers (docs/layout.md
+// FanoutConsumer and ReaderConsumer are the delivery package's own consumers (docs/storage.md
 // "Consumers").
 const (
 	FanoutConsumer = "fanout"
 	ReaderConsumer = "reader"
 )
 
-// DeliveryService is the control service name of the durable backstop (docs/layout.md "Control
+// DeliveryService is the control service name of the durable backstop (docs/storage.md "Control
 // service").
 const DeliveryService = "delivery"
 

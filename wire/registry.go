@@ -7,7 +7,7 @@ import (
 )
 
 // ACLRecord is an instance's read ACL in cotal_acl_<s>, keyed by instance id and written by the
-// provisioner at mint, re-mint and revoke (docs/layout.md "ACL records"). The trusted reader
+// provisioner at mint, re-mint and revoke (docs/storage.md "ACL records"). The trusted reader
 // re-authorizes every durable copy against it (SPEC §9 item 5). An empty AllowSubscribe reads
 // nothing; a missing key means unknown, which is not the same.
 type ACLRecord struct {
@@ -20,7 +20,7 @@ type ACLRecord struct {
 }
 
 // MarshalJSON encodes AllowSubscribe as an array even when empty, because a null would not
-// decode: an ACL that reads nothing is [] (docs/layout.md "ACL records").
+// decode: an ACL that reads nothing is [] (docs/storage.md "ACL records").
 func (r ACLRecord) MarshalJSON() ([]byte, error) {
 	type plain ACLRecord
 	if r.AllowSubscribe == nil {
@@ -75,7 +75,7 @@ func (r ACLRecord) Covers(channel string) bool {
 	return false
 }
 
-// MembershipState is the state of a durable membership record (docs/layout.md "Membership
+// MembershipState is the state of a durable membership record (docs/storage.md "Membership
 // records").
 type MembershipState string
 
@@ -89,7 +89,7 @@ const (
 
 // Membership is one member of one durable channel in cotal_members_<s>, under
 // MemberKey(Channel, Owner), written only by the privileged delivery service (SPEC §7,
-// docs/layout.md "Membership records"). Writes carry a higher Generation and use KV revision
+// docs/storage.md "Membership records"). Writes carry a higher Generation and use KV revision
 // compare-and-set.
 type Membership struct {
 	// Channel is the sanitized concrete channel.
@@ -131,7 +131,7 @@ func (m *Membership) Validate() error {
 	return nil
 }
 
-// DecodeMembership decodes the record stored under key strictly: every field docs/layout.md
+// DecodeMembership decodes the record stored under key strictly: every field docs/storage.md
 // "Membership records" does not mark optional must be present, the record must pass Validate,
 // and key must be MemberKey(channel, owner). Anything else must be treated as no record.
 func DecodeMembership(key string, data []byte) (*Membership, error) {
@@ -171,7 +171,7 @@ func (m Membership) Eligible(seq uint64) bool {
 	return m.JoinCursor < seq && (m.LeaveCursor == nil || seq <= *m.LeaveCursor)
 }
 
-// MemberKey is the membership key <channel>/<id> in cotal_members_<s> (docs/layout.md), both
+// MemberKey is the membership key <channel>/<id> in cotal_members_<s> (docs/storage.md), both
 // parts sanitized so the key is a valid KV key.
 func MemberKey(channel, id string) string { return SanitizeChannel(channel) + "/" + Sanitize(id) }
 

@@ -1,4 +1,4 @@
-// Package jsconfig turns wire's stream and consumer layout (docs/layout.md) into nats.go
+// Package jsconfig turns wire's stream and consumer layout (docs/storage.md) into nats.go
 // JetStream configs. It is the one place the layout meets the client library: space provisions
 // with it, delivery creates its consumers with it, endpoint creates chathist_<id> with it, and
 // the tests build their spaces with it, so none of them keeps a copy of the layout.

@@ -10,7 +10,7 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// Each consumer of docs/layout.md "Consumers" comes out as the table there says.
+// Each consumer of docs/storage.md "Consumers" comes out as the table there says.
 func TestConsumersMatchTheLayoutTable(t *testing.T) {
 	n := wire.NewNames("main")
 	since := time.Unix(1700000000, 0)
@@ -53,7 +53,7 @@ func TestConsumersMatchTheLayoutTable(t *testing.T) {
 	}
 }
 
-// The streams keep the settings docs/layout.md "Streams" and "KV buckets" give, which
+// The streams keep the settings docs/storage.md "Streams" and "KV buckets" give, which
 // docs/hostile-agents.md and docs/durable.md rely on.
 func TestStreamsKeepTheLayoutSettings(t *testing.T) {
 	byName := map[string]jetstream.StreamConfig{}
