@@ -21,10 +21,10 @@ import (
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
-// clusterProcs are three `cotal up` processes forming one cluster, as the README's cluster
-// commands start them: node 1 holds the key store (and first takes the durable backstop),
-// nodes 2 and 3 start from its trust file and backstop file, so either takes the backstop
-// over when node 1 dies.
+// clusterProcs are three `cotal up` processes forming one cluster, as the commands of
+// docs/cluster.md start them: node 1 holds the key store (and first takes the durable
+// backstop), nodes 2 and 3 start from its trust file and backstop file, so either takes the
+// backstop over when node 1 dies.
 type clusterProcs struct {
 	nodes []*meshProc
 	dirs  []string

@@ -259,9 +259,9 @@ func TestRoutesBeyondLoopbackNeedTLS(t *testing.T) {
 	}
 }
 
-// TestANodeStartedBeforeTheTrustFileWaitsForIt: three nodes started at once, as the README's
-// recipe starts them: the two without the key store wait for the trust and backstop files,
-// saying so, and join once the key-store node has written them.
+// TestANodeStartedBeforeTheTrustFileWaitsForIt: three nodes started at once, as the recipe of
+// docs/cluster.md starts them: the two without the key store wait for the trust and backstop
+// files, saying so, and join once the key-store node has written them.
 func TestANodeStartedBeforeTheTrustFileWaitsForIt(t *testing.T) {
 	clusterSlot <- struct{}{}
 	t.Cleanup(func() { <-clusterSlot })

@@ -12,7 +12,7 @@
 //	go run ./examples/mcp --cotal ./bin/cotal   # or a cotal binary of your choice
 //
 // An agent runtime such as Claude Code runs the same command from its MCP configuration; see
-// the README's MCP section.
+// docs/mcp.md.
 package main
 
 import (

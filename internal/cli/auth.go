@@ -198,9 +198,9 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON 
 // socket and no cotal.yaml unless --init says so: most often --dir is mistyped, and a key
 // store created there would sign a credential that no mesh trusts.
 //
-// A mesh started a moment before (`cotal up --dir D &` then a mint on D, as the README's
-// recipes run) may not have written its key store yet, so the check waits up to
-// mintDirWait for one to appear before it refuses.
+// A mesh started a moment before (`cotal up --dir D &` then a mint on D, as the recipes of
+// docs/cluster.md and docs/leaf.md run) may not have written its key store yet, so the check
+// waits up to mintDirWait for one to appear before it refuses.
 func checkMintDir(ctx context.Context, stderr io.Writer, dir string) error {
 	if err := checkNotMember(dir); err != nil {
 		return err

@@ -86,8 +86,8 @@ func TestMintIntoAMistypedDirIsRefused(t *testing.T) {
 }
 
 // TestAMintBesideAMeshStillStartingWaitsForIt: `cotal up --dir D &` and then a mint on D, as
-// the README's recipes run them: the mint waits for the starting mesh's data instead of
-// refusing the directory.
+// the recipes of docs/cluster.md and docs/leaf.md run them: the mint waits for the starting
+// mesh's data instead of refusing the directory.
 func TestAMintBesideAMeshStillStartingWaitsForIt(t *testing.T) {
 	bin := cotalBin(t)
 	dir := filepath.Join(t.TempDir(), "n1")

@@ -15,7 +15,7 @@ import (
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
-// TestAClusterOfThreeUpProcesses runs the README's cluster commands as three `cotal up`
+// TestAClusterOfThreeUpProcesses runs the commands of docs/cluster.md as three `cotal up`
 // processes on loopback: a credential minted on the key-store node after start posts through
 // node 1 and reads the post back through node 3, node 3 says where to mint, and `cotal status`
 // on the key-store node shows the cluster and each stream's replicas; a mint on node 2's

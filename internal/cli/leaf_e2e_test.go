@@ -13,7 +13,7 @@ import (
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
-// TestALaptopUpProcessJoinsAHubAsALeaf runs the README's leaf commands as two `cotal up`
+// TestALaptopUpProcessJoinsAHubAsALeaf runs the commands of docs/leaf.md as two `cotal up`
 // processes on loopback: the hub mints the laptop's link credential (0600), a post on either
 // side reads back from the other's history, `cotal status` on the laptop shows the link up,
 // and, once the hub stops, shows it down while the laptop stays healthy and its own agents keep

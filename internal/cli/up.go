@@ -90,7 +90,7 @@ link and how to mint credentials, then runs until SIGINT or SIGTERM and shuts do
 
 With --leaf-listen the mesh is a hub that laptops' meshes join as NATS leaf nodes; with
 --leaf-hub and --leaf-creds it is such a leaf itself: chat, DMs and presence cross the link
-while it is up, and its own agents keep working while it is down (README, "Leaf mode").`,
+while it is up, and its own agents keep working while it is down (docs/leaf.md).`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error { return checkUpFlags(cmd) },
 		RunE:    runUpOrCheck,

@@ -14,7 +14,7 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// TestScreenshot writes the README's picture of the console (docs/console.png) when
+// TestScreenshot writes the picture of the console in docs/console.md (docs/console.png) when
 // COTAL_CONSOLE_SCREENSHOT names the file: three agents talk for about forty seconds, so the
 // plots have a few minutes' worth of shape, and a full-page screenshot is taken. It is a
 // generator, not a check, so without the variable it does nothing.
