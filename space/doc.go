@@ -33,6 +33,10 @@
 //   - Health (Mesh.Health, /healthz) names every component that is down; /metrics exposes
 //     message, backstop and endpoint counters (Options.HTTP).
 //
-// Not guaranteed: anything across machines (one broker, SPEC §1), and durable copies beyond
-// retention (SPEC §4).
+// Not guaranteed: durable copies beyond retention (SPEC §4). By default a mesh is one broker
+// on one machine. Options.Cluster makes it one node of a cluster that may span machines
+// (docs/cluster.md): a stream keeps taking writes while a majority of its nodes is up, and
+// minting and revoking need the node that holds the key store. Options.Leaf links it to a
+// hub's mesh as a leaf node (docs/leaf.md): live chat, DMs and presence cross the link only
+// while it is up, and nothing sent while it is down crosses later.
 package space

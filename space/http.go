@@ -28,15 +28,8 @@ import (
 // HTTP set, and kept across restarts so a scraper's configuration keeps working.
 const HTTPTokenFile = "http.token"
 
-// identityEndpoints are nats-server's monitoring endpoints that show who uses the mesh: the
-// connections with their user JWTs (/connz?auth=1), the accounts and their JWTs, the
-// subscriptions with the ids in their subjects, the consumers named after identities
-// (/jsz). They answer only a request bearing the token (SPEC §9: an agent's credential does
-// not reach other identities, so neither may a port on the same machine).
-var identityEndpoints = []string{"/connz", "/accountz", "/subsz", "/accstatz", "/jsz"}
-
 // opsServer is the mesh's one HTTP listener: /healthz, /metrics, nats-server's /varz and
-// /nats/healthz open, and its identityEndpoints behind the bearer token. Options.validate
+// /nats/healthz open, and the endpoints that show identities behind the bearer token. Options.validate
 // keeps it on loopback unless HTTPPublic is set. Every route answers only a request whose
 // Host names the listener (hostAllowlist).
 type opsServer struct {
@@ -70,6 +63,11 @@ func (m *Mesh) serveOps(addr string) (*opsServer, error) {
 	ns := m.broker.Server()
 	mux.HandleFunc("GET /varz", ns.HandleVarz)
 	mux.HandleFunc("GET /nats/healthz", ns.HandleHealthz)
+	// nats-server's monitoring endpoints that show who uses the mesh: the connections with
+	// their user JWTs (/connz?auth=1), the accounts and their JWTs, the subscriptions with the
+	// ids in their subjects, the consumers named after identities (/jsz). They answer only a
+	// request bearing the token (SPEC §9: an agent's credential does not reach other
+	// identities, so neither may a port on the same machine).
 	for path, h := range map[string]http.HandlerFunc{
 		"/connz": ns.HandleConnz, "/accountz": ns.HandleAccountz, "/subsz": ns.HandleSubsz,
 		"/accstatz": ns.HandleAccountStatz, "/jsz": ns.HandleJsz,
