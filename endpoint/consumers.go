@@ -21,6 +21,13 @@ const (
 	// consumeBatch bounds the copies pulled ahead of the Handler, so buffered copies do not
 	// sit out their ack wait while earlier ones are handled.
 	consumeBatch = 16
+	// pullHeartbeat is the idle heartbeat every pull asks of the broker. A pull request or its
+	// status answer lost on the way (docs/durable.md "Pulls that go missing") leaves the
+	// client counting copies the broker no longer owes it: no copy and no heartbeat comes, and
+	// only a missed heartbeat, after twice this interval, makes nats.go ask again. Its default
+	// (half the 30 s expiry) let a consumer sit 30 s with no pull open; 2 s bounds that at 4 s
+	// for one small status message per idle pull every 2 s.
+	pullHeartbeat = 2 * time.Second
 )
 
 // binding is one provisioner-created durable the Endpoint binds and never creates (SPEC §8,
@@ -107,6 +114,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		e.receive(in)
 	},
 		jetstream.PullMaxMessages(consumeBatch),
+		jetstream.PullHeartbeat(pullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			switch {
 			case errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound):
@@ -141,7 +149,9 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		case err := <-lost:
 			return err
 		case <-e.conn.reconnectSignal():
+			e.stats.pullsReissued.Add(1) // nats.go pulls afresh on every reconnect
 		case <-silent:
+			e.stats.pullsReissued.Add(1) // and after every missed heartbeat
 		case <-check.C:
 		}
 		if _, err := cons.Info(ctx); errors.Is(err, jetstream.ErrConsumerNotFound) {

@@ -41,6 +41,10 @@ type Stats struct {
 	RosterEventsDropped uint64
 	// WatchRebuilds counts presence watches rebuilt after they stalled or died.
 	WatchRebuilds uint64
+	// PullsReissued counts pull requests sent again on a bound consumer because none was
+	// known to be open: after its heartbeats stopped (a request or its status answer lost on
+	// the way) or after a reconnect (docs/durable.md "Pulls that go missing").
+	PullsReissued uint64
 }
 
 // stats holds the live counters behind Stats.
@@ -54,6 +58,7 @@ type stats struct {
 	redeliveries, naks                       atomic.Uint64
 	handlerErrors, unhandled, published      atomic.Uint64
 	presenceDropped, rosterDropped, rebuilds atomic.Uint64
+	pullsReissued                            atomic.Uint64
 
 	mu         sync.Mutex
 	terminated map[string]uint64
@@ -118,6 +123,7 @@ func (s *stats) snapshot() Stats {
 		PresenceDropped:     s.presenceDropped.Load(),
 		RosterEventsDropped: s.rosterDropped.Load(),
 		WatchRebuilds:       s.rebuilds.Load(),
+		PullsReissued:       s.pullsReissued.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,113 @@
+package endpoint_test
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
+	"github.com/nats-io/nats.go"
+)
+
+// lossyProvider hands out in-process connections that lose the first client frame published
+// on a subject starting with prefix, as a pull request lost between client and broker.
+type lossyProvider struct {
+	inner   nats.InProcessConnProvider
+	prefix  []byte
+	dropped atomic.Int64
+}
+
+func (p *lossyProvider) InProcessConn() (net.Conn, error) {
+	c, err := p.inner.InProcessConn()
+	if err != nil {
+		return nil, err
+	}
+	return &lossyConn{Conn: c, p: p}, nil
+}
+
+// lossyConn forwards the client's protocol stream frame by frame, leaving one out.
+type lossyConn struct {
+	net.Conn
+	p   *lossyProvider
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (c *lossyConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf = append(c.buf, b...)
+	var out []byte
+	for {
+		n, drop := c.frame()
+		if n == 0 {
+			break
+		}
+		if !drop {
+			out = append(out, c.buf[:n]...)
+		}
+		c.buf = c.buf[n:]
+	}
+	if len(out) > 0 {
+		if _, err := c.Conn.Write(out); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// frame is the length of the first complete frame in buf (0 if incomplete) and whether it is
+// the one to lose: PUB subject [reply] size and HPUB subject [reply] hsize size carry a body.
+func (c *lossyConn) frame() (int, bool) {
+	end := bytes.Index(c.buf, []byte("\r\n"))
+	if end < 0 {
+		return 0, false
+	}
+	line := c.buf[:end]
+	f := bytes.Fields(line)
+	if len(f) < 3 || !(bytes.Equal(f[0], []byte("PUB")) || bytes.Equal(f[0], []byte("HPUB"))) {
+		return end + 2, false
+	}
+	size, err := strconv.Atoi(string(f[len(f)-1]))
+	if err != nil {
+		return end + 2, false
+	}
+	n := end + 2 + size + 2
+	if len(c.buf) < n {
+		return 0, false
+	}
+	drop := bytes.HasPrefix(f[1], c.p.prefix) && c.p.dropped.CompareAndSwap(0, 1)
+	return n, drop
+}
+
+// A pull request lost on its way to the broker leaves the Endpoint's client counting copies
+// nobody owes it; the missed heartbeats make it ask again, so a DM waiting on that consumer
+// arrives within seconds, not after the 30 s the lost request would have lasted, and Stats
+// counts the pull asked again (docs/durable.md "Pulls that go missing").
+func TestALostPullRequestIsAskedAgain(t *testing.T) {
+	m := spacetest.New(t)
+	alice := meshAgent(t, m, space.MintSpec{Name: "alice"})
+	bobCred := meshMint(t, m, space.MintSpec{Name: "bob"})
+	lossy := &lossyProvider{inner: m.InProcess(),
+		prefix: []byte("$JS.API.CONSUMER.MSG.NEXT.DM_main.dm_" + bobCred.ID)}
+	bob := meshConnect(t, m, bobCred, func(o *endpoint.Options) { o.InProcess = lossy })
+	await.True(t, settle, "the first pull of dm_bob is lost", func() bool { return lossy.dropped.Load() == 1 })
+
+	dm, err := alice.SendDM(ctxT(t), bobCred.ID, text("after a lost pull"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Well inside the lost request's 30 s expiry, the time nats.go's default heartbeat took
+	// to notice it.
+	await.True(t, 20*time.Second, "bob surfaces the DM", func() bool { return len(bob.rec.withID(dm.ID)) == 1 })
+	if got := bob.Stats().PullsReissued; got < 1 {
+		t.Errorf("Stats.PullsReissued = %d, want at least 1", got)
+	}
+}
