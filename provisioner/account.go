@@ -39,6 +39,10 @@ type Account struct {
 	// created before the storage account existed: they were minted in what is now the
 	// storage account, are refused from now on, and must be minted again. Empty otherwise.
 	Retired []Record
+	// RetiredLeaves lists the leaf credentials this EnsureSpace call revoked because they were
+	// minted for links that carried chat and DMs under their own subjects (docs/leaf.md);
+	// each leaf needs a new one. Empty otherwise.
+	RetiredLeaves []Record
 }
 
 // Trust is everything the broker needs to run in operator mode: the operator JWT, the
@@ -108,11 +112,14 @@ func (s *Store) EnsureSpace(name string) (Account, error) {
 			return err
 		}
 		var err error
-		var retired []Record
+		var retired, leaves []Record
 		if b.Get(keyStorageJWT) == nil {
 			if retired, err = s.splitSpace(tx, b, name); err != nil {
 				return err
 			}
+		}
+		if leaves, err = retireLeafCredentials(tx, b); err != nil {
+			return err
 		}
 		if err := s.refreshLimits(tx, b); err != nil {
 			return err
@@ -121,7 +128,7 @@ func (s *Store) EnsureSpace(name string) (Account, error) {
 			return err
 		}
 		a, err = readAccount(b, name)
-		a.Retired = retired
+		a.Retired, a.RetiredLeaves = retired, leaves
 		return err
 	})
 	if err != nil {
@@ -176,6 +183,9 @@ func (s *Store) createSpace(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 		return nil, err
 	}
 	if err := addPooledKeys(pool, firstPooledKeys); err != nil {
+		return nil, err
+	}
+	if err := b.Put(keyLeafRelayed, []byte{1}); err != nil {
 		return nil, err
 	}
 	return b, s.newAgentAccount(tx, b, name)

@@ -2,12 +2,15 @@ package space
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nats-io/jwt/v2"
 
 	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/wire"
@@ -69,15 +72,16 @@ func (o Options) validateLeaf() error {
 		if !slices.Contains(o.Spaces, s) {
 			return fmt.Errorf("leaf.creds names space %q, which this mesh does not run: add it to spaces, or drop it from leaf.creds", s)
 		}
-		if err := checkLeafCreds(l.Creds[s]); err != nil {
+		if err := checkLeafCreds(wire.NewNames(s), l.Creds[s]); err != nil {
 			return fmt.Errorf("leaf.creds for space %s: %w", s, err)
 		}
 	}
 	return nil
 }
 
-// checkLeafCreds refuses a credential file that is missing or that other users may read.
-func checkLeafCreds(path string) error {
+// checkLeafCreds refuses a credential file that is missing, that other users may read, or
+// whose user may not publish every subject the relays send across (wire.LeafPermissions).
+func checkLeafCreds(n wire.Names, path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("%w: save the file `cotal auth mint --profile leaf` wrote on the hub", err)
@@ -85,8 +89,30 @@ func checkLeafCreds(path string) error {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("%s is readable by other users (mode %04o): chmod 600 it", path, fi.Mode().Perm())
 	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	token, err := jwt.ParseDecoratedJWT(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w: save the file `cotal auth mint --profile leaf` wrote on the hub", path, err)
+	}
+	uc, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return fmt.Errorf("%s: %w: save the file `cotal auth mint --profile leaf` wrote on the hub", path, err)
+	}
+	for _, s := range n.LeafSubjects() {
+		if !slices.Contains(uc.Pub.Allow, s) || !slices.Contains(uc.Sub.Allow, s) {
+			return fmt.Errorf("%w: %s may not carry %s; mint a new one on the hub "+
+				"(cotal auth mint --profile leaf) once it runs this version, and save it here", ErrOldLeafCreds, path, s)
+		}
+	}
 	return nil
 }
+
+// ErrOldLeafCreds refuses a leaf credential minted for links that carried chat and DMs under
+// their own subjects, before relays carried everything that crosses (docs/leaf.md).
+var ErrOldLeafCreds = errors.New("space: the leaf credential was minted for an older link")
 
 // leafConfig fills c's leaf fields: a hub's listener, or a leaf's domain and one remote per
 // linked space, bound to that space's agent account and denying wire.LeafLocalSubjects both

@@ -3,20 +3,25 @@ package space_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/jsconfig"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -85,7 +90,8 @@ func (p *leafPair) startHub(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hub, err := space.Start(ctx, space.Options{Dir: p.hubDir, Listen: p.hubListen, Leaf: space.LeafOptions{Listen: p.leafAddr}})
+	hub, err := space.Start(ctx, space.Options{Dir: p.hubDir, Listen: p.hubListen, HTTP: "127.0.0.1:0",
+		Leaf: space.LeafOptions{Listen: p.leafAddr}})
 	if err != nil {
 		t.Fatalf("start the hub: %v", err)
 	}
@@ -236,6 +242,14 @@ func TestLeafOptionsRefuseWhatCannotWork(t *testing.T) {
 	if err := os.WriteFile(private, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	acct, err := nkeys.CreateAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := userCreds(t, acct, func(uc *jwt.UserClaims) {
+		uc.Pub.Allow.Add("cotal.main.chat.>", "cotal.main.inst.>", "cotal.main.leaf.presence.*")
+		uc.Sub.Allow.Add("cotal.main.chat.>", "cotal.main.inst.>", "cotal.main.leaf.presence.*")
+	})
 	hub := "nats-leaf://127.0.0.1:7422"
 	cases := []struct {
 		name string
@@ -247,6 +261,7 @@ func TestLeafOptionsRefuseWhatCannotWork(t *testing.T) {
 		{"credentials without a hub", space.Options{Leaf: space.LeafOptions{Creds: map[string]string{"main": private}}}, "leaf.hub"},
 		{"credentials for a space the mesh does not run", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"other": private}}}, `space "other"`},
 		{"a credential file others can read", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": open}}}, "chmod 600"},
+		{"a credential minted for an older link", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": old}}}, "mint a new one on the hub"},
 		{"a missing credential file", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": filepath.Join(dir, "none")}}}, "no such file"},
 		{"a leaf in open mode", space.Options{Open: true, Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": private}}}, "operator mode"},
 		{"a cluster node", space.Options{Listen: "127.0.0.1:0", Cluster: space.ClusterOptions{Name: "c", Listen: "127.0.0.1:0", Peers: []string{"127.0.0.1:6222"}},
@@ -457,4 +472,98 @@ func TestAnswersAimedAtAPresenceKeyDoNotCross(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestAnswersAimedAcrossALeafStoreNothing: a laptop agent aims the broker's answers at a hub
+// agent's chat subject, both as it is and as the link's relayed subject, and replays its own
+// stored posts onto both with a pull. The hub stores none of it and its agent sees none of
+// it, both relays count what they refused, and the laptop agent's own posts still cross.
+func TestAnswersAimedAcrossALeafStoreNothing(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p := startLeafPair(t)
+	await.True(t, 10*time.Second, "the laptop's link to the hub", func() bool { return linkUp(ctx, p.laptop) })
+	n := wire.NewNames("main")
+	g := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}
+	atHub := make(chan endpoint.Delivery, 1024)
+	h := joinAt(ctx, t, p.hub, mint(t, p.hub, "hub-agent", provisioner.ProfileAgent, g), atHub, "general")
+	mallory := newPeer(t, p.laptop, mint(t, p.laptop, "mallory", provisioner.ProfileAgent, g))
+	own, target := n.ChatSubject(mallory.cred.ID, "general"), n.ChatSubject(h.ID(), "general")
+	posted := map[string]bool{}
+	post := func(reply, text string) {
+		t.Helper()
+		posted[text] = true
+		publishWithReply(t, mallory, own, reply, envelope(t, mallory.cred, "general", text))
+	}
+	// A post that crosses first: both relays and the link carry mallory's posts.
+	await.Check(t, 30*time.Second, 0, func() error {
+		post("", fmt.Sprintf("linked %d", len(posted)))
+		select {
+		case <-atHub:
+			return nil
+		case <-time.After(200 * time.Millisecond):
+			return errors.New("no post of mallory's reached the hub")
+		}
+	})
+	const aimed = 30
+	for i := range aimed {
+		post(target, fmt.Sprintf("aimed at the hub agent %d", i))
+		post(n.LeafSubject(target), fmt.Sprintf("aimed at the link %d", i))
+	}
+	spec := n.HistoryConsumerSpec(mallory.cred.ID, "general", time.Time{})
+	if _, err := mallory.jetStream(t).CreateOrUpdateConsumer(ctx, spec.Stream, jsconfig.Consumer(spec)); err != nil {
+		t.Fatal(mallory.explain(err))
+	}
+	next := "$JS.API.CONSUMER.MSG.NEXT." + spec.Stream + "." + spec.Name
+	for _, reply := range []string{target, n.LeafSubject(target), n.LeafSubject(own)} {
+		publishWithReply(t, mallory, next, reply, []byte(`{"batch":20,"no_wait":true}`))
+	}
+	post("", "sentinel")
+	for seen := map[string]bool{}; !seen["sentinel"]; {
+		select {
+		case d := <-atHub:
+			text := d.Message.Parts[0].Text
+			if d.Message.From.ID != mallory.cred.ID || !posted[text] || seen[text] {
+				t.Fatalf("the hub agent surfaced %q from %s (seen before: %t)", text, d.Message.From.ID, seen[text])
+			}
+			seen[text] = true
+		case <-ctx.Done():
+			t.Fatalf("the sentinel never crossed; the hub agent saw %d posts", len(seen))
+		}
+	}
+	if got := h.Stats().Terminated; len(got) > 0 {
+		t.Errorf("the hub agent terminated %v: the broker's answers crossed", got)
+	}
+	var stored uint64
+	await.True(t, 10*time.Second, "the hub's CHAT to store mallory's posts", func() bool {
+		stored = streamMessages(ctx, t, p.hub, n.ChatStream())
+		return stored >= uint64(len(posted))
+	})
+	if stored != uint64(len(posted)) {
+		t.Errorf("the hub's CHAT holds %d messages, want mallory's %d posts", stored, len(posted))
+	}
+	_, laptop := get(t, p.laptop.HTTPURL()+"/metrics")
+	_, hub := get(t, p.hub.HTTPURL()+"/metrics")
+	for _, c := range []struct{ side, metrics, direction string }{{"laptop", laptop, "out"}, {"hub", hub, "in"}} {
+		if v := metricValue(t, c.metrics, `cotal_leaf_relay_dropped_total{direction="`+c.direction+`",space="main"}`); v < aimed {
+			t.Errorf("the %s's relay counted %v refusals %s, want at least %d", c.side, v, c.direction, aimed)
+		}
+	}
+}
+
+// metricValue reads the value of the sample named series (name and labels as /metrics
+// prints them) from a Prometheus text page; 0 when the page has no such sample.
+func metricValue(t *testing.T, page, series string) float64 {
+	t.Helper()
+	for line := range strings.Lines(page) {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
 }

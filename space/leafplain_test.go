@@ -25,7 +25,7 @@ import (
 
 // TestAPlainNATSServerIsALeafHub links a laptop mesh to a plain nats-server in operator mode,
 // its own operator with one account, through a user that holds the leaf profile's grants, as
-// README's "Leaf mode" describes: a client of that account sees the laptop's chat and relayed
+// docs/leaf.md describes: a client of that account sees the laptop's chat and relayed
 // presence live.
 func TestAPlainNATSServerIsALeafHub(t *testing.T) {
 	t.Parallel()
@@ -45,7 +45,7 @@ func TestAPlainNATSServerIsALeafHub(t *testing.T) {
 	defer nc.Close()
 	seen := make(chan *nats.Msg, 64)
 	names := wire.NewNames("main")
-	for _, s := range []string{names.Prefix() + ".chat.>", names.LeafPresenceFilter()} {
+	for _, s := range names.LeafSubjects() {
 		if _, err := nc.ChanSubscribe(s, seen); err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestAPlainNATSServerIsALeafHub(t *testing.T) {
 	g := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}
 	l := joinAt(ctx, t, laptop, mint(t, laptop, "laptop-agent", provisioner.ProfileAgent, g), make(chan endpoint.Delivery, 64), "general")
 	send(ctx, t, l, "general", "to a plain hub")
-	chat, presence := names.ChatSubject(l.ID(), "general"), names.LeafPresenceSubject(l.ID())
+	chat, presence := names.LeafSubject(names.ChatSubject(l.ID(), "general")), names.LeafPresenceSubject(l.ID())
 	for missing := map[string]bool{chat: true, presence: true}; len(missing) > 0; {
 		select {
 		case m := <-seen:

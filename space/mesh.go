@@ -180,6 +180,7 @@ func (m *Mesh) openDir() error {
 			return fmt.Errorf("space %s: %w", name, err)
 		}
 		m.logRetired(acct)
+		m.logRetiredLeaves(acct)
 		m.agentAccounts = append(m.agentAccounts, acct.PublicKey)
 		m.agentAccount[name] = acct.PublicKey
 	}
@@ -199,6 +200,16 @@ func (m *Mesh) logRetired(acct provisioner.Account) {
 		m.log.Warn("retired credential", "space", acct.Space, "name", rec.Name, "id", rec.ID, "profile", rec.Profile,
 			"subscribe", rec.Grants.Subscribe, "allow_subscribe", rec.Grants.AllowSubscribe,
 			"allow_publish", rec.Grants.AllowPublish, "role", rec.Grants.Role)
+	}
+}
+
+// logRetiredLeaves says which leaf credentials an upgrade revoked
+// (provisioner.Account.RetiredLeaves): each leaf needs a new one before it links again.
+func (m *Mesh) logRetiredLeaves(acct provisioner.Account) {
+	for _, rec := range acct.RetiredLeaves {
+		m.log.Warn("revoked a leaf credential minted for links that carried chat and DMs unrelayed: "+
+			"mint a new one (cotal auth mint --profile leaf) and save it on that leaf",
+			"space", acct.Space, "name", rec.Name, "id", rec.ID)
 	}
 }
 

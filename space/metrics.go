@@ -46,13 +46,15 @@ var (
 		"On a cluster node, how many RAFT entries the replica of the stream on the node named replica is behind its leader.", []string{"space", "stream", "replica"}, nil)
 	descLeafLinks = prometheus.NewDesc("cotal_leaf_links",
 		"Leaf links up now by space: 1 or 0 on a leaf mesh (0 while its hub is unreachable), the leaf meshes linked on a hub.", []string{"space"}, nil)
+	descRelayDropped = prometheus.NewDesc("cotal_leaf_relay_dropped_total",
+		"What a leaf link's relay refused to carry, by direction (out: to the other side, in: from it): the broker's answers on reply subjects an agent chose, stored copies, and messages naming an identity the side they came from does not hold.", []string{"space", "direction"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
-		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descLeafLinks, descUp} {
+		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descLeafLinks, descRelayDropped, descUp} {
 		ch <- d
 	}
 }
@@ -106,6 +108,10 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(descStored, prometheus.GaugeValue, float64(st.Msgs), rt.name, name)
+	}
+	if rt.relay != nil {
+		ch <- prometheus.MustNewConstMetric(descRelayDropped, prometheus.CounterValue, float64(rt.relayDropped[0].Load()), rt.name, "out")
+		ch <- prometheus.MustNewConstMetric(descRelayDropped, prometheus.CounterValue, float64(rt.relayDropped[1].Load()), rt.name, "in")
 	}
 	r := &rt.reconciled
 	for outcome, v := range map[string]int64{"passes": r.passes.Load(), "deleted": r.deleted.Load(),

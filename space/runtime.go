@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,8 +37,10 @@ type spaceRuntime struct {
 	delivery *delivery.Service // on a mesh alone; nil in a cluster, where backstop runs it
 	// backstop runs the delivery service in a cluster while this node holds the space's lease.
 	backstop *backstop
-	// relay carries presence across the space's leaf link (leafrelay.go); nil without one.
-	relay *nats.Conn
+	// relay carries chat, DMs and presence across the space's leaf link (leafrelay.go); nil
+	// without one. relayDropped counts what it refused, by direction (out, in).
+	relay        *nats.Conn
+	relayDropped [2]atomic.Int64
 	// deliveryInbox is dlvConn's inbox prefix, where the delivery service's KV watches push.
 	deliveryInbox string
 	reconciled    reconcileStats

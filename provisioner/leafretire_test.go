@@ -1,0 +1,54 @@
+package provisioner
+
+import (
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// TestLeafCredentialsOfAnOlderLinkAreRevokedOnce: a space written before leaf links carried
+// only relayed subjects revokes its active leaf credentials at its next open, names them,
+// and leaves agents and leaf credentials minted afterwards alone.
+func TestLeafCredentialsOfAnOlderLinkAreRevokedOnce(t *testing.T) {
+	s := openStore(t)
+	if a, err := s.EnsureSpace("alpha"); err != nil || len(a.RetiredLeaves) > 0 {
+		t.Fatalf("a new space retired %v: %v", a.RetiredLeaves, err)
+	}
+	leaf := mint(t, s, MintRequest{Space: "alpha", Name: "laptop", Profile: ProfileLeaf, NoExpiry: true})
+	agent := mint(t, s, MintRequest{Space: "alpha", Name: "alice", Profile: ProfileAgent})
+	// The older layout: no mark that the space's leaf credentials are of the relayed kind.
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b, err := spaceBucket(tx, "alpha")
+		if err != nil {
+			return err
+		}
+		return b.Delete(keyLeafRelayed)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.EnsureSpace("alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.RetiredLeaves) != 1 || a.RetiredLeaves[0].ID != leaf.ID {
+		t.Fatalf("RetiredLeaves = %+v, want the laptop's leaf credential", a.RetiredLeaves)
+	}
+	if rec, err := s.Record("alpha", leaf.ID); err != nil || rec.Active(time.Now()) {
+		t.Errorf("the old leaf credential: %+v, %v; want it revoked", rec, err)
+	}
+	if _, ok := decodeAccount(t, a.JWT).Revocations[leaf.ID]; !ok {
+		t.Error("the agent account does not revoke the old leaf credential's JWT")
+	}
+	if rec, err := s.Record("alpha", agent.ID); err != nil || !rec.Active(time.Now()) {
+		t.Errorf("alice: %+v, %v; want her still active", rec, err)
+	}
+	fresh := mint(t, s, MintRequest{Space: "alpha", Name: "laptop-2", Profile: ProfileLeaf, NoExpiry: true})
+	if a, err := s.EnsureSpace("alpha"); err != nil || len(a.RetiredLeaves) > 0 {
+		t.Fatalf("the next open retired %v: %v", a.RetiredLeaves, err)
+	}
+	if rec, err := s.Record("alpha", fresh.ID); err != nil || !rec.Active(time.Now()) {
+		t.Errorf("a leaf credential minted after the upgrade: %+v, %v; want it active", rec, err)
+	}
+}
