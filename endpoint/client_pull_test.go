@@ -2,6 +2,7 @@ package endpoint_test
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"strconv"
 	"sync"
@@ -109,5 +110,37 @@ func TestALostPullRequestIsAskedAgain(t *testing.T) {
 	await.True(t, 20*time.Second, "bob surfaces the DM", func() bool { return len(bob.rec.withID(dm.ID)) == 1 })
 	if got := bob.Stats().PullsReissued; got < 1 {
 		t.Errorf("Stats.PullsReissued = %d, want at least 1", got)
+	}
+}
+
+// A backlog pulled in one batch waits for a slow Handler without sitting out its ack wait:
+// each copy waiting longer than a third of it is marked in progress, so none is redelivered
+// while an earlier one is handled (docs/durable.md "Pulling ahead of the Handler").
+func TestCopiesPulledAheadOfASlowHandlerAreNotRedelivered(t *testing.T) {
+	const dms, handle = 12, 400 * time.Millisecond // the last waits 4.4 s, twice the ack wait
+	m := spacetest.New(t, func(o *space.Options) { o.AckWait = 2 * time.Second })
+	alice := meshAgent(t, m, space.MintSpec{Name: "alice"})
+	bobCred := meshMint(t, m, space.MintSpec{Name: "bob"})
+	for i := 0; i < dms; i++ {
+		if _, err := alice.SendDM(ctxT(t), bobCred.ID, text("backlog")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var handled atomic.Int64
+	slow := func(ctx context.Context, _ endpoint.Delivery) error {
+		select {
+		case <-time.After(handle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		handled.Add(1)
+		return nil
+	}
+	bob := meshConnect(t, m, bobCred, func(o *endpoint.Options) { o.Handler = slow })
+	await.True(t, settle+dms*handle, "bob handles every DM", func() bool { return handled.Load() >= dms })
+	st := bob.Stats()
+	if st.Redeliveries != 0 || st.Duplicates != 0 || handled.Load() != dms {
+		t.Errorf("handled %d, redeliveries %d, duplicates %d; want %d, 0, 0",
+			handled.Load(), st.Redeliveries, st.Duplicates, dms)
 	}
 }

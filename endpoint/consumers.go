@@ -18,8 +18,9 @@ const (
 	bindCheckEvery = time.Minute
 	// consumeStopWait bounds the wait for a stopped Consume to wind down.
 	consumeStopWait = 15 * time.Second
-	// consumeBatch bounds the copies pulled ahead of the Handler, so buffered copies do not
-	// sit out their ack wait while earlier ones are handled.
+	// consumeBatch bounds the copies of a shared consumer (svc_<role>) pulled ahead of the
+	// Handler: they wait in nats.go, where nothing marks them in progress, and copies one
+	// holder pulled are copies the role's other holders cannot take.
 	consumeBatch = 16
 	// pullHeartbeat is the idle heartbeat every pull asks of the broker. A pull request or its
 	// status answer lost on the way (docs/durable.md "Pulls that go missing") leaves the
@@ -106,30 +107,16 @@ func (e *Endpoint) reportMissing(b binding, err error) {
 func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consumer) error {
 	lost := make(chan error, 1)
 	silent := make(chan struct{}, 1)
+	deliver, finish := e.deliverer(b, cons)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		in := inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
 		if b.src == srcDurable {
 			in.msgID = m.Headers().Get(nats.MsgIdHdr)
 		}
-		e.receive(in)
-	},
-		jetstream.PullMaxMessages(consumeBatch),
-		jetstream.PullHeartbeat(pullHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			switch {
-			case errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound):
-				select {
-				case lost <- err:
-				default:
-				}
-			case errors.Is(err, jetstream.ErrNoHeartbeat):
-				select {
-				case silent <- struct{}{}:
-				default:
-				}
-			}
-		}))
+		deliver(in)
+	}, append(e.pullOptions(b), jetstream.ConsumeErrHandler(consumeErrors(lost, silent)))...)
 	if err != nil {
+		finish()
 		return err
 	}
 	defer func() {
@@ -139,6 +126,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		case <-time.After(consumeStopWait):
 			e.log.Warn("consumer did not stop in time", "consumer", b.consumer)
 		}
+		finish()
 	}()
 	check := time.NewTicker(bindCheckEvery)
 	defer check.Stop()
@@ -156,6 +144,36 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		}
 		if _, err := cons.Info(ctx); errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return err
+		}
+	}
+}
+
+// pullOptions sizes b's pulls: large batches with a byte cap for a consumer of one owner,
+// consumeBatch for a shared one; both ask pullHeartbeat.
+func (e *Endpoint) pullOptions(b binding) []jetstream.PullConsumeOpt {
+	hb := jetstream.PullHeartbeat(pullHeartbeat)
+	if !pullAhead(b) {
+		return []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(consumeBatch), hb}
+	}
+	limit := max(ownerPullBytes, 2*int(e.nc.MaxPayload()))
+	return []jetstream.PullConsumeOpt{jetstream.PullMaxMessagesWithBytesLimit(ownerBatch, limit), hb}
+}
+
+// consumeErrors routes a Consume's errors: a consumer gone to lost, missed heartbeats (after
+// which nats.go has already pulled again) to silent.
+func consumeErrors(lost chan<- error, silent chan<- struct{}) jetstream.ConsumeErrHandler {
+	return func(_ jetstream.ConsumeContext, err error) {
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound):
+			select {
+			case lost <- err:
+			default:
+			}
+		case errors.Is(err, jetstream.ErrNoHeartbeat):
+			select {
+			case silent <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
