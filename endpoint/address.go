@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nkeys"
@@ -16,10 +17,10 @@ var (
 	// ErrNotInstanceID: a DM target is not an instance id, a user nkey public key (SPEC §2).
 	// A DM on any other token is stored where no instance reads it.
 	ErrNotInstanceID = errors.New("not an instance id")
-	// ErrUnknownName: no online instance, other than this one, has the display name.
-	ErrUnknownName = errors.New("no online instance has that name")
-	// ErrAmbiguousName: more than one online instance has the display name.
-	ErrAmbiguousName = errors.New("more than one online instance has that name")
+	// ErrUnknownName: no instance, other than this one, has the name (ResolveName).
+	ErrUnknownName = errors.New("no instance has that name")
+	// ErrAmbiguousName: more than one instance has the name (ResolveName).
+	ErrAmbiguousName = errors.New("more than one instance has that name")
 )
 
 // checkInstanceID refuses a DM target that is not an instance id (SPEC §2). The error wraps
@@ -32,22 +33,23 @@ func checkInstanceID(to string) error {
 		"to address an instance by its display name, use SendDMByName", wire.ErrInvalidMessage, ErrNotInstanceID, to)
 }
 
-// ResolveName returns the id of the one online instance, other than this one, whose display
-// name is name, compared case-insensitively as mentions resolve (SPEC §4). It waits, bounded
-// by ctx, for the roster's first complete read. No such instance is ErrUnknownName; several
+// ResolveName returns the id of the one instance, other than this one, that name stands for.
+// On a mesh that publishes minted names (any mesh with credentials) that is the one active
+// agent minted with name, online or not, since its DMs wait for it (SPEC §8): a display name
+// is its holder's choice, and an instance calling itself bob never resolves as bob. Only an
+// open mesh, which has no credentials, resolves among the online instances' display names,
+// waiting (bounded by ctx) for the roster's first complete read. Names compare
+// case-insensitively as mentions do (SPEC §4). No such instance is ErrUnknownName; several
 // are ErrAmbiguousName, whose message lists their ids.
 func (e *Endpoint) ResolveName(ctx context.Context, name string) (string, error) {
-	select {
-	case <-e.roster.Loaded():
-	case <-ctx.Done():
-		return "", fmt.Errorf("resolve %q: the roster did not load: %w", name, ctx.Err())
+	ids, err := e.MintedAgents(ctx, name)
+	if errors.Is(err, ErrNoMintedNames) {
+		ids, err = e.onlineNamed(ctx, name)
 	}
-	var ids []string
-	for _, p := range e.roster.Snapshot() {
-		if p.Online && p.Presence.Card.ID != e.ID() && strings.EqualFold(p.Presence.Card.Name, name) {
-			ids = append(ids, p.Presence.Card.ID)
-		}
+	if err != nil {
+		return "", err
 	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == e.ID() })
 	switch len(ids) {
 	case 0:
 		return "", fmt.Errorf("%w: %q", ErrUnknownName, name)
@@ -57,9 +59,24 @@ func (e *Endpoint) ResolveName(ctx context.Context, name string) (string, error)
 	return "", fmt.Errorf("%w: %q is %s", ErrAmbiguousName, name, strings.Join(ids, ", "))
 }
 
-// SendDMByName unicasts parts to the one online instance whose display name is name, as
-// ResolveName finds it, and returns where JetStream stored the DM. An offline instance is
-// reached only by id, with SendDM: its DMs wait for it.
+// onlineNamed are the ids of the online instances whose display name is name.
+func (e *Endpoint) onlineNamed(ctx context.Context, name string) ([]string, error) {
+	select {
+	case <-e.roster.Loaded():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("resolve %q: the roster did not load: %w", name, ctx.Err())
+	}
+	var ids []string
+	for _, p := range e.roster.Snapshot() {
+		if p.Online && strings.EqualFold(p.Presence.Card.Name, name) {
+			ids = append(ids, p.Presence.Card.ID)
+		}
+	}
+	return ids, nil
+}
+
+// SendDMByName unicasts parts to the one instance name stands for, as ResolveName finds it,
+// and returns where JetStream stored the DM.
 func (e *Endpoint) SendDMByName(ctx context.Context, name string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
 	id, err := e.ResolveName(ctx, name)
 	if err != nil {

@@ -188,6 +188,9 @@ type Endpoint struct {
 	card  wire.AgentCard
 	// readACL is the credential's read ACL; nil in open mode, where there is none.
 	readACL []string
+	// minted is set when the Endpoint connects with a credential: the space then publishes
+	// minted names (identities.go), which open mode has none of.
+	minted bool
 	// passive is set for observer and admin credentials and with Options.Passive: readers that
 	// hold no presence key, no DM, anycast or durable-copy consumer and no durable membership
 	// (SPEC Appendix B).
@@ -197,6 +200,8 @@ type Endpoint struct {
 	js         jetstream.JetStream
 	presenceKV jetstream.KeyValue
 	channelsKV jetstream.KeyValue
+
+	identities identityCache
 
 	handler atomic.Pointer[Handler]
 	// rejectLog paces the warnings of terminated anomalies, which a peer can provoke at will.
@@ -338,7 +343,7 @@ func (e *Endpoint) adoptIdentity(cred *credential) error {
 		if o.ID != "" && o.ID != cred.ID {
 			return fmt.Errorf("%w: Options.ID is %s, the credential is bound to %s", ErrIDMismatch, o.ID, cred.ID)
 		}
-		e.id = cred.ID
+		e.id, e.minted = cred.ID, true
 		if e.role == "" {
 			e.role = cred.Role
 		}

@@ -31,7 +31,7 @@ var clusterSlot = make(chan struct{}, 1)
 
 // clusterStartBudget bounds startCluster. Starting is not what the cluster tests measure, so
 // it is generous: a loaded CI machine may take tens of seconds to elect the JetStream meta
-// leader and place eleven R3 streams.
+// leader and place twelve R3 streams.
 const clusterStartBudget = 90 * time.Second
 
 // clusterAckWait is the cluster tests' ack wait of the bind-only consumers.

@@ -50,7 +50,7 @@ type Limits struct {
 const DefaultWatchesPerIdentity = 8
 
 // DefaultLimits returns the limits config.Default documents, sized for a laptop mesh of
-// hundreds of agents: 2 GiB of JetStream per space (its streams take 1856 MiB), 1000
+// hundreds of agents: 2 GiB of JetStream per space (its streams take 1920 MiB), 1000
 // connections per space and 32 per identity (so one credential takes at most 3 % of its
 // space's), 1000 subscriptions per connection, 1 MiB messages.
 func DefaultLimits() Limits {

@@ -148,7 +148,7 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 		return nil, err
 	}
 	prev, reMint := rt.acls.ReadACL(cred.ID)
-	if err := rt.putACL(ctx, rec); err != nil {
+	if err := m.putRecords(ctx, rt, rec); err != nil {
 		return nil, err
 	}
 	if err := m.putACLs(ctx, rt, cred.Replaced); err != nil {
@@ -225,7 +225,7 @@ func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := rt.putACL(ctx, rec); err != nil {
+	if err := m.putRecords(ctx, rt, rec); err != nil {
 		return err
 	}
 	m.afterGrantChange(ctx, rt, rec, false, passCause{})
@@ -263,18 +263,32 @@ func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) erro
 	return nil
 }
 
-// putACLs writes the current ACL record of each id, which reads nothing once it is revoked.
+// putACLs writes the current records of each id (putRecords); an ACL record reads nothing
+// once its credential is revoked.
 func (m *Mesh) putACLs(ctx context.Context, rt *spaceRuntime, ids []string) error {
 	for _, id := range ids {
 		rec, err := m.store.Record(rt.name, id)
 		if err != nil {
 			return err
 		}
-		if err := rt.putACL(ctx, rec); err != nil {
+		if err := m.putRecords(ctx, rt, rec); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// putRecords writes what the mesh publishes of rec after a mint, re-mint or revoke: its ACL
+// record, and its identity and name records (identities.go).
+func (m *Mesh) putRecords(ctx context.Context, rt *spaceRuntime, rec provisioner.Record) error {
+	if err := rt.putACL(ctx, rec); err != nil {
+		return err
+	}
+	recs, err := m.store.List(rt.name)
+	if err != nil {
+		return err
+	}
+	return m.putIdentity(ctx, rt, rec, recs)
 }
 
 // syncRegistry brings the space in line with the registry at start, before the delivery service
@@ -296,6 +310,9 @@ func (m *Mesh) syncRegistry(ctx context.Context, rt *spaceRuntime) error {
 		if err := rt.putACL(ctx, rec); err != nil {
 			return err
 		}
+	}
+	if err := m.syncIdentities(ctx, rt, recs); err != nil {
+		return err
 	}
 	return m.reconcileAtStart(ctx, rt, recs)
 }

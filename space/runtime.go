@@ -25,6 +25,8 @@ type spaceRuntime struct {
 	prov  *nats.Conn // provisioner identity: streams, buckets, bind-only consumers, ACL records
 	js    jetstream.JetStream
 	acl   jetstream.KeyValue
+	// identities is cotal_identities_<s>, the minted names (identities.go).
+	identities jetstream.KeyValue
 	// streams are the handles provision returned, by stream name; written before any pass
 	// reads them and never after.
 	streams map[string]jetstream.Stream
@@ -71,7 +73,10 @@ func (m *Mesh) startSpace(ctx context.Context, name string, creds infraCreds) (*
 		return nil, errors.Join(err, rt.close(ctx))
 	}
 	if err := reask.Do(ctx, requestTimeout, func(ctx context.Context) (err error) {
-		rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket())
+		if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {
+			return err
+		}
+		rt.identities, err = rt.js.KeyValue(ctx, rt.names.IdentitiesBucket())
 		return err
 	}); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))

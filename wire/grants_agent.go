@@ -89,4 +89,12 @@ func agentLayoutAdditions(p *Permissions, n Names, id string) {
 		consumerAPI("DELETE", KVStream(n.ChannelsBucket()), ">"),
 	)
 	p.Pub.Deny.add(createDenies(dlv)...)
+	identityReads(p, n)
+}
+
+// identityReads let a client look up the name an id was minted with and the ids minted with a
+// name (IdentitiesBucket), by get only: no watch, so no consumer to count or leak.
+func identityReads(p *Permissions, n Names) {
+	s := KVStream(n.IdentitiesBucket())
+	p.Pub.Allow.add(streamAPI("INFO", s), streamAPI("MSG.GET", s))
 }

@@ -31,9 +31,9 @@ func provisionerPermissions(p *Permissions, n Names) {
 	// create or update is judged as it happens rather than at the next periodic pass.
 	p.Sub.Allow.add("$JS.EVENT.ADVISORY.API")
 	// The privileged registries it alone writes (SPEC §7, docs/storage.md): the channel registry
-	// with =defaults, and the ACL records written at mint, re-mint and revoke. Gets serve
-	// create-if-absent and compare-and-set writes.
-	for _, b := range []string{n.ChannelsBucket(), n.ACLBucket()} {
+	// with =defaults, and the ACL and identity records written at mint, re-mint and revoke.
+	// Gets serve create-if-absent and compare-and-set writes.
+	for _, b := range []string{n.ChannelsBucket(), n.ACLBucket(), n.IdentitiesBucket()} {
 		p.Pub.Allow.add(kvKeys(b))
 		p.Pub.Allow.add(kvGetGrants(b)...)
 	}

@@ -73,6 +73,7 @@ func readerPermissions(p *Permissions, n Names, id string) {
 	p.Pub.Allow.add(kvGetGrants(n.MembershipBucket())...)
 	p.Pub.Allow.add(consumerAPI("CREATE", mkv, ">"), consumerAPI("INFO", mkv, ">"), consumerAPI("DELETE", mkv, ">"))
 
+	identityReads(p, n)
 	fanoutDenies(p, n)
 }
 

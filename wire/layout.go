@@ -58,7 +58,7 @@ type StreamLimits struct {
 }
 
 // Default stream limits, sized for a laptop mesh of hundreds of agents: a few thousand
-// messages of a few KiB per agent; 1856 MiB of streams in all, inside a 2 GiB space.
+// messages of a few KiB per agent; 1920 MiB of streams in all, inside a 2 GiB space.
 const (
 	DefaultChatBytes      = 512 << 20
 	DefaultDMBytes        = 256 << 20
@@ -90,7 +90,7 @@ func DefaultStreamLimits() StreamLimits {
 // Total is the sum of every stream's max_bytes under l: the account storage a space needs
 // for its streams never to hit the account limit before their own.
 func (l StreamLimits) Total() int64 {
-	return l.ChatBytes + l.DMBytes + l.TaskBytes + 2*l.BackstopBytes + 4*l.BucketBytes + MembershipMaxBytes + LeaseMaxBytes
+	return l.ChatBytes + l.DMBytes + l.TaskBytes + 2*l.BackstopBytes + 5*l.BucketBytes + MembershipMaxBytes + LeaseMaxBytes
 }
 
 // Retention is a stream's retention policy.
@@ -200,11 +200,12 @@ func (n Names) MessageStreams(l StreamLimits) []StreamSpec {
 }
 
 // BucketStreams returns the streams behind the space's KV buckets (docs/storage.md "KV
-// buckets"): presence, channels, members, acl and membership. They are spelled out rather than
-// left to a client's bucket defaults, which allow rollups and Direct Get: on the presence
-// bucket a `Nats-Rollup: all` from any agent would erase every other instance's presence
-// (docs/hostile-agents.md "Presence cannot be wiped"), and agents read the channel registry
-// through STREAM.MSG.GET only (Appendix B), which a KV client uses when Direct Get is off.
+// buckets"): presence, channels, members, acl, identities, membership and the backstop
+// lease. They are spelled out rather than left to a client's bucket defaults, which allow
+// rollups and Direct Get: on the presence bucket a `Nats-Rollup: all` from any agent would
+// erase every other instance's presence (docs/hostile-agents.md "Presence cannot be wiped"),
+// and agents read the channel registry through STREAM.MSG.GET only (Appendix B), which a KV
+// client uses when Direct Get is off.
 //
 // Each bucket is bounded by l.BucketBytes. The presence and channel-registry buckets, where
 // agents create their own watch consumers, are also bounded in consumers (l.WatchConsumers)
@@ -241,6 +242,7 @@ func (n Names) BucketStreams(l StreamLimits) []StreamSpec {
 		watched(kv(n.ChannelsBucket(), 0)),
 		kv(n.MembersBucket(), 0),
 		kv(n.ACLBucket(), 0),
+		kv(n.IdentitiesBucket(), 0),
 		membership,
 		lease,
 	}

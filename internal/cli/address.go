@@ -13,13 +13,13 @@ import (
 	"github.com/cotal-go/cotal/space"
 )
 
-// resolveName is the instance id `send @name` delivers to. Beside `cotal up` it is the one
-// active agent credential minted under that name, online or not, since an agent's DMs wait on
-// its DM consumer until it returns (SPEC §8): a display name is the holder's choice, and an
-// instance calling itself bob must not receive bob's DMs. An open mesh has no credentials,
-// and with only --link and --creds the roster of online instances is all the command can see:
-// then it is the one online instance, other than the sender, with that display name
-// (endpoint.ResolveName), which the receiving side cannot verify.
+// resolveName is the instance id `send @name` delivers to: the one active agent credential
+// minted under that name, online or not, since an agent's DMs wait on its DM consumer until
+// it returns (SPEC §8). A display name is the holder's choice, and an instance calling itself
+// bob must not receive bob's DMs. Beside `cotal up` the credentials say who that is; with
+// only --link and --creds the mesh's published minted names do (endpoint.ResolveName). An
+// open mesh has neither, and then it is the one online instance, other than the sender, with
+// that display name, which the receiving side cannot verify.
 func resolveName(ctx context.Context, e *endpoint.Endpoint, s *session, name string) (string, error) {
 	if s.mesh != nil {
 		recs, err := s.mesh.Credentials(ctx, s.link.Space)
@@ -36,13 +36,10 @@ func resolveName(ctx context.Context, e *endpoint.Endpoint, s *session, name str
 	switch {
 	case errors.Is(err, endpoint.ErrAmbiguousName):
 		return "", fmt.Errorf("@%s: %w; send to one of them by id", name, err)
-	case errors.Is(err, endpoint.ErrUnknownName) && s.mesh == nil:
-		return "", fmt.Errorf("@%s: %w; `cotal who` lists who is online; with --link and --creds only the online instances "+
-			"resolve by name, so send to an offline agent's instance id (`cotal auth list` beside `cotal up` shows it): its DMs wait for it%s",
-			name, err, suggest.DidYouMean(suggest.AtNames(suggest.Close(name, onlineNames(e)))))
 	case errors.Is(err, endpoint.ErrUnknownName):
-		return "", fmt.Errorf("@%s: no online instance has that name, and an open mesh has no credentials "+
-			"to find an offline one by; `cotal who` lists who is online, or send to an instance id", name)
+		return "", fmt.Errorf("@%s: %w: no active agent of space %s was minted with that name (a name `cotal who` "+
+			"shows is the instance's own choice); send to an instance id%s",
+			name, err, s.link.Space, suggest.DidYouMean(suggest.AtNames(suggest.Close(name, onlineNames(e)))))
 	}
 	return id, err
 }

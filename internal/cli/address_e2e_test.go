@@ -11,8 +11,8 @@ import (
 )
 
 // TestSendByNameReachesAnOfflineAgent: beside `cotal up`, `send @alice` finds alice through the
-// credentials when she is offline, and her DM waits for her next tail; with only --link and
-// --creds the roster is all there is, and the error says so and points to the id.
+// credentials when she is offline, and with only --link and --creds through the names the
+// mesh publishes; her DMs wait for her next tail.
 func TestSendByNameReachesAnOfflineAgent(t *testing.T) {
 	bin := cotalBin(t)
 	dir := t.TempDir()
@@ -24,12 +24,14 @@ func TestSendByNameReachesAnOfflineAgent(t *testing.T) {
 
 	runCases(t, bin, []cliCase{
 		{name: "beside up, a DM to an offline agent by name is stored",
-			args: []string{"send", "--dir", dir, "@alice", "while you were away"}, stdout: []string{"stored in DM_main"}},
+			args: []string{"send", "--dir", dir, "@alice", "while you were away"}, stdout: []string{" in DM_main"}},
 		{name: "with a credential of its own, too",
-			args: []string{"send", "--dir", dir, "--creds", bob, "@alice", "from bob"}, stdout: []string{"stored in DM_main"}},
-		{name: "with --link and --creds only the roster resolves a name, and the error says to use the id",
-			args: []string{"send", "--link", up.link, "--creds", bob, "@alice", "lost"}, code: exitError,
-			stderr: []string{"@alice: no online instance has that name", "only the online instances resolve by name", "instance id"}},
+			args: []string{"send", "--dir", dir, "--creds", bob, "@alice", "from bob"}, stdout: []string{" in DM_main"}},
+		{name: "with only --link and --creds, too",
+			args: []string{"send", "--link", up.link, "--creds", bob, "@alice", "by link"}, stdout: []string{" in DM_main"}},
+		{name: "with only --link and --creds a name no credential carries is refused",
+			args: []string{"send", "--link", up.link, "--creds", bob, "@nobody", "lost"}, code: exitError,
+			stderr: []string{"@nobody: no instance has that name", "was minted with that name", "instance id"}},
 		{name: "a name no credential carries is refused",
 			args: []string{"send", "--dir", dir, "@nobody", "x"}, code: exitError,
 			stderr: []string{`no active agent credential in space main is named "nobody"`}},
@@ -41,6 +43,7 @@ func TestSendByNameReachesAnOfflineAgent(t *testing.T) {
 	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", alice)
 	tail.waitLine(t, "dm", "while you were away")
 	tail.waitLine(t, "dm bob", "from bob")
+	tail.waitLine(t, "dm bob", "by link")
 	tail.interrupt(t)
 }
 
@@ -67,9 +70,12 @@ func TestSendByNameIgnoresAPeerThatTakesTheName(t *testing.T) {
 	}
 	defer ep.Close(context.Background())
 	runCases(t, bin, []cliCase{{name: "beside up, @bob is the credential minted as bob",
-		args: []string{"send", "--dir", dir, "@bob", "the password is hunter2"}, stdout: []string{" in DM_main"}}})
+		args: []string{"send", "--dir", dir, "@bob", "the password is hunter2"}, stdout: []string{" in DM_main"}},
+		{name: "with only --link and --creds, even the impostor's own, @bob is bob",
+			args: []string{"send", "--link", up.link, "--creds", mallory, "@bob", "from the impostor"}, stdout: []string{" in DM_main"}}})
 	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", bob)
 	tail.waitLine(t, "dm", "the password is hunter2")
+	tail.waitLine(t, "dm", "from the impostor")
 	tail.interrupt(t)
 	select {
 	case d := <-got:

@@ -55,6 +55,7 @@ func runHistory(cmd *cobra.Command, f *clientFlags, channel string, limit int) e
 		return err
 	}
 	defer closeEndpoint(e)
+	p.sender = senderNames(cmd.Context(), e)
 	return showHistory(cmd.Context(), s, e, p, channel, limit)
 }
 

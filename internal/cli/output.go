@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,6 +73,8 @@ type printer struct {
 	// recipient, by nameOf when it knows the id.
 	self   string
 	nameOf func(id string) string
+	// sender is how a message's sender is shown (senderNames); nil shows from.name as claimed.
+	sender func(wire.EndpointRef) string
 	// stopped is closed once the command is stopping (Ctrl-C): the disconnect its own close
 	// causes then is not a lost mesh. Nil for a command that never stops on its own.
 	stopped <-chan struct{}
@@ -148,7 +151,11 @@ func (p *printer) line(it item) string {
 	}
 	ts := clock(time.UnixMilli(m.TS))
 	text := partsText(m.Parts)
-	from := style(p.color, ansiBold, termsafe.String(m.From.Name))
+	name := m.From.Name
+	if p.sender != nil {
+		name = p.sender(m.From)
+	}
+	from := style(p.color, ansiBold, termsafe.String(name))
 	if it.Kind == endpoint.MetaDM && m.To != "" && m.To != p.self {
 		from += " → " + style(p.color, ansiBold, termsafe.String(p.recipient(m.To)))
 	}
@@ -230,6 +237,20 @@ func ago(t time.Time) string {
 	}
 	return t.Format("2006-01-02")
 }
+
+// senderNames shows a sender by endpoint.SenderName: its minted name beside the claimed one
+// when they differ. Each lookup is bounded, so a mesh that does not answer only costs the
+// check, never the line.
+func senderNames(ctx context.Context, e *endpoint.Endpoint) func(wire.EndpointRef) string {
+	return func(ref wire.EndpointRef) string {
+		ctx, cancel := context.WithTimeout(ctx, senderLookupWait)
+		defer cancel()
+		return e.SenderName(ctx, ref)
+	}
+}
+
+// senderLookupWait bounds one minted-name lookup for a printed line.
+const senderLookupWait = 2 * time.Second
 
 // rosterName is the display name of an instance id in e's roster, empty when unknown.
 func rosterName(e *endpoint.Endpoint) func(id string) string {

@@ -84,7 +84,7 @@ func tailPassive(cmd *cobra.Command, s *session, p *printer, channels []string, 
 		return err
 	}
 	defer closeEndpoint(e)
-	p.self, p.nameOf = e.ID(), rosterName(e)
+	p.self, p.nameOf, p.sender = e.ID(), rosterName(e), senderNames(ctx, e)
 	copies := make(chan endpoint.Delivery, tailBuffer)
 	opts := endpoint.FollowOptions{Channels: channels,
 		Unicast: len(channels) == 0 && (s.cred.Profile == wire.ProfileAdmin || s.cred.Profile == "")}
@@ -168,7 +168,7 @@ func tailAsAgent(cmd *cobra.Command, s *session, p *printer, channels []string, 
 		return err
 	}
 	defer closeEndpoint(e)
-	p.self, p.nameOf = e.ID(), rosterName(e)
+	p.self, p.nameOf, p.sender = e.ID(), rosterName(e), senderNames(ctx, e)
 	if len(channels) == 0 {
 		channels = s.cred.ReadACL
 	}

@@ -21,14 +21,17 @@ const whoSweep = time.Second
 
 // whoRow is one instance of the roster as `cotal who` prints it.
 type whoRow struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Kind      string    `json:"kind"`
-	Role      string    `json:"role,omitempty"`
-	Status    string    `json:"status"`
-	Activity  string    `json:"activity,omitempty"`
-	Attention string    `json:"attention,omitempty"`
-	LastSeen  time.Time `json:"lastSeen"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// MintedName is the name the instance's credential was minted with, when the mesh says it
+	// differs from the name it calls itself (endpoint.SenderName).
+	MintedName string    `json:"mintedName,omitempty"`
+	Kind       string    `json:"kind"`
+	Role       string    `json:"role,omitempty"`
+	Status     string    `json:"status"`
+	Activity   string    `json:"activity,omitempty"`
+	Attention  string    `json:"attention,omitempty"`
+	LastSeen   time.Time `json:"lastSeen"`
 }
 
 func newWhoCmd() *cobra.Command {
@@ -77,7 +80,7 @@ func showWho(cmd *cobra.Command, f *clientFlags, e *endpoint.Endpoint, watch, al
 		return fmt.Errorf("read presence: %w", loadCtx.Err())
 	}
 	out := cmd.OutOrStdout()
-	last := renderWho(visiblePeers(roster.Snapshot(), all), f.asJSON, out, watch)
+	last := renderWho(mintedRows(ctx, e, visiblePeers(roster.Snapshot(), all)), f.asJSON, out, watch)
 	if !watch {
 		return nil
 	}
@@ -93,8 +96,8 @@ func showWho(cmd *cobra.Command, f *clientFlags, e *endpoint.Endpoint, watch, al
 		case <-tick.C:
 		}
 		peers := visiblePeers(roster.Snapshot(), all)
-		if key := rosterKey(peers); key != last {
-			last = renderWho(peers, f.asJSON, out, true)
+		if rows := mintedRows(ctx, e, peers); rosterKey(rows) != last {
+			last = renderWho(rows, f.asJSON, out, true)
 		}
 	}
 }
@@ -126,10 +129,25 @@ func whoRows(peers []endpoint.Peer) []whoRow {
 	return out
 }
 
+// mintedRows are the rows of peers, each with the minted name of an instance that calls
+// itself something else. Each lookup is bounded as a printed line's is (senderNames).
+func mintedRows(ctx context.Context, e *endpoint.Endpoint, peers []endpoint.Peer) []whoRow {
+	rows := whoRows(peers)
+	for i, r := range rows {
+		ctx, cancel := context.WithTimeout(ctx, senderLookupWait)
+		rec, found, err := e.MintedName(ctx, r.ID)
+		cancel()
+		if err == nil && found && !strings.EqualFold(rec.Name, r.Name) {
+			rows[i].MintedName = rec.Name
+		}
+	}
+	return rows
+}
+
 // rosterKey is what the printed roster shows, minus the ever-moving last-seen times.
-func rosterKey(peers []endpoint.Peer) string {
+func rosterKey(rows []whoRow) string {
 	var b strings.Builder
-	for _, r := range whoRows(peers) {
+	for _, r := range rows {
 		r.LastSeen = time.Time{}
 		fmt.Fprintf(&b, "%+v\n", r)
 	}
@@ -139,12 +157,11 @@ func rosterKey(peers []endpoint.Peer) string {
 // renderWho prints the roster and returns its rosterKey. The JSON form holds the peers'
 // strings exactly, for programs; the table escapes them (row), since every peer chooses its
 // own name, role and activity.
-func renderWho(peers []endpoint.Peer, asJSON bool, out io.Writer, watch bool) string {
-	list := whoRows(peers)
+func renderWho(list []whoRow, asJSON bool, out io.Writer, watch bool) string {
 	if asJSON {
 		data, _ := json.Marshal(list)
 		fmt.Fprintf(out, "%s\n", data)
-		return rosterKey(peers)
+		return rosterKey(list)
 	}
 	color := colorOn(out, false)
 	if watch {
@@ -155,15 +172,19 @@ func renderWho(peers []endpoint.Peer, asJSON bool, out io.Writer, watch bool) st
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(out, "no instance has a presence entry in this space")
-		return rosterKey(peers)
+		return rosterKey(list)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tROLE\tSTATUS\tACTIVITY\tLAST SEEN\tID")
 	for _, r := range list {
-		row(tw, r.Name, r.Kind, dash(r.Role), r.Status, dash(r.Activity), ago(r.LastSeen), r.ID)
+		name := r.Name
+		if r.MintedName != "" {
+			name = endpoint.ShowName(r.MintedName, r.Name)
+		}
+		row(tw, name, r.Kind, dash(r.Role), r.Status, dash(r.Activity), ago(r.LastSeen), r.ID)
 	}
 	_ = tw.Flush()
-	return rosterKey(peers)
+	return rosterKey(list)
 }
 
 // dash stands in for an empty table cell.

@@ -107,7 +107,7 @@ func TestStreamsKeepTheLayoutSettings(t *testing.T) {
 					return false
 				}
 			}
-			return len(m) == 11
+			return len(m) == 12
 		}},
 	}
 	for _, tt := range tests {

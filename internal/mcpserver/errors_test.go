@@ -37,7 +37,7 @@ func TestMCPToolErrorsAreResultsThatSayWhatToDo(t *testing.T) {
 		args map[string]any
 		want string // in the error text
 	}{
-		{"a DM to a name nobody has names it as unknown", nil, "cotal_dm", map[string]any{"to": "zed", "text": "hi"}, `unknown name: no agent named "zed"`},
+		{"a DM to a name nobody has names it as unknown", nil, "cotal_dm", map[string]any{"to": "zed", "text": "hi"}, `unknown name: no agent was minted with the name "zed"`},
 		{"a DM to a name two agents share is ambiguous and asks for an id", nil, "cotal_dm", map[string]any{"to": "carol", "text": "hi"}, "ambiguous name"},
 		{"a DM without text says to write one", nil, "cotal_dm", map[string]any{"to": "carol", "text": " "}, "text is empty"},
 		{"a DM with an empty to says whom to name", nil, "cotal_dm", map[string]any{"to": " ", "text": "hi"}, "to is empty; name the agent"},

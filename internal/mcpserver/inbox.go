@@ -44,6 +44,8 @@ type InboxMessage struct {
 	ReplyTo  string   `json:"reply_to,omitempty"`
 	// History marks a copy read from the channel's history on join (SPEC §7), not a new one.
 	History bool `json:"history"`
+	// sender is from as the message carries it, for showSenders.
+	sender wire.EndpointRef
 }
 
 // Inbox is the bounded buffer between the Endpoint's receive pipeline and cotal_inbox. A
@@ -164,5 +166,5 @@ func inboxMessage(d endpoint.Delivery) InboxMessage {
 	return InboxMessage{Kind: string(d.Meta.Kind), Channel: termsafe.String(d.Meta.Channel), From: termsafe.String(m.From.Name),
 		FromID: termsafe.String(m.From.ID), ID: termsafe.String(m.ID), Time: time.UnixMilli(m.TS).UTC().Format(time.RFC3339Nano),
 		Text: termsafe.Text(strings.Join(text, "\n")), Mentions: mentions, ReplyTo: termsafe.String(m.ReplyTo),
-		History: d.Meta.Historical}
+		History: d.Meta.Historical, sender: m.From}
 }

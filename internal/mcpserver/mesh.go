@@ -51,7 +51,8 @@ func (s *Server) roster(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*
 			status = string(wire.StatusOffline)
 		}
 		c := p.Presence.Card
-		v.Peers = append(v.Peers, peerView{Name: termsafe.String(c.Name), ID: termsafe.String(c.ID),
+		name := s.e.SenderName(ctx, wire.EndpointRef{ID: c.ID, Name: c.Name})
+		v.Peers = append(v.Peers, peerView{Name: termsafe.String(name), ID: termsafe.String(c.ID),
 			Role: termsafe.String(c.Role), Status: termsafe.String(status), Activity: termsafe.String(p.Presence.Activity),
 			LastSeen: p.LastSeen.UTC().Format(time.RFC3339), You: c.ID == s.e.ID()})
 	}
@@ -280,5 +281,6 @@ func (s *Server) history(ctx context.Context, _ *mcp.CallToolRequest, in history
 	for _, d := range ds {
 		v.Messages = append(v.Messages, inboxMessage(d))
 	}
+	s.showSenders(ctx, v.Messages)
 	return nil, v, nil
 }

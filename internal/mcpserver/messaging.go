@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -21,7 +22,7 @@ type sendInput struct {
 }
 
 type dmInput struct {
-	To   string `json:"to" jsonschema:"the agent's name as cotal_roster shows it, or its instance id"`
+	To   string `json:"to" jsonschema:"the agent's name (the name it was minted with, which cotal_roster shows first) or its instance id"`
 	Text string `json:"text" jsonschema:"the message"`
 }
 
@@ -112,41 +113,33 @@ func (s *Server) dm(ctx context.Context, _ *mcp.CallToolRequest, in dmInput) (*m
 }
 
 // resolve turns a DM target, without its '@', into an instance id: an id the roster knows or
-// any instance id (SPEC §2), else the one peer with that display name, case-insensitively as
-// mentions resolve (SPEC §4). An online peer wins over offline ones with the same name.
+// any instance id (SPEC §2), else the one agent minted with that name, online or not
+// (endpoint.ResolveName): a name an agent merely calls itself never takes another's DMs.
 func (s *Server) resolve(ctx context.Context, to string) (string, error) {
-	select {
-	case <-s.e.Roster().Loaded():
-	case <-ctx.Done():
-		return "", meshError("read the roster", ctx.Err())
-	}
 	if _, ok := s.e.Roster().Peer(to); ok || nkeys.IsValidPublicUserKey(to) {
 		return to, nil
 	}
-	var online, all []string
-	for _, p := range s.e.Roster().Snapshot() {
-		if p.Removed || p.Presence.Card.ID == s.e.ID() || !strings.EqualFold(p.Presence.Card.Name, to) {
-			continue
-		}
-		all = append(all, p.Presence.Card.ID)
-		if p.Online {
-			online = append(online, p.Presence.Card.ID)
-		}
-	}
+	id, err := s.e.ResolveName(ctx, to)
 	switch {
-	case len(online) == 1:
-		return online[0], nil
-	case len(online) > 1:
-		return "", fmt.Errorf("%w: %q is the name of %d online agents (%s); pass one of their ids as to",
-			ErrAmbiguousName, to, len(online), strings.Join(online, ", "))
-	case len(all) == 1:
-		return all[0], nil
-	case len(all) > 1:
-		return "", fmt.Errorf("%w: %q is the name of %d offline agents (%s); pass one of their ids as to",
-			ErrAmbiguousName, to, len(all), strings.Join(all, ", "))
+	case errors.Is(err, endpoint.ErrAmbiguousName):
+		return "", fmt.Errorf("%w: %w; pass one of their ids as to", ErrAmbiguousName, err)
+	case errors.Is(err, endpoint.ErrUnknownName):
+		return "", fmt.Errorf("%w: no agent was minted with the name %q (a name in cotal_roster is the agent's own "+
+			"choice, shown beside its minted name when they differ); pass an instance id", ErrUnknownName, to)
+	case err != nil:
+		return "", meshError("look up "+to, err)
 	}
-	return "", fmt.Errorf("%w: no agent named %q is in the roster; call cotal_roster for the names, or pass an instance id",
-		ErrUnknownName, to)
+	return id, nil
+}
+
+// showSenders sets each message's From to how its sender should be shown
+// (endpoint.SenderName): its minted name beside the one it claims when they differ.
+func (s *Server) showSenders(ctx context.Context, msgs []InboxMessage) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	for i := range msgs {
+		msgs[i].From = termsafe.String(s.e.SenderName(ctx, msgs[i].sender))
+	}
 }
 
 func (s *Server) anycast(ctx context.Context, _ *mcp.CallToolRequest, in anycastInput) (*mcp.CallToolResult, sent, error) {
@@ -198,6 +191,7 @@ func (s *Server) readInboxTool(ctx context.Context, _ *mcp.CallToolRequest, in i
 		cancel()
 	}
 	b := s.inbox.Read(in.Peek)
+	s.showSenders(ctx, b.Messages)
 	v := inboxView{Messages: b.Messages, Dropped: b.Dropped, Deferred: b.Deferred}
 	var notes []string
 	if v.Dropped > 0 {

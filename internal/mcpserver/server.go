@@ -140,11 +140,13 @@ func (s *Server) announce(ctx context.Context) {
 }
 
 // readInbox serves the inbox resource: the waiting messages, never cleared by reading.
-func (s *Server) readInbox(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+func (s *Server) readInbox(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	if req.Params.URI != InboxURI {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	data, err := json.Marshal(s.inbox.Read(true))
+	b := s.inbox.Read(true)
+	s.showSenders(ctx, b.Messages)
+	data, err := json.Marshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("encode the inbox: %w", err)
 	}
