@@ -40,8 +40,7 @@ type Account struct {
 	// storage account, are refused from now on, and must be minted again. Empty otherwise.
 	Retired []Record
 	// RetiredLeaves lists the leaf credentials this EnsureSpace call revoked because they were
-	// minted for links that carried chat and DMs under their own subjects (docs/leaf.md);
-	// each leaf needs a new one. Empty otherwise.
+	// minted for an older leaf link (docs/leaf.md); each leaf needs a new one. Empty otherwise.
 	RetiredLeaves []Record
 }
 
@@ -185,7 +184,7 @@ func (s *Store) createSpace(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 	if err := addPooledKeys(pool, firstPooledKeys); err != nil {
 		return nil, err
 	}
-	if err := b.Put(keyLeafRelayed, []byte{1}); err != nil {
+	if err := b.Put(keyLeafLinks, []byte{leafLinkVersion}); err != nil {
 		return nil, err
 	}
 	return b, s.newAgentAccount(tx, b, name)

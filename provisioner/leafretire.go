@@ -6,17 +6,21 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// keyLeafRelayed marks a space whose leaf credentials may carry the relays' subjects only
-// (wire.LeafPermissions); see retireLeafCredentials.
-var keyLeafRelayed = []byte("leaf_relayed")
+// keyLeafLinks holds the version of leaf link a space's leaf credentials were minted for,
+// one byte (leafLinkVersion); see retireLeafCredentials. keyLeafRelayed marked version 1.
+var keyLeafLinks, keyLeafRelayed = []byte("leaf_links"), []byte("leaf_relayed")
 
-// retireLeafCredentials revokes, once per space, every active leaf credential minted before
-// leaf links carried only what the relays send (docs/leaf.md). Such a credential may publish
-// chat and DMs under their own subjects into the agent account, so a leaf holding it could
-// still have this mesh store the broker's answers to its agents as another agent's
-// messages. The revoked rows are returned for the mesh to say what to mint again.
+// leafLinkVersion is the current leaf link: a leaf sends up under its own credential's id
+// and hears only what the hub sends down (wire.LeafPermissions).
+const leafLinkVersion = 2
+
+// retireLeafCredentials revokes, once per space, every active leaf credential minted for an
+// older leaf link (docs/leaf.md): one that carried chat and DMs under their own subjects,
+// which let a leaf have this mesh store the broker's answers to its agents as another agent's
+// messages, or one that let a leaf speak to the other leaves directly, for any agent. The
+// revoked rows are returned for the mesh to say what to mint again.
 func retireLeafCredentials(tx *bbolt.Tx, b *bbolt.Bucket) ([]Record, error) {
-	if b.Get(keyLeafRelayed) != nil {
+	if v := b.Get(keyLeafLinks); len(v) == 1 && v[0] >= leafLinkVersion {
 		return nil, nil
 	}
 	now := time.Now()
@@ -45,5 +49,8 @@ func retireLeafCredentials(tx *bbolt.Tx, b *bbolt.Bucket) ([]Record, error) {
 			return nil, err
 		}
 	}
-	return old, b.Put(keyLeafRelayed, []byte{1})
+	if err := b.Delete(keyLeafRelayed); err != nil {
+		return nil, err
+	}
+	return old, b.Put(keyLeafLinks, []byte{leafLinkVersion})
 }

@@ -7,23 +7,39 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// TestLeafCredentialsOfAnOlderLinkAreRevokedOnce: a space written before leaf links carried
-// only relayed subjects revokes its active leaf credentials at its next open, names them,
-// and leaves agents and leaf credentials minted afterwards alone.
+// TestLeafCredentialsOfAnOlderLinkAreRevokedOnce: a space written for an older leaf link
+// (none marked, or the first relayed one) revokes its active leaf credentials at its next
+// open, names them, and leaves agents and leaf credentials minted afterwards alone.
 func TestLeafCredentialsOfAnOlderLinkAreRevokedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		older func(*bbolt.Bucket) error
+	}{
+		{"no mark: chat and DMs crossed under their own subjects", func(b *bbolt.Bucket) error { return b.Delete(keyLeafLinks) }},
+		{"the first relayed link: leaves spoke to each other directly", func(b *bbolt.Bucket) error {
+			if err := b.Delete(keyLeafLinks); err != nil {
+				return err
+			}
+			return b.Put(keyLeafRelayed, []byte{1})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { retiresOnce(t, tc.older) })
+	}
+}
+
+func retiresOnce(t *testing.T, older func(*bbolt.Bucket) error) {
 	s := openStore(t)
 	if a, err := s.EnsureSpace("alpha"); err != nil || len(a.RetiredLeaves) > 0 {
 		t.Fatalf("a new space retired %v: %v", a.RetiredLeaves, err)
 	}
 	leaf := mint(t, s, MintRequest{Space: "alpha", Name: "laptop", Profile: ProfileLeaf, NoExpiry: true})
 	agent := mint(t, s, MintRequest{Space: "alpha", Name: "alice", Profile: ProfileAgent})
-	// The older layout: no mark that the space's leaf credentials are of the relayed kind.
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b, err := spaceBucket(tx, "alpha")
 		if err != nil {
 			return err
 		}
-		return b.Delete(keyLeafRelayed)
+		return older(b)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 	case ProfileAdmin:
 		w = wire.AdminPermissions(names, id)
 	case ProfileLeaf:
-		w = wire.LeafPermissions(names)
+		w = wire.LeafPermissions(names, id)
 	case ProfileProvisioner:
 		w = wire.ProvisionerPermissions(names, id)
 	case ProfileDelivery:

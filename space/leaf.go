@@ -32,8 +32,8 @@ type LeafOptions struct {
 	Hub string
 	// Creds maps each space linked to the hub to the .creds file of the leaf credential the
 	// hub minted for it; a space not listed stays local. Each file must be readable and not
-	// readable by others (mode 0600): it lets its holder speak for every agent of the space on
-	// the hub.
+	// readable by others (mode 0600): it lets its holder speak on the hub for every agent of
+	// the space that no other side speaks for, and hear what the hub sends down.
 	Creds map[string]string
 }
 
@@ -80,7 +80,7 @@ func (o Options) validateLeaf() error {
 }
 
 // checkLeafCreds refuses a credential file that is missing, that other users may read, or
-// whose user may not publish every subject the relays send across (wire.LeafPermissions).
+// whose user may not carry what the relays send across (wire.LeafPermissions).
 func checkLeafCreds(n wire.Names, path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -89,29 +89,58 @@ func checkLeafCreds(n wire.Names, path string) error {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("%s is readable by other users (mode %04o): chmod 600 it", path, fi.Mode().Perm())
 	}
-	data, err := os.ReadFile(path)
+	uc, err := leafClaims(path)
 	if err != nil {
 		return err
 	}
-	token, err := jwt.ParseDecoratedJWT(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w: save the file `cotal auth mint --profile leaf` wrote on the hub", path, err)
+	want := wire.LeafPermissions(n, uc.Subject)
+	for _, s := range want.Pub.Allow {
+		if !slices.Contains(uc.Pub.Allow, s) {
+			return oldLeafCreds(path, s)
+		}
 	}
-	uc, err := jwt.DecodeUserClaims(token)
-	if err != nil {
-		return fmt.Errorf("%s: %w: save the file `cotal auth mint --profile leaf` wrote on the hub", path, err)
-	}
-	for _, s := range n.LeafSubjects() {
-		if !slices.Contains(uc.Pub.Allow, s) || !slices.Contains(uc.Sub.Allow, s) {
-			return fmt.Errorf("%w: %s may not carry %s; mint a new one on the hub "+
-				"(cotal auth mint --profile leaf) once it runs this version, and save it here", ErrOldLeafCreds, path, s)
+	for _, s := range want.Sub.Allow {
+		if !slices.Contains(uc.Sub.Allow, s) {
+			return oldLeafCreds(path, s)
 		}
 	}
 	return nil
 }
 
-// ErrOldLeafCreds refuses a leaf credential minted for links that carried chat and DMs under
-// their own subjects, before relays carried everything that crosses (docs/leaf.md).
+func oldLeafCreds(path, subject string) error {
+	return fmt.Errorf("%w: %s may not carry %s; mint a new one on the hub "+
+		"(cotal auth mint --profile leaf) once it runs this version, and save it here", ErrOldLeafCreds, path, subject)
+}
+
+// leafClaims reads the user claims of the leaf credential file at path.
+func leafClaims(path string) (*jwt.UserClaims, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	token, err := jwt.ParseDecoratedJWT(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: save the file `cotal auth mint --profile leaf` wrote on the hub", path, err)
+	}
+	uc, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: save the file `cotal auth mint --profile leaf` wrote on the hub", path, err)
+	}
+	return uc, nil
+}
+
+// leafCredID is the id of the leaf credential in the file at path, which its relay sends up
+// under.
+func leafCredID(path string) (string, error) {
+	uc, err := leafClaims(path)
+	if err != nil {
+		return "", err
+	}
+	return uc.Subject, nil
+}
+
+// ErrOldLeafCreds refuses a leaf credential minted for an older link, one that carried chat
+// and DMs under their own subjects or heard every other leaf (docs/leaf.md).
 var ErrOldLeafCreds = errors.New("space: the leaf credential was minted for an older link")
 
 // leafConfig fills c's leaf fields: a hub's listener, or a leaf's domain and one remote per

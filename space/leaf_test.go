@@ -250,6 +250,11 @@ func TestLeafOptionsRefuseWhatCannotWork(t *testing.T) {
 		uc.Pub.Allow.Add("cotal.main.chat.>", "cotal.main.inst.>", "cotal.main.leaf.presence.*")
 		uc.Sub.Allow.Add("cotal.main.chat.>", "cotal.main.inst.>", "cotal.main.leaf.presence.*")
 	})
+	relayed := userCreds(t, acct, func(uc *jwt.UserClaims) {
+		shared := []string{"cotal.main.leaf.chat.>", "cotal.main.leaf.inst.>", "cotal.main.leaf.presence.*"}
+		uc.Pub.Allow.Add(shared...)
+		uc.Sub.Allow.Add(shared...)
+	})
 	hub := "nats-leaf://127.0.0.1:7422"
 	cases := []struct {
 		name string
@@ -262,6 +267,7 @@ func TestLeafOptionsRefuseWhatCannotWork(t *testing.T) {
 		{"credentials for a space the mesh does not run", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"other": private}}}, `space "other"`},
 		{"a credential file others can read", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": open}}}, "chmod 600"},
 		{"a credential minted for an older link", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": old}}}, "mint a new one on the hub"},
+		{"a credential of a link every leaf heard", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": relayed}}}, "mint a new one on the hub"},
 		{"a missing credential file", space.Options{Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": filepath.Join(dir, "none")}}}, "no such file"},
 		{"a leaf in open mode", space.Options{Open: true, Leaf: space.LeafOptions{Hub: hub, Creds: map[string]string{"main": private}}}, "operator mode"},
 		{"a cluster node", space.Options{Listen: "127.0.0.1:0", Cluster: space.ClusterOptions{Name: "c", Listen: "127.0.0.1:0", Peers: []string{"127.0.0.1:6222"}},
@@ -312,7 +318,7 @@ func TestALeafCannotForgeAHubAgentsPresence(t *testing.T) {
 	defer cancel()
 	p := &leafPair{hubDir: t.TempDir(), hubListen: spacetest.FreeAddr(t), leafAddr: spacetest.FreeAddr(t)}
 	p.startHub(t)
-	_, creds := leafCreds(t, p.hub)
+	cred, creds := leafCreds(t, p.hub)
 	g := provisioner.Grants{Subscribe: []string{"general"}}
 	h := joinAt(ctx, t, p.hub, mint(t, p.hub, "hub-agent", provisioner.ProfileAgent, g), make(chan endpoint.Delivery, 64), "general")
 
@@ -331,7 +337,8 @@ func TestALeafCannotForgeAHubAgentsPresence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := nc.Publish(names.LeafPresenceSubject(forged.id), row); err != nil {
+		up := names.LeafSubject(wire.LeafRoute{Dir: wire.LeafUp, Leaf: cred.ID}, names.PresenceKVSubject(forged.id))
+		if err := nc.Publish(up, row); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -416,7 +423,7 @@ func TestAnswersAimedAtAPresenceKeyDoNotCross(t *testing.T) {
 	defer cancel()
 	p := &leafPair{hubDir: t.TempDir(), hubListen: spacetest.FreeAddr(t), leafAddr: spacetest.FreeAddr(t)}
 	p.startHub(t)
-	_, creds := leafCreds(t, p.hub)
+	cred, creds := leafCreds(t, p.hub)
 	n := wire.NewNames("main")
 	bob := mint(t, p.hub, "bob", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
 	eve := newPeer(t, p.hub, mint(t, p.hub, "eve", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}}))
@@ -426,7 +433,7 @@ func TestAnswersAimedAtAPresenceKeyDoNotCross(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	crossed, err := nc.SubscribeSync(n.LeafPresenceFilter())
+	crossed, err := nc.SubscribeSync(n.LeafFilter(wire.LeafDown, cred.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,6 +497,9 @@ func TestAnswersAimedAcrossALeafStoreNothing(t *testing.T) {
 	h := joinAt(ctx, t, p.hub, mint(t, p.hub, "hub-agent", provisioner.ProfileAgent, g), atHub, "general")
 	mallory := newPeer(t, p.laptop, mint(t, p.laptop, "mallory", provisioner.ProfileAgent, g))
 	own, target := n.ChatSubject(mallory.cred.ID, "general"), n.ChatSubject(h.ID(), "general")
+	up := func(local string) string {
+		return n.LeafSubject(wire.LeafRoute{Dir: wire.LeafUp, Leaf: p.leafCred.ID}, local)
+	}
 	posted := map[string]bool{}
 	post := func(reply, text string) {
 		t.Helper()
@@ -509,14 +519,14 @@ func TestAnswersAimedAcrossALeafStoreNothing(t *testing.T) {
 	const aimed = 30
 	for i := range aimed {
 		post(target, fmt.Sprintf("aimed at the hub agent %d", i))
-		post(n.LeafSubject(target), fmt.Sprintf("aimed at the link %d", i))
+		post(up(target), fmt.Sprintf("aimed at the link %d", i))
 	}
 	spec := n.HistoryConsumerSpec(mallory.cred.ID, "general", time.Time{})
 	if _, err := mallory.jetStream(t).CreateOrUpdateConsumer(ctx, spec.Stream, jsconfig.Consumer(spec)); err != nil {
 		t.Fatal(mallory.explain(err))
 	}
 	next := "$JS.API.CONSUMER.MSG.NEXT." + spec.Stream + "." + spec.Name
-	for _, reply := range []string{target, n.LeafSubject(target), n.LeafSubject(own)} {
+	for _, reply := range []string{target, up(target), up(own)} {
 		publishWithReply(t, mallory, next, reply, []byte(`{"batch":20,"no_wait":true}`))
 	}
 	post("", "sentinel")

@@ -31,7 +31,7 @@ func TestAPlainNATSServerIsALeafHub(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	hub, client, clientCreds, leafCreds := plainHub(t)
+	hub, client, clientCreds, leafCreds, leafID := plainHub(t)
 	laptop := spacetest.New(t, func(o *space.Options) {
 		o.Listen = "127.0.0.1:0"
 		o.Leaf = space.LeafOptions{Hub: hub, Creds: map[string]string{"main": leafCreds}}
@@ -45,10 +45,8 @@ func TestAPlainNATSServerIsALeafHub(t *testing.T) {
 	defer nc.Close()
 	seen := make(chan *nats.Msg, 64)
 	names := wire.NewNames("main")
-	for _, s := range names.LeafSubjects() {
-		if _, err := nc.ChanSubscribe(s, seen); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := nc.ChanSubscribe(names.LeafUpFilterAll(), seen); err != nil {
+		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
@@ -56,12 +54,13 @@ func TestAPlainNATSServerIsALeafHub(t *testing.T) {
 	// The subscriptions reach the laptop over the link before anything is sent for them.
 	await.True(t, 10*time.Second, "the hub client's interest on the laptop", func() bool {
 		lz, err := laptop.Broker().Server().Leafz(&server.LeafzOptions{Subscriptions: true})
-		return err == nil && len(lz.Leafs) == 1 && len(lz.Leafs[0].Subs) >= 2
+		return err == nil && len(lz.Leafs) == 1 && len(lz.Leafs[0].Subs) >= 1
 	})
 	g := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}}
 	l := joinAt(ctx, t, laptop, mint(t, laptop, "laptop-agent", provisioner.ProfileAgent, g), make(chan endpoint.Delivery, 64), "general")
 	send(ctx, t, l, "general", "to a plain hub")
-	chat, presence := names.LeafSubject(names.ChatSubject(l.ID(), "general")), names.LeafPresenceSubject(l.ID())
+	route := wire.LeafRoute{Dir: wire.LeafUp, Leaf: leafID}
+	chat, presence := names.LeafSubject(route, names.ChatSubject(l.ID(), "general")), names.LeafSubject(route, names.PresenceKVSubject(l.ID()))
 	for missing := map[string]bool{chat: true, presence: true}; len(missing) > 0; {
 		select {
 		case m := <-seen:
@@ -75,7 +74,7 @@ func TestAPlainNATSServerIsALeafHub(t *testing.T) {
 // plainHub runs nats-server in operator mode with a leaf node listener, and returns the
 // leaf URL, the client URL, a client's .creds file and the leaf link's .creds file, whose
 // user holds wire's leaf grants and may connect as a leaf node only.
-func plainHub(t *testing.T) (leafURL, clientURL, clientCreds, leafCreds string) {
+func plainHub(t *testing.T) (leafURL, clientURL, clientCreds, leafCreds, leafID string) {
 	t.Helper()
 	op, _ := nkeys.CreateOperator()
 	opPub, _ := op.PublicKey()
@@ -111,13 +110,14 @@ func plainHub(t *testing.T) (leafURL, clientURL, clientCreds, leafCreds string) 
 	if !ns.ReadyForConnections(10 * time.Second) {
 		t.Fatal("the plain hub did not start")
 	}
-	p := wire.LeafPermissions(wire.NewNames("main"))
 	leaf := userCreds(t, acct, func(uc *jwt.UserClaims) {
+		leafID = uc.Subject
+		p := wire.LeafPermissions(wire.NewNames("main"), uc.Subject)
 		uc.Pub.Allow.Add(p.Pub.Allow...)
 		uc.Sub.Allow.Add(p.Sub.Allow...)
 		uc.AllowedConnectionTypes.Add(jwt.ConnectionTypeLeafnode)
 	})
-	return "nats-leaf://" + leafAddr, "nats://" + clientAddr, userCreds(t, acct, func(*jwt.UserClaims) {}), leaf
+	return "nats-leaf://" + leafAddr, "nats://" + clientAddr, userCreds(t, acct, func(*jwt.UserClaims) {}), leaf, leafID
 }
 
 // splitAddr is host:port's host and port.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,15 +17,18 @@ import (
 
 // Everything that crosses a leaf link goes through a relay on each side (docs/leaf.md): one
 // connection per linked space in the agent account (wire.LeafRelayPermissions). It sends
-// every chat message, DM and presence write of this side's agents across under the link's
-// own subjects (wire.LeafSubjects), and publishes what arrives from the other side under the
-// subject it stands for, where this side's streams and presence bucket store it. The
-// connection does not echo, so what it publishes is never sent back. Both directions check
-// what they carry: a copy the broker sent on a reply subject an agent chose (a PubAck, a
-// pulled or directly read stored message) is no publish of the sender it names, and a copy
-// from the other side that names an identity this side's registry holds is a forgery, since
-// only this side speaks for its agents. Relayed presence records live for the bucket's TTL,
-// so the other side's agents leave the roster on their own once the link is down.
+// every chat message, DM and presence write of this side's agents across, and publishes what
+// arrives under the subject it stands for, where this side's streams and presence bucket
+// store it. The connection does not echo, so what it publishes is never sent back. A leaf
+// sends up under its own credential's id and hears down under it; the hub sends each of its
+// agents' copies, and each copy one leaf sent up, down to every other leaf, so leaves reach
+// each other through the hub alone. What is carried is checked both ways: a copy the broker
+// sent on a reply subject an agent chose (a PubAck, a pulled or directly read stored message)
+// is no publish of the sender it names; a copy naming an identity of this side's registry is
+// a forgery, since only this side speaks for its agents; and on the hub, a leaf speaks only
+// for ids no other active leaf spoke for first. Relayed presence records live for the
+// bucket's TTL, so the other side's agents leave the roster on their own once the link is
+// down.
 
 // linksSpace reports whether the mesh relays space across a leaf link: every space on a hub,
 // the spaces with a credential on a leaf.
@@ -41,35 +45,50 @@ func (m *Mesh) startLeafRelay(rt *spaceRuntime) error {
 	if !m.linksSpace(rt.name) || m.store == nil {
 		return nil
 	}
+	r := &relay{m: m, space: rt.name, n: rt.names, dropped: m.relayDropper(rt)}
+	in := rt.names.LeafUpFilterAll()
+	if m.opts.leaf() {
+		id, err := leafCredID(m.opts.Leaf.Creds[rt.name])
+		if err != nil {
+			return err
+		}
+		r.self, in = id, rt.names.LeafFilter(wire.LeafDown, id)
+	} else {
+		r.speakers = map[string]string{}
+	}
 	cred, err := m.store.InfraCredential(rt.name, provisioner.ProfileLeafRelay)
 	if err != nil {
 		return fmt.Errorf("%s credential: %w", provisioner.ProfileLeafRelay, err)
 	}
-	nc, err := m.infraConn(provisioner.ProfileLeafRelay, cred, nats.NoEcho())
-	if err != nil {
+	if r.nc, err = m.infraConn(provisioner.ProfileLeafRelay, cred, nats.NoEcho()); err != nil {
 		return err
 	}
-	rt.relay = nc
-	r := &relay{m: m, space: rt.name, n: rt.names, nc: nc, dropped: m.relayDropper(rt)}
+	rt.relay = r.nc
 	n := rt.names
 	subs := map[string]nats.MsgHandler{
-		"$KV." + n.PresenceBucket() + ".*":    r.presenceOut,
-		n.LeafPresenceFilter():                r.presenceIn,
-		n.Prefix() + ".chat.>":                r.copyOut,
-		n.Prefix() + ".inst.>":                r.copyOut,
-		n.LeafSubject(n.Prefix() + ".chat.>"): r.copyIn,
-		n.LeafSubject(n.Prefix() + ".inst.>"): r.copyIn,
+		"$KV." + n.PresenceBucket() + ".*": r.out,
+		n.Prefix() + ".chat.>":             r.out,
+		n.Prefix() + ".inst.>":             r.out,
+		in:                                 r.in,
 	}
 	for subject, h := range subs {
-		if _, err := nc.Subscribe(subject, h); err != nil {
+		if _, err := r.nc.Subscribe(subject, h); err != nil {
 			return fmt.Errorf("relay %s: %w", subject, err)
 		}
 	}
-	if err := nc.Flush(); err != nil {
+	if err := r.nc.Flush(); err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}
 	return nil
 }
+
+// maxSpeakers bounds the ids a hub's relay remembers leaves speaking for, per space: a leaf
+// that invents ids cannot grow it without bound.
+const maxSpeakers = 1 << 16
+
+// leavesFresh is how long a hub's relay sends down to the leaf credentials it last read from
+// the registry: a leaf minted since then hears the hub within it.
+const leavesFresh = time.Second
 
 // relay is one space's side of a leaf link.
 type relay struct {
@@ -78,6 +97,16 @@ type relay struct {
 	n       wire.Names
 	nc      *nats.Conn
 	dropped func(dir, subject string, err error)
+	// self is, on a leaf, the id of the leaf credential it links with; empty on the hub.
+	self string
+
+	mu sync.Mutex
+	// speakers maps, on a hub, each id a leaf sent a copy of to that leaf's credential id;
+	// nil on a leaf.
+	speakers map[string]string
+	// leaves are, on a hub, the active leaf credentials of the registry as read at read.
+	leaves []string
+	read   time.Time
 }
 
 // errStoredCopy refuses a message the broker sent from a stream (a pull or Direct Get
@@ -91,83 +120,141 @@ func storedCopy(msg *nats.Msg) bool {
 	return strings.HasPrefix(msg.Reply, "$JS.ACK.") || msg.Header.Get(nats.JSStream) != ""
 }
 
-// copyOut sends a chat message or DM of one of this side's agents across; a DM to an agent
-// of this side stays here.
-func (r *relay) copyOut(msg *nats.Msg) {
-	sub, err := r.check(msg, msg.Subject)
-	if err == nil && !r.m.registered(r.space, sub.Sender) {
-		err = fmt.Errorf("sender %s is no agent of this side", sub.Sender)
+// out sends a chat message, DM or presence write of one of this side's agents across; a DM
+// to an agent of this side stays here.
+func (r *relay) out(msg *nats.Msg) {
+	sender, target, err := r.check(msg, msg.Subject)
+	if err == nil && !r.m.registered(r.space, sender) {
+		err = fmt.Errorf("sender %s is no agent of this side", sender)
 	}
 	if err != nil {
 		r.dropped("out", msg.Subject, err)
 		return
 	}
-	if sub.Kind == wire.KindInst && r.m.registered(r.space, sub.Rest) {
+	if target != "" && r.m.registered(r.space, target) {
 		return
 	}
-	_ = r.nc.PublishMsg(relayed(r.n.LeafSubject(msg.Subject), msg))
+	if r.self != "" {
+		_ = r.nc.PublishMsg(relayed(r.n.LeafSubject(wire.LeafRoute{Dir: wire.LeafUp, Leaf: r.self}, msg.Subject), msg, msg.Subject))
+		return
+	}
+	r.down("", msg.Subject, msg)
 }
 
-// copyIn publishes a chat message or DM from the other side under its own subject.
-func (r *relay) copyIn(msg *nats.Msg) {
-	local, err := r.n.LocalSubject(msg.Subject)
-	var sub wire.Subject
-	if err == nil {
-		sub, err = r.check(msg, local)
+// down sends msg, which stands for the local subject, to every leaf of the hub but from.
+func (r *relay) down(from, local string, msg *nats.Msg) {
+	for _, leaf := range r.activeLeaves() {
+		if leaf != from {
+			_ = r.nc.PublishMsg(relayed(r.n.LeafSubject(wire.LeafRoute{Dir: wire.LeafDown, Leaf: leaf}, local), msg, local))
+		}
 	}
-	if err == nil && r.m.ownIdentity(r.space, sub.Sender) {
-		err = fmt.Errorf("sender %s is an agent of this side, which only it speaks for", sub.Sender)
+}
+
+// activeLeaves returns the hub's active leaf credentials, read again from the registry at
+// most once per leavesFresh.
+func (r *relay) activeLeaves() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if now.Sub(r.read) < leavesFresh {
+		return r.leaves
+	}
+	recs, err := r.m.store.List(r.space)
+	if err != nil {
+		return r.leaves
+	}
+	r.leaves, r.read = r.leaves[:0:0], now
+	for _, rec := range recs {
+		if rec.Profile == provisioner.ProfileLeaf && rec.Active(now) {
+			r.leaves = append(r.leaves, rec.ID)
+		}
+	}
+	return r.leaves
+}
+
+// in publishes a copy from the other side under the subject it stands for; on the hub it also
+// sends it down to the other leaves, unless it is a DM to one of the hub's agents.
+func (r *relay) in(msg *nats.Msg) {
+	route, local, err := r.n.LocalSubject(msg.Subject)
+	var sender, target string
+	if err == nil {
+		sender, target, err = r.check(msg, local)
+	}
+	if err == nil {
+		err = r.speaksFor(route.Leaf, sender)
 	}
 	if err != nil {
 		r.dropped("in", msg.Subject, err)
 		return
 	}
-	_ = r.nc.PublishMsg(relayed(local, msg))
-}
-
-// check refuses a stored copy and what wire.CheckLeafCopy refuses on subject.
-func (r *relay) check(msg *nats.Msg, subject string) (wire.Subject, error) {
-	if storedCopy(msg) {
-		return wire.Subject{}, errStoredCopy
+	_ = r.nc.PublishMsg(relayed(local, msg, local))
+	if r.self == "" && (target == "" || !r.m.registered(r.space, target)) {
+		r.down(route.Leaf, local, msg)
 	}
-	return wire.CheckLeafCopy(subject, msg.Data)
 }
 
-// relayed is msg under subject with no reply and only its Nats-Msg-Id header, which each
-// side's stream deduplicates on; a publisher's other headers (rollups, expectations, TTLs)
-// are its own side's business.
-func relayed(subject string, msg *nats.Msg) *nats.Msg {
+// speaksFor refuses a copy from leaf origin naming sender when sender is an identity of
+// this side, or, on the hub, one another active leaf spoke for first. A hub remembers which
+// leaf speaks for an id from its first copy on: a leaf learns another leaf's agents only from
+// the hub's down copies, sent after that first one.
+func (r *relay) speaksFor(origin, sender string) error {
+	if r.m.ownIdentity(r.space, sender) {
+		return fmt.Errorf("sender %s is an agent of this side, which only it speaks for", sender)
+	}
+	if r.speakers == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	holder, ok := r.speakers[sender]
+	switch {
+	case holder == origin:
+		return nil
+	case ok && r.activeLeaf(holder):
+		return fmt.Errorf("leaf %s sent a copy of %s, which leaf %s speaks for", origin, sender, holder)
+	case !ok && len(r.speakers) >= maxSpeakers:
+		return fmt.Errorf("leaf %s sent a copy of %s, past the %d ids leaves may speak for", origin, sender, maxSpeakers)
+	}
+	r.speakers[sender] = origin
+	return nil
+}
+
+// activeLeaf reports whether id is an active leaf credential of the hub's registry: a revoked
+// or replaced link speaks for nobody any more.
+func (r *relay) activeLeaf(id string) bool {
+	rec, err := r.m.store.Record(r.space, id)
+	return err == nil && rec.Profile == provisioner.ProfileLeaf && rec.Active(time.Now())
+}
+
+// check refuses a stored copy and what cannot cross on subject: a chat message or DM that
+// wire.CheckLeafCopy refuses, a presence write that checkRelayed does. It returns the id the
+// copy speaks for and, for a DM, its target.
+func (r *relay) check(msg *nats.Msg, subject string) (sender, target string, err error) {
+	if id, ok := strings.CutPrefix(subject, "$KV."+r.n.PresenceBucket()+"."); ok {
+		return id, "", checkRelayed(id, msg)
+	}
+	if storedCopy(msg) {
+		return "", "", errStoredCopy
+	}
+	sub, err := wire.CheckLeafCopy(subject, msg.Data)
+	if err == nil && sub.Kind == wire.KindInst {
+		target = sub.Rest
+	}
+	return sub.Sender, target, err
+}
+
+// relayed is msg, which stands for the local subject, under subject with no reply. A chat
+// message or DM keeps only its Nats-Msg-Id header, which each side's stream deduplicates on
+// (a publisher's other headers, rollups, expectations, TTLs, are its own side's business); a
+// presence write keeps all of them, so a deletion stays a deletion.
+func relayed(subject string, msg *nats.Msg, local string) *nats.Msg {
 	out := &nats.Msg{Subject: subject, Data: msg.Data}
-	if id := msg.Header.Get(nats.MsgIdHdr); id != "" {
+	if strings.HasPrefix(local, "$KV.") {
+		out.Header = msg.Header
+	} else if id := msg.Header.Get(nats.MsgIdHdr); id != "" {
 		out.Header = nats.Header{nats.MsgIdHdr: {id}}
 	}
 	return out
-}
-
-// presenceOut sends a presence write of this side's agents across, headers and all, so a
-// deletion stays a deletion.
-func (r *relay) presenceOut(msg *nats.Msg) {
-	kv := "$KV." + r.n.PresenceBucket() + "."
-	id := strings.TrimPrefix(msg.Subject, kv)
-	if err := checkRelayed(id, msg); err != nil {
-		r.dropped("out", msg.Subject, err)
-		return
-	}
-	_ = r.nc.PublishMsg(&nats.Msg{Subject: r.n.LeafPresenceSubject(id), Header: msg.Header, Data: msg.Data})
-}
-
-// presenceIn writes a presence record from the other side to this side's bucket; records
-// for ids this side's registry holds are dropped.
-func (r *relay) presenceIn(msg *nats.Msg) {
-	id := msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]
-	if r.m.ownIdentity(r.space, id) {
-		return
-	}
-	if err := checkRelayed(id, msg); err != nil {
-		r.dropped("in", msg.Subject, err)
-		return
-	}
-	_ = r.nc.PublishMsg(&nats.Msg{Subject: "$KV." + r.n.PresenceBucket() + "." + id, Header: msg.Header, Data: msg.Data})
 }
 
 // checkRelayed refuses what is not id's presence to relay: a stored copy, or anything on a

@@ -207,7 +207,7 @@ func (m *Mesh) logRetired(acct provisioner.Account) {
 // (provisioner.Account.RetiredLeaves): each leaf needs a new one before it links again.
 func (m *Mesh) logRetiredLeaves(acct provisioner.Account) {
 	for _, rec := range acct.RetiredLeaves {
-		m.log.Warn("revoked a leaf credential minted for links that carried chat and DMs unrelayed: "+
+		m.log.Warn("revoked a leaf credential minted for an older link: "+
 			"mint a new one (cotal auth mint --profile leaf) and save it on that leaf",
 			"space", acct.Space, "name", rec.Name, "id", rec.ID)
 	}

@@ -9,7 +9,7 @@ import "strings"
 // copies, Direct Get replies) in the agent account on whatever reply subject an agent names,
 // so a link that carried chat.> would carry those answers too, and the other side would store
 // them as another agent's messages. Each side therefore runs a relay (LeafRelayPermissions)
-// that sends across, under the link's own subjects (LeafSubjects), only what CheckLeafCopy
+// that sends across, under the link's own subjects (LeafSubject), only what CheckLeafCopy
 // accepts: a publish of one of its agents, chat, DMs and presence writes. The other side's
 // relay checks it again and publishes it under its own subject, where that side's service
 // imports store it as if one of its agents had published it. Presence records would not cross
@@ -17,52 +17,84 @@ import "strings"
 // of an account between servers with JetStream. Relayed presence records live for the bucket's
 // TTL, so the other side's agents leave each roster on their own once the link is down.
 
-// LeafSubjects are the subjects that cross a leaf link, both ways, while it is up: relayed chat
-// (LeafSubject of a chat subject; CHAT_<s> on each side stores what its relay publishes, and
-// each side's fan-out copies it to its own durable members), relayed DMs (each side's DM_<s>
-// stores them, so a DM reaches an agent of either side; the side without the recipient
-// reclaims its copy as a DM to an id it does not know), and relayed presence records
-// (LeafPresenceSubject), which no stream captures.
-func (n Names) LeafSubjects() []string {
-	p := n.Prefix() + ".leaf."
-	return []string{p + string(KindChat) + ".>", p + string(KindInst) + ".>", n.LeafPresenceFilter()}
+// A relayed copy travels on cotal.<s>.leaf.<dir>.<leaf>.<kind>.<rest>, where leaf is the id of
+// a leaf credential: up is a leaf mesh's relay sending to the hub under its own credential's
+// id, down the hub's relay sending to one leaf, under that leaf's id. A leaf credential may
+// publish and receive its own two subjects only (LeafPermissions), so a leaf reaches another
+// leaf only through the hub's relay, which checks that it speaks for agents no one else does.
+// Kind is chat or inst with the rest of the chat or DM subject, or presence with an instance
+// id.
+const (
+	// LeafUp is the direction of a copy a leaf mesh sends to its hub.
+	LeafUp = "up"
+	// LeafDown is the direction of a copy the hub sends to one of its leaves.
+	LeafDown = "down"
+)
+
+// LeafRoute is where a relayed copy travels: its direction, LeafUp or LeafDown, and the id of
+// the leaf credential it comes from (up) or goes to (down).
+type LeafRoute struct {
+	Dir  string
+	Leaf string
 }
 
-// LeafSubject is the subject a relay sends a chat or DM subject across as:
-// cotal.<s>.chat.<rest> becomes cotal.<s>.leaf.chat.<rest>, and cotal.<s>.inst.<rest>
-// cotal.<s>.leaf.inst.<rest>.
-func (n Names) LeafSubject(subject string) string {
-	return n.Prefix() + ".leaf." + strings.TrimPrefix(subject, n.Prefix()+".")
+// LeafUpFilterAll is cotal.<s>.leaf.up.*.>: what every leaf sends to the hub.
+func (n Names) LeafUpFilterAll() string { return n.Prefix() + ".leaf.up.*.>" }
+
+// LeafFilter is cotal.<s>.leaf.<dir>.<leaf>.>: every copy on dir of the leaf credential leaf.
+func (n Names) LeafFilter(dir, leaf string) string {
+	return n.Prefix() + ".leaf." + dir + "." + Sanitize(leaf) + ".>"
 }
 
-// LocalSubject undoes LeafSubject: the chat or DM subject a relayed copy on leaf is
-// published under on this side. It fails for a subject that is not a relayed chat or DM.
-func (n Names) LocalSubject(leaf string) (string, error) {
-	rest, ok := strings.CutPrefix(leaf, n.Prefix()+".leaf.")
-	if !ok || !(strings.HasPrefix(rest, string(KindChat)+".") || strings.HasPrefix(rest, string(KindInst)+".")) {
-		return "", anomalyf(ReasonMalformedSubject, "%q is not a relayed chat or DM subject of space %s", leaf, n.space)
+// LeafSubject is the subject a relay sends the local subject across as on route r: a chat
+// subject cotal.<s>.chat.<rest> as cotal.<s>.leaf.<dir>.<origin>.chat.<rest>, a DM subject
+// likewise, and a presence write $KV.cotal_presence_<s>.<id> as ...presence.<id>.
+func (n Names) LeafSubject(r LeafRoute, local string) string {
+	rest, ok := strings.CutPrefix(local, "$KV."+n.PresenceBucket()+".")
+	if ok {
+		rest = "presence." + rest
+	} else {
+		rest = strings.TrimPrefix(local, n.Prefix()+".")
 	}
-	return n.Prefix() + "." + rest, nil
+	return n.Prefix() + ".leaf." + r.Dir + "." + Sanitize(r.Leaf) + "." + rest
 }
 
-// LeafPresenceSubject is cotal.<s>.leaf.presence.<id>: instance id's presence record, or its
-// deletion, relayed across a leaf link with the headers of the bucket write.
-func (n Names) LeafPresenceSubject(id string) string {
-	return n.Prefix() + ".leaf.presence." + Sanitize(id)
+// LocalSubject undoes LeafSubject: the route a relayed copy on leaf took and the local
+// subject it stands for. It fails for a subject that is no relayed chat message, DM or
+// presence write of space n.
+func (n Names) LocalSubject(leaf string) (LeafRoute, string, error) {
+	fail := func() (LeafRoute, string, error) {
+		return LeafRoute{}, "", anomalyf(ReasonMalformedSubject, "%q is no relayed chat, DM or presence subject of space %s", leaf, n.space)
+	}
+	rest, ok := strings.CutPrefix(leaf, n.Prefix()+".leaf.")
+	if !ok {
+		return fail()
+	}
+	tok := strings.SplitN(rest, ".", 4)
+	if len(tok) != 4 || (tok[0] != LeafUp && tok[0] != LeafDown) || tok[1] == "" || tok[3] == "" || Sanitize(tok[1]) != tok[1] {
+		return fail()
+	}
+	r := LeafRoute{Dir: tok[0], Leaf: tok[1]}
+	switch tok[2] {
+	case string(KindChat), string(KindInst):
+		return r, n.Prefix() + "." + tok[2] + "." + tok[3], nil
+	case "presence":
+		if strings.Contains(tok[3], ".") || Sanitize(tok[3]) != tok[3] {
+			return fail()
+		}
+		return r, "$KV." + n.PresenceBucket() + "." + tok[3], nil
+	}
+	return fail()
 }
-
-// LeafPresenceFilter is cotal.<s>.leaf.presence.*: every relayed presence record.
-func (n Names) LeafPresenceFilter() string { return n.Prefix() + ".leaf.presence.*" }
 
 // LeafRelayPermissions are the permissions of a mesh's relay on a leaf link, a connection in
 // the agent account: it reads every chat message, DM and presence write of the side's agents
-// and sends each across under LeafSubjects, and publishes what arrives from the other side
-// under the subject it stands for.
+// and sends each across, and publishes what arrives from the other side under the subject it
+// stands for.
 func LeafRelayPermissions(n Names) Permissions {
 	var p Permissions
-	local := []string{n.Prefix() + "." + string(KindChat) + ".>", n.Prefix() + "." + string(KindInst) + ".>",
-		"$KV." + n.PresenceBucket() + ".*"}
-	for _, s := range append(local, n.LeafSubjects()...) {
+	for _, s := range []string{n.Prefix() + "." + string(KindChat) + ".>", n.Prefix() + "." + string(KindInst) + ".>",
+		"$KV." + n.PresenceBucket() + ".*", n.Prefix() + ".leaf.>"} {
 		p.Pub.Allow.add(s)
 		p.Sub.Allow.add(s)
 	}
@@ -94,18 +126,22 @@ func CheckLeafCopy(subject string, payload []byte) (Subject, error) {
 // that must not cross a leaf link, denied in both directions by the leaf mesh itself: chat and
 // DMs under their own subjects (the relays carry them), anycast tasks (a task stored on both
 // sides would be taken twice), the delivery control service, presence bucket writes (relayed
-// as LeafPresenceSubject instead), and the JetStream API, acks and flow control, which address
+// under LeafSubject instead), and the JetStream API, acks and flow control, which address
 // one side's streams only.
 func (n Names) LeafLocalSubjects() []string {
 	return append([]string{n.Prefix() + ".ctl.>"}, n.StorageServiceSubjects()...)
 }
 
-// LeafPermissions are the leaf profile's permissions: the user a leaf mesh's link connects as
-// may publish LeafSubjects into the hub's agent account and receive LeafSubjects from it, and
-// nothing else. The hub enforces both directions on the link and tells the leaf.
-func LeafPermissions(n Names) Permissions {
+// LeafPermissions are the permissions of leaf credential id: the user a leaf mesh's link
+// connects as may send up and receive down under its own id, and nothing else. The hub
+// enforces that on the link and tells the leaf. Both directions allow both subjects: the hub
+// applies a leaf user's publish and subscribe permissions the other way round from the leaf,
+// so only a list that is the same both ways means the same on either side.
+func LeafPermissions(n Names, id string) Permissions {
 	var p Permissions
-	p.Pub.Allow.add(n.LeafSubjects()...)
-	p.Sub.Allow.add(n.LeafSubjects()...)
+	for _, s := range []string{n.LeafFilter(LeafUp, id), n.LeafFilter(LeafDown, id)} {
+		p.Pub.Allow.add(s)
+		p.Sub.Allow.add(s)
+	}
 	return p
 }

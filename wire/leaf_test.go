@@ -11,7 +11,9 @@ import (
 // cross, and that nothing crosses that nats-server would deny anyway.
 func TestEveryStorageSubjectIsEitherCrossingOrLocal(t *testing.T) {
 	n := NewNames("main")
-	crossing, local := n.LeafSubjects(), n.LeafLocalSubjects()
+	const leaf = "ULEAF"
+	p := LeafPermissions(n, leaf)
+	crossing, local := append(p.Pub.Allow, p.Sub.Allow...), n.LeafLocalSubjects()
 	for _, s := range n.StorageServiceSubjects() {
 		if slices.Contains(crossing, s) || !slices.Contains(local, s) {
 			t.Errorf("%s is crossing %t and local %t; want local only", s, slices.Contains(crossing, s), slices.Contains(local, s))
@@ -28,43 +30,50 @@ func TestEveryStorageSubjectIsEitherCrossingOrLocal(t *testing.T) {
 			t.Errorf("%s crosses, but only the relays' subjects may", s)
 		}
 	}
-	if want := []string{"cotal.main.leaf.chat.>", "cotal.main.leaf.inst.>", "cotal.main.leaf.presence.*"}; !slices.Equal(crossing, want) {
-		t.Errorf("LeafSubjects() = %v, want %v", crossing, want)
-	}
 }
 
-func TestLeafGrantsAreTheCrossingSubjectsOnly(t *testing.T) {
+// TestALeafSendsUpAsItselfAndHearsOnlyTheHub: a leaf credential publishes and receives its
+// own up and down subjects only.
+func TestALeafSendsUpAsItselfAndHearsOnlyTheHub(t *testing.T) {
 	n := NewNames("main")
-	p := LeafPermissions(n)
-	if !slices.Equal(p.Pub.Allow, n.LeafSubjects()) || !slices.Equal(p.Sub.Allow, n.LeafSubjects()) || len(p.Pub.Deny)+len(p.Sub.Deny) > 0 {
-		t.Errorf("LeafPermissions = %+v", p)
+	p := LeafPermissions(n, "ULEAF")
+	want := []string{"cotal.main.leaf.up.ULEAF.>", "cotal.main.leaf.down.ULEAF.>"}
+	if !slices.Equal(p.Pub.Allow, want) || !slices.Equal(p.Sub.Allow, want) {
+		t.Errorf("LeafPermissions = %+v, want %v both ways", p, want)
+	}
+	if len(p.Pub.Deny)+len(p.Sub.Deny) > 0 {
+		t.Errorf("LeafPermissions denies %+v", p)
 	}
 	r := LeafRelayPermissions(n)
-	want := []string{"cotal.main.chat.>", "cotal.main.inst.>", "$KV.cotal_presence_main.*",
-		"cotal.main.leaf.chat.>", "cotal.main.leaf.inst.>", "cotal.main.leaf.presence.*"}
+	want = []string{"cotal.main.chat.>", "cotal.main.inst.>", "$KV.cotal_presence_main.*", "cotal.main.leaf.>"}
 	if !slices.Equal(r.Pub.Allow, want) || !slices.Equal(r.Sub.Allow, want) {
 		t.Errorf("LeafRelayPermissions = %+v, want %v both ways", r, want)
-	}
-	if got := n.LeafPresenceSubject("U.A B"); got != "cotal.main.leaf.presence.U_A_B" {
-		t.Errorf("LeafPresenceSubject sanitizes to %s", got)
 	}
 }
 
 func TestLeafSubjectsMapBothWays(t *testing.T) {
 	n := NewNames("main")
-	for _, local := range []string{"cotal.main.chat.UA.general", "cotal.main.chat.UA.team.secret", "cotal.main.inst.UB.UA"} {
-		leaf := n.LeafSubject(local)
-		if !strings.HasPrefix(leaf, "cotal.main.leaf.") {
-			t.Errorf("LeafSubject(%s) = %s", local, leaf)
-		}
-		if back, err := n.LocalSubject(leaf); err != nil || back != local {
-			t.Errorf("LocalSubject(%s) = %s, %v; want %s", leaf, back, err, local)
+	routes := []LeafRoute{{Dir: LeafUp, Leaf: "ULEAF"}, {Dir: LeafDown, Leaf: "UOTHER"}}
+	for _, r := range routes {
+		for _, local := range []string{"cotal.main.chat.UA.general", "cotal.main.chat.UA.team.secret", "cotal.main.inst.UB.UA",
+			"$KV.cotal_presence_main.UA"} {
+			leaf := n.LeafSubject(r, local)
+			if !strings.HasPrefix(leaf, "cotal.main.leaf."+r.Dir+"."+r.Leaf+".") {
+				t.Errorf("LeafSubject(%v, %s) = %s", r, local, leaf)
+			}
+			if back, local2, err := n.LocalSubject(leaf); err != nil || back != r || local2 != local {
+				t.Errorf("LocalSubject(%s) = %v, %s, %v; want %v, %s", leaf, back, local2, err, r, local)
+			}
 		}
 	}
-	for _, bad := range []string{"cotal.main.leaf.presence.UA", "cotal.main.leaf.svc.r.UA", "cotal.other.leaf.chat.UA.x",
-		"cotal.main.chat.UA.general", "cotal.main.leaf.chat", "cotal.main.leaf.", ""} {
-		if got, err := n.LocalSubject(bad); err == nil {
-			t.Errorf("LocalSubject(%q) = %q, want an error", bad, got)
+	if got := n.LeafSubject(routes[0], "$KV.cotal_presence_main.UA"); got != "cotal.main.leaf.up.ULEAF.presence.UA" {
+		t.Errorf("a presence write crosses as %s", got)
+	}
+	for _, bad := range []string{"cotal.main.leaf.up.UL.svc.r.UA", "cotal.other.leaf.up.UL.chat.UA.x", "cotal.main.leaf.chat.UA.general",
+		"cotal.main.leaf.sideways.UL.chat.UA.x", "cotal.main.leaf.up..chat.UA.x", "cotal.main.leaf.up.UL.presence.UA.x",
+		"cotal.main.leaf.up.UL.chat", "cotal.main.chat.UA.general", "cotal.main.leaf.", ""} {
+		if r, got, err := n.LocalSubject(bad); err == nil {
+			t.Errorf("LocalSubject(%q) = %v, %q, want an error", bad, r, got)
 		}
 	}
 }
@@ -87,7 +96,7 @@ func TestCheckLeafCopy(t *testing.T) {
 		{"a DM on another target", n.InstSubject("UCAROL", alice), dm, false},
 		{"a DM payload on a chat subject", n.ChatSubject(alice, "general"), dm, false},
 		{"an anycast", n.SvcSubject("reviewer", alice), task, false},
-		{"a relayed subject", n.LeafSubject(n.ChatSubject(alice, "general")), chat, false},
+		{"a relayed subject", n.LeafSubject(LeafRoute{Dir: LeafUp, Leaf: "ULEAF"}, n.ChatSubject(alice, "general")), chat, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -104,16 +113,17 @@ func TestCheckLeafCopy(t *testing.T) {
 
 func FuzzLocalSubject(f *testing.F) {
 	n := NewNames("main")
-	for _, s := range []string{"cotal.main.leaf.chat.UA.general", "cotal.main.leaf.inst.UB.UA", "cotal.main.leaf.presence.UA", "x"} {
+	for _, s := range []string{"cotal.main.leaf.up.UL.chat.UA.general", "cotal.main.leaf.down.UL.inst.UB.UA",
+		"cotal.main.leaf.down.UL.presence.UA", "x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		local, err := n.LocalSubject(s)
+		r, local, err := n.LocalSubject(s)
 		if err != nil {
 			return
 		}
-		if n.LeafSubject(local) != s {
-			t.Fatalf("LeafSubject(LocalSubject(%q)) = %q", s, n.LeafSubject(local))
+		if n.LeafSubject(r, local) != s {
+			t.Fatalf("LeafSubject(LocalSubject(%q)) = %q", s, n.LeafSubject(r, local))
 		}
 	})
 }
