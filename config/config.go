@@ -128,6 +128,12 @@ type Limits struct {
 	// one agent cannot take watch_consumers from the others. Default 8 (an Endpoint holds one
 	// watch of each), at least 2.
 	WatchesPerIdentity int `koanf:"watches_per_identity"`
+	// ChannelsPerIdentity is the most channels one identity's posts may sit on in the space's
+	// chat store; past it, the periodic pass deletes its posts on the channels over the count
+	// (channels other senders post on are kept first) and closes its connections, so one
+	// agent with a wide allow_publish cannot make every channel listing huge. Default 1000,
+	// at least 10.
+	ChannelsPerIdentity int `koanf:"channels_per_identity"`
 	// ViolationLogInterval is how often each identity's refused publishes and subscriptions
 	// may write a log line: the first is logged, the rest within the interval are counted
 	// in one summary line. Default 10s; 0 logs every refusal.
@@ -168,7 +174,7 @@ func defaults(dir string) Config {
 		Expiry:       24 * time.Hour,
 		Limits: Limits{Connections: 1000, ConnectionsPerIdentity: 32, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
 			DMBytes: 256 << 20, TaskBytes: 256 << 20, PerSubject: 100_000, WatchConsumers: 2000, WatchesPerIdentity: 8,
-			ViolationLogInterval: 10 * time.Second},
+			ChannelsPerIdentity: 1000, ViolationLogInterval: 10 * time.Second},
 	}
 }
 
@@ -200,6 +206,7 @@ func (c Config) values() map[string]any {
 		"limits.per_subject":              c.Limits.PerSubject,
 		"limits.watch_consumers":          c.Limits.WatchConsumers,
 		"limits.watches_per_identity":     c.Limits.WatchesPerIdentity,
+		"limits.channels_per_identity":    c.Limits.ChannelsPerIdentity,
 		"limits.violation_log_interval":   c.Limits.ViolationLogInterval,
 
 		"cluster.name":        c.Cluster.Name,

@@ -14,7 +14,7 @@
 // log.format, log.level, expiry, and the limits section: limits.connections,
 // limits.connections_per_identity, limits.subscriptions, limits.payload, limits.space_bytes, limits.dm_bytes,
 // limits.task_bytes, limits.per_subject, limits.watch_consumers,
-// limits.watches_per_identity and limits.violation_log_interval (see Limits for each default and why), and the cluster
+// limits.watches_per_identity, limits.channels_per_identity and limits.violation_log_interval (see Limits for each default and why), and the cluster
 // section, all empty by default: cluster.name, cluster.listen, cluster.peers,
 // cluster.server_name and cluster.trust (see Cluster), and the leaf section, also empty by
 // default: leaf.listen, leaf.hub and leaf.creds (see Leaf). Durations, in every layer, take the

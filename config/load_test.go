@@ -235,7 +235,8 @@ func TestLoadRoundTrip(t *testing.T) {
 		Log:              Log{Format: "json", Level: "debug"},
 		Expiry:           time.Minute,
 		Limits: Limits{Connections: 20, ConnectionsPerIdentity: 7, Subscriptions: 30, Payload: 4096, SpaceBytes: 3 << 30,
-			DMBytes: 2 << 20, TaskBytes: 3 << 20, PerSubject: 5, WatchConsumers: 40, WatchesPerIdentity: 3, ViolationLogInterval: time.Minute},
+			DMBytes: 2 << 20, TaskBytes: 3 << 20, PerSubject: 5, WatchConsumers: 40, WatchesPerIdentity: 3, ChannelsPerIdentity: 50,
+			ViolationLogInterval: time.Minute},
 	}
 	got, err := Load(LoadOptions{Env: []string{}, Flags: want.values()})
 	if err != nil {

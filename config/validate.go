@@ -105,6 +105,7 @@ func (l Limits) check() []error {
 	atLeast("limits.per_subject", l.PerSubject, 1, "1000")
 	atLeast("limits.watch_consumers", int64(l.WatchConsumers), 10, "2000")
 	atLeast("limits.watches_per_identity", int64(l.WatchesPerIdentity), 2, "8")
+	atLeast("limits.channels_per_identity", int64(l.ChannelsPerIdentity), 10, "1000")
 	if l.Payload > maxPayload {
 		errs = append(errs, fieldError{"limits.payload", fmt.Sprintf("%d is above the broker's own maximum %d; use at most that", l.Payload, maxPayload)})
 	}

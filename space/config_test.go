@@ -134,6 +134,8 @@ func keyRows(t *testing.T) map[string]keyRow {
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.WatchConsumers == 99 }},
 		"limits.watches_per_identity": {map[string]any{"limits.watches_per_identity": 5},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.WatchesPerIdentity == 5 }},
+		"limits.channels_per_identity": {map[string]any{"limits.channels_per_identity": 77},
+			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ChannelsPerIdentity == 77 }},
 		"limits.violation_log_interval": {map[string]any{"limits.violation_log_interval": "0s"},
 			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ViolationLogInterval < 0 }},
 	}

@@ -54,16 +54,18 @@ const reclaimChunk = 1000
 // reclaimWorkers is how many purge requests a pass has in flight at once.
 const reclaimWorkers = 8
 
-// pass is the periodic pass over a space: the consumer reconciliation, then the DM reclaim.
-// The caller does not hold rt.mintMu; the consumer part takes it.
+// pass is the periodic pass over a space: the consumer reconciliation, then the DM and task
+// reclaims and the channel cap. The caller does not hold rt.mintMu; the consumer part takes it.
 func (m *Mesh) pass(ctx context.Context, rt *spaceRuntime) (ReconcileReport, error) {
 	rt.mintMu.Lock()
 	rep, err := m.reconcile(ctx, rt, passCause{})
 	rt.mintMu.Unlock()
 	purged, rerr := m.reclaimDMs(ctx, rt)
 	tasks, terr := m.reclaimTasks(ctx, rt)
-	rep.PurgedDMs, rep.PurgedTasks = purged, tasks
-	return rep, errors.Join(err, rerr, terr)
+	posts, cerr := m.capChannels(ctx, rt)
+	rt.reconciled.purgedPosts.Add(posts)
+	rep.PurgedDMs, rep.PurgedTasks, rep.PurgedPosts = purged, tasks, posts
+	return rep, errors.Join(err, rerr, terr, cerr)
 }
 
 // reclaimDMs takes back DM_<s>'s space as the comment at the top of the file says and
@@ -72,6 +74,8 @@ func (m *Mesh) reclaimDMs(ctx context.Context, rt *spaceRuntime) (int64, error) 
 	if m.store == nil {
 		return 0, nil
 	}
+	rt.dmReclaim.Lock()
+	defer rt.dmReclaim.Unlock()
 	n := rt.names
 	st, err := rt.stream(ctx, n.DMStream())
 	if err != nil {
@@ -88,8 +92,12 @@ func (m *Mesh) reclaimDMs(ctx context.Context, rt *spaceRuntime) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	var tally senderTally
-	purged, err := m.purgeStrangers(ctx, rt, agents, info.State.LastSeq+1, &tally)
+	var tally, strangers senderTally
+	purged, err := m.purgeStrangers(ctx, rt, agents, info.State.LastSeq+1, &strangers)
+	if overFill(info) {
+		m.closeDMFlooders(rt, &strangers)
+	}
+	tally.merge(&strangers)
 	if err == nil {
 		if info, err = st.Info(ctx); err == nil && info.Config.MaxBytes > 0 &&
 			float64(info.State.Bytes) > reclaimFull*float64(info.Config.MaxBytes) {
@@ -291,6 +299,15 @@ type purgeRequest struct {
 type senderTally struct {
 	mu sync.Mutex
 	n  map[string]int64
+}
+
+// merge adds every count of o to t.
+func (t *senderTally) merge(o *senderTally) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for sender, n := range o.n {
+		t.add(sender, n)
+	}
 }
 
 func (t *senderTally) add(sender string, purged int64) {

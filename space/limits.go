@@ -36,9 +36,17 @@ type Limits struct {
 	// and, separately, on the channel-registry bucket; the on-create check deletes each one
 	// past it (docs/hostile-agents.md "Bounded shares"). An Endpoint holds one watch of each.
 	WatchesPerIdentity int
+	// ChannelsPerIdentity is the most channels one identity's posts may sit on in CHAT_<s>;
+	// past it the pass deletes its posts on the channels over the count and closes its
+	// connections (channelcap.go).
+	ChannelsPerIdentity int
 	// HandoffPerSubject is how many durable copies DLV_<s> keeps per member; zero is
 	// wire.BackstopPerSubject. Past it the trusted reader reports new copies as gaps.
 	HandoffPerSubject int64
+	// DMFloodCheck is how often the mesh reads DM_<s>'s fill between reconciliation passes,
+	// reclaiming at once past half of it and closing the connections of a sender that
+	// flooded it with DMs to made-up ids (dmflood.go); negative leaves it to the pass.
+	DMFloodCheck time.Duration
 	// ViolationLogInterval rate-limits each identity's refusal lines in the log
 	// (broker.Config.ViolationLogInterval); negative logs every line.
 	ViolationLogInterval time.Duration
@@ -57,7 +65,8 @@ func DefaultLimits() Limits {
 	return Limits{Connections: 1000, ConnectionsPerIdentity: DefaultConnectionsPerIdentity, Subscriptions: 1000, Payload: 1 << 20, SpaceBytes: 2 << 30,
 		DMBytes: wire.DefaultDMBytes, TaskBytes: wire.DefaultTaskBytes, PerSubject: wire.DefaultPerSubject,
 		WatchConsumers: wire.DefaultWatchConsumers, WatchesPerIdentity: DefaultWatchesPerIdentity,
-		ViolationLogInterval: broker.DefaultViolationLogInterval}
+		ChannelsPerIdentity: DefaultChannelsPerIdentity,
+		DMFloodCheck:        DefaultDMFloodCheck, ViolationLogInterval: broker.DefaultViolationLogInterval}
 }
 
 // DefaultConnectionsPerIdentity is Limits.ConnectionsPerIdentity's default: an agent holds
@@ -86,7 +95,9 @@ func (l Limits) withDefaults() Limits {
 		PerSubject:             orDefault(l.PerSubject, d.PerSubject),
 		WatchConsumers:         orDefault(l.WatchConsumers, d.WatchConsumers),
 		WatchesPerIdentity:     orDefault(l.WatchesPerIdentity, d.WatchesPerIdentity),
+		ChannelsPerIdentity:    orDefault(l.ChannelsPerIdentity, d.ChannelsPerIdentity),
 		HandoffPerSubject:      l.HandoffPerSubject,
+		DMFloodCheck:           orDefault(l.DMFloodCheck, d.DMFloodCheck),
 		ViolationLogInterval:   orDefault(l.ViolationLogInterval, d.ViolationLogInterval),
 	}
 }
@@ -109,7 +120,7 @@ func (l Limits) validate() error {
 		v    int64
 	}{{"connections", int64(l.Connections)}, {"connections per identity", int64(l.ConnectionsPerIdentity)}, {"subscriptions", int64(l.Subscriptions)}, {"payload", int64(l.Payload)},
 		{"DM bytes", l.DMBytes}, {"task bytes", l.TaskBytes}, {"per-subject limit", l.PerSubject},
-		{"watch consumers", int64(l.WatchConsumers)}, {"watches per identity", int64(l.WatchesPerIdentity)}, {"handoff per-subject limit", l.HandoffPerSubject}}
+		{"watch consumers", int64(l.WatchConsumers)}, {"watches per identity", int64(l.WatchesPerIdentity)}, {"channels per identity", int64(l.ChannelsPerIdentity)}, {"handoff per-subject limit", l.HandoffPerSubject}}
 	for _, b := range bounds {
 		if b.v < 0 {
 			return fmt.Errorf("limit on %s is %d; use a positive bound, or 0 for the default", b.name, b.v)

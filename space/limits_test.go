@@ -68,6 +68,7 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 	const streamBytes = 1 << 20
 	m, mallory, victim := limitedMesh(t, func(l *space.Limits) {
 		l.DMBytes, l.TaskBytes, l.PerSubject = streamBytes, streamBytes, 5
+		l.DMFloodCheck = -1 // the stream's own bound, without the mesh taking DMs back
 	})
 	n := wire.NewNames("main")
 	p := newPeer(t, m, mallory)
@@ -225,7 +226,9 @@ func TestADMFloodIsRefusedAndReclaimedNotEvicted(t *testing.T) {
 
 func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
 	const streamBytes = 1 << 20
-	m, mallory, victim, logs := limitedMeshLogged(t, func(l *space.Limits) { l.DMBytes = streamBytes })
+	// The stream is left to fill: only the pass reclaims (TestADMFlooderIsCutOff covers the
+	// check between passes).
+	m, mallory, victim, logs := limitedMeshLogged(t, func(l *space.Limits) { l.DMBytes, l.DMFloodCheck = streamBytes, -1 })
 	n := wire.NewNames("main")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -274,7 +277,7 @@ func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
 			t.Fatalf("a DM into the full DM stream: %v; want %v naming the DM store", err, endpoint.ErrStoreFull)
 		}
 	})
-	t.Run("the pass takes the made-up recipients' DMs back and DMs flow again", func(t *testing.T) {
+	t.Run("the pass takes the made-up recipients' DMs back, closes the flooder, and DMs flow again", func(t *testing.T) {
 		start := time.Now()
 		rep, err := m.Reconcile(ctx, "main")
 		if err != nil {
@@ -287,11 +290,14 @@ func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
 		if want := fmt.Sprintf("mallory (%s)=%d", mallory.ID, sent); !strings.Contains(logs.String(), want) {
 			t.Errorf("the reclaim's log line does not name the flooder (%s):\n%.2000s", want, logs)
 		}
-		if _, err := p.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, mallory.ID), []byte("after")); err != nil {
-			t.Fatalf("a DM after the pass: %v", p.explain(err))
+		if want := "flooded DMs to ids no credential was minted for"; !strings.Contains(logs.String(), want) {
+			t.Errorf("the pass purged %d of mallory's DMs from a full store and did not say it closed her connections (%q):\n%.2000s", sent, want, logs)
+		}
+		if _, err := a.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, alice.ID), []byte("after")); err != nil {
+			t.Fatalf("a DM after the pass: %v", a.explain(err))
 		}
 		if got := readDMs(ctx, t, v, waiting+1, false); len(got) != waiting+1 {
-			t.Fatalf("the victim reads %d DMs; want the %d waiting and mallory's last", len(got), waiting)
+			t.Fatalf("the victim reads %d DMs; want the %d waiting and alice's last", len(got), waiting)
 		}
 	})
 }
@@ -301,7 +307,7 @@ func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
 func TestAFullDMStreamReclaimsAcknowledgedDMs(t *testing.T) {
 	t.Parallel()
 	const streamBytes = 1 << 20
-	m, alice, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes = streamBytes })
+	m, alice, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes, l.DMFloodCheck = streamBytes, -1 }) // the pass alone
 	n := wire.NewNames("main")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -767,7 +773,9 @@ func TestAnUnboundedDataDirectoryStartsUnderTheLimits(t *testing.T) {
 		t.Fatalf("start under the limits on an unbounded data directory: %v", err)
 	}
 	t.Cleanup(func() { _ = second.Close(context.Background()) })
-	p := newPeer(t, second, mallory)
+	// Read as a newcomer: mallory's 3 MiB of DMs to made-up ids may have her cut off by now
+	// (dmflood.go).
+	p := newPeer(t, second, mint(t, second, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}}))
 	info := streamState(ctx, t, p, n.DMStream(), "")
 	if info.State.Bytes > dmBytes || info.Config.MaxBytes != dmBytes || info.Config.MaxMsgsPerSubject != wire.Unlimited {
 		t.Fatalf("DM after the restart holds %d bytes under max_bytes %d and %d per subject; want at most %d bytes and %d per subject",
@@ -776,7 +784,7 @@ func TestAnUnboundedDataDirectoryStartsUnderTheLimits(t *testing.T) {
 	if task := streamState(ctx, t, p, n.TaskStream(), "").Config; task.Discard != jetstream.DiscardNew || task.MaxBytes != wire.DefaultTaskBytes {
 		t.Fatalf("TASK after the restart discards %v with max_bytes %d", task.Discard, task.MaxBytes)
 	}
-	if _, err := p.jetStream(t).Publish(ctx, n.InstSubject("madeup0", mallory.ID), []byte("after")); err != nil {
+	if _, err := p.jetStream(t).Publish(ctx, n.InstSubject("madeup0", p.cred.ID), []byte("after")); err != nil {
 		t.Fatalf("a DM after the restart: %v", err)
 	}
 }

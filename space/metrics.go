@@ -39,7 +39,7 @@ var (
 	descCapped = prometheus.NewDesc("cotal_identity_connections_closed_total",
 		"Connections the broker closed just after they connected because their identity already held limits.connections_per_identity.", nil, nil)
 	descReconcile = prometheus.NewDesc("cotal_consumer_reconcile_total",
-		"Consumer reconciliation by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away), purged_dms (DMs to ids that are no agent of the space, or acknowledged ones while the DM stream ran full), purged_tasks (tasks for roles no agent holds).", []string{"space", "outcome"}, nil)
+		"Consumer reconciliation by outcome: passes, deleted (consumers the layout does not allow), restored (bind-only durables put back to their spec), failed (passes that hit an error), pruned_copies (durable copies of channels a re-mint took away), purged_dms (DMs to ids that are no agent of the space, or acknowledged ones while the DM stream ran full), purged_tasks (tasks for roles no agent holds), purged_channel_posts (posts on the channels past one sender's limits.channels_per_identity).", []string{"space", "outcome"}, nil)
 	descReplicaCurrent = prometheus.NewDesc("cotal_stream_replica_current",
 		"On a cluster node, 1 when the replica of the stream on the node named replica has everything its leader has (the leader counts as current), else 0.", []string{"space", "stream", "replica"}, nil)
 	descReplicaLag = prometheus.NewDesc("cotal_stream_replica_lag",
@@ -48,13 +48,15 @@ var (
 		"Leaf links up now by space: 1 or 0 on a leaf mesh (0 while its hub is unreachable), the leaf meshes linked on a hub.", []string{"space"}, nil)
 	descRelayDropped = prometheus.NewDesc("cotal_leaf_relay_dropped_total",
 		"What a leaf link's relay refused to carry, by direction (out: to the other side, in: from it): the broker's answers on reply subjects an agent chose, stored copies, and messages naming an identity the side they came from does not hold.", []string{"space", "direction"}, nil)
+	descFlooders = prometheus.NewDesc("cotal_flooders_closed_total",
+		"Times the mesh closed the connections of a flooder, by kind: dm (a sender of a quarter or more of the DMs to ids no credential was minted for that a reclaim of a DM store past half full took back), channels (a sender on more channels than limits.channels_per_identity).", []string{"space", "kind"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
-		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descLeafLinks, descRelayDropped, descUp} {
+		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descLeafLinks, descRelayDropped, descFlooders, descUp} {
 		ch <- d
 	}
 }
@@ -113,10 +115,13 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 		ch <- prometheus.MustNewConstMetric(descRelayDropped, prometheus.CounterValue, float64(rt.relayDropped[0].Load()), rt.name, "out")
 		ch <- prometheus.MustNewConstMetric(descRelayDropped, prometheus.CounterValue, float64(rt.relayDropped[1].Load()), rt.name, "in")
 	}
+	for _, kind := range []string{"dm", "channels"} {
+		ch <- prometheus.MustNewConstMetric(descFlooders, prometheus.CounterValue, float64(rt.flooders(kind).Load()), rt.name, kind)
+	}
 	r := &rt.reconciled
 	for outcome, v := range map[string]int64{"passes": r.passes.Load(), "deleted": r.deleted.Load(),
 		"restored": r.restored.Load(), "failed": r.failures.Load(), "pruned_copies": r.pruned.Load(),
-		"purged_dms": r.purgedDMs.Load(), "purged_tasks": r.purgedTasks.Load()} {
+		"purged_dms": r.purgedDMs.Load(), "purged_tasks": r.purgedTasks.Load(), "purged_channel_posts": r.purgedPosts.Load()} {
 		ch <- prometheus.MustNewConstMetric(descReconcile, prometheus.CounterValue, float64(v), rt.name, outcome)
 	}
 	svc := rt.service()

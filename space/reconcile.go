@@ -37,6 +37,9 @@ type ReconcileReport struct {
 	// PurgedTasks counts the tasks the pass reclaimed (taskreclaim.go): for roles no agent
 	// holds.
 	PurgedTasks int64
+	// PurgedPosts counts the posts the pass deleted from the channels past one sender's
+	// Limits.ChannelsPerIdentity (channelcap.go).
+	PurgedPosts int64
 }
 
 // reconcileStats are a space's reconciler counters since start, for the metrics.
@@ -45,6 +48,7 @@ type reconcileStats struct {
 	pruned                              atomic.Int64 // durable copies deleted after a narrowing
 	purgedDMs                           atomic.Int64 // DMs reclaimed (dmreclaim.go)
 	purgedTasks                         atomic.Int64 // tasks reclaimed (taskreclaim.go)
+	purgedPosts                         atomic.Int64 // posts past a channel cap (channelcap.go)
 }
 
 // Reconcile checks every consumer of every stream of space against the registry now and
@@ -302,5 +306,12 @@ func (m *Mesh) startReconcilers() {
 			}
 			m.reconcileLoop(m.life, rt, m.opts.ReconcileInterval, news)
 		}()
+		if every := m.opts.Limits.DMFloodCheck; every > 0 {
+			m.watcher.Add(1)
+			go func() {
+				defer m.watcher.Done()
+				m.watchDMFill(m.life, rt, every)
+			}()
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/delivery"
+	"github.com/cotal-go/cotal/internal/loggate"
 	"github.com/cotal-go/cotal/internal/reask"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
@@ -43,6 +44,12 @@ type spaceRuntime struct {
 	// without one. relayDropped counts what it refused, by direction (out, in).
 	relay        *nats.Conn
 	relayDropped [2]atomic.Int64
+	// dmReclaim serializes the DM reclaims of the pass and of the fill check (dmflood.go).
+	dmReclaim sync.Mutex
+	// floodersDM and floodersChannels count the times a flooder's connections were closed
+	// (dmflood.go, channelcap.go); floodLog paces the lines saying so.
+	floodersDM, floodersChannels atomic.Int64
+	floodLog                     loggate.Gate
 	// deliveryInbox is dlvConn's inbox prefix, where the delivery service's KV watches push.
 	deliveryInbox string
 	reconciled    reconcileStats
@@ -285,4 +292,12 @@ func (rt *spaceRuntime) deliveryHealth() error {
 		return svc.Healthy()
 	}
 	return nil
+}
+
+// flooders is the counter of flooders closed of kind "dm" or "channels".
+func (rt *spaceRuntime) flooders(kind string) *atomic.Int64 {
+	if kind == "dm" {
+		return &rt.floodersDM
+	}
+	return &rt.floodersChannels
 }

@@ -1,0 +1,98 @@
+package space_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
+	"github.com/cotal-go/cotal/wire"
+)
+
+// TestADMFlooderIsCutOff: mallory floods DMs to made-up ids as fast as her connection
+// carries them and reconnects each time she is cut off, while alice DMs a real agent. The
+// check between passes takes the store back and closes mallory's connections, again after
+// each reconnect, naming her; alice's DMs keep being stored and none is lost.
+func TestADMFlooderIsCutOff(t *testing.T) {
+	t.Parallel()
+	const streamBytes = 8 << 20
+	logs := &syncBuffer{}
+	m := spacetest.New(t, func(o *space.Options) {
+		o.HTTP, o.Limits.DMBytes = "127.0.0.1:0", streamBytes
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	g := provisioner.Grants{Subscribe: []string{"general"}}
+	mallory, victim := mint(t, m, "mallory", provisioner.ProfileAgent, g), mint(t, m, "victim", provisioner.ProfileAgent, g)
+	n := wire.NewNames("main")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	alice := mint(t, m, "alice", provisioner.ProfileAgent, g)
+	a, v := newPeer(t, m, alice), newPeer(t, m, victim)
+
+	var cut atomic.Int64
+	nc := connect(t, m, mallory, nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { cut.Add(1) }),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	body := make([]byte, 8<<10)
+	flooding, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-flooding:
+				return
+			default:
+			}
+			if err := nc.Publish(n.InstSubject(fmt.Sprintf("madeup%d", i), mallory.ID), body); err != nil {
+				time.Sleep(time.Millisecond) // reconnecting: the buffer is full
+			}
+		}
+	}()
+
+	// Three seconds of flood: time enough for mallory to be cut off and come back many times.
+	sent, refused := 0, 0
+	for i, end := 0, time.Now().Add(3*time.Second); time.Now().Before(end); i++ {
+		if _, err := a.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, alice.ID), []byte(fmt.Sprintf("dm %d", i))); err != nil {
+			if !maximumBytes(err) {
+				t.Fatalf("alice's DM %d: %v", i, a.explain(err))
+			}
+			refused++
+			continue
+		}
+		sent++
+	}
+	close(flooding)
+	<-done
+	t.Logf("in 3 s of flood mallory was cut off %d times; %d of alice's %d DMs were stored, %d refused as the store was full",
+		cut.Load(), sent, sent+refused, refused)
+	if cut.Load() < 2 {
+		t.Errorf("mallory was cut off %d times in 3 s of flood, want again after she reconnected", cut.Load())
+	}
+
+	// Once mallory stops, alice's DMs are stored again: the store is taken back.
+	await.Check(t, 10*time.Second, 0, func() error {
+		_, err := a.jetStream(t).Publish(ctx, n.InstSubject(victim.ID, alice.ID), []byte("after"))
+		return a.explain(err)
+	})
+	sent++
+	subject := n.InstSubject(victim.ID, alice.ID)
+	if got := streamState(ctx, t, v, n.DMStream(), subject).State.Subjects[subject]; got != uint64(sent) {
+		t.Errorf("the DM stream keeps %d of alice's DMs to the victim; %d were acknowledged", got, sent)
+	}
+	if want := "agent=mallory id=" + mallory.ID; !strings.Contains(logs.String(), want) {
+		t.Errorf("the log does not name the flooder (%s):\n%.3000s", want, logs)
+	}
+	_, metrics := get(t, m.HTTPURL()+"/metrics")
+	if v := metricValue(t, metrics, `cotal_flooders_closed_total{kind="dm",space="main"}`); v < 2 {
+		t.Errorf("cotal_flooders_closed_total{kind=dm} = %v, want at least the 2 cuts mallory saw", v)
+	}
+}
