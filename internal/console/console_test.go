@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/console"
 	"github.com/cotal-go/cotal/space"
@@ -182,4 +184,29 @@ func TestCommandCredentialsStayOutOfTheTables(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { f.viewShows(t, tc.path, []string{">alice"}, []string{"cli-send-carol"}) })
 	}
+}
+
+// TestAClaimedNameIsShownAsAClaim: mallory connects calling herself bob and posts; the
+// history view and the event stream show her by her minted name beside the claim.
+func TestAClaimedNameIsShownAsAClaim(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cred, err := f.m.MintSpec(ctx, space.MintSpec{Space: f.m.Spaces()[0], Name: "mallory", Profile: "agent",
+		Subscribe: general, AllowPublish: general, Provision: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	impostor, err := endpoint.Connect(ctx, endpoint.Options{InProcess: f.m.InProcess(), Space: f.m.Spaces()[0], Name: "bob",
+		Creds: cred.Creds, Channels: general})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impostor.Close(context.Background())
+	f.send(t, impostor, "wire the money")
+	want := html.EscapeString(`mallory (calls itself "bob")`)
+	await.True(t, 10*time.Second, "the history view to show the claim as a claim", func() bool {
+		_, body, _ := f.do(t, request{method: http.MethodGet, path: "/view/history?channel=general", auth: "session"})
+		return strings.Contains(body, "wire the money") && strings.Contains(body, want)
+	})
 }

@@ -42,23 +42,31 @@ type feed struct {
 	ids   map[string]bool
 	subs  map[chan item]bool
 	fresh map[string]uint64
-	names func(id string) string
+	// names shows an instance id by the name its credential was minted with (the roster's
+	// name, which its holder chose, where the mesh mints nothing); sender shows a message's
+	// sender, marking a claimed name that is not the minted one (endpoint.ShowName).
+	names  func(id string) string
+	sender func(wire.EndpointRef) string
 }
 
 func newFeed() *feed {
 	return &feed{ids: map[string]bool{}, subs: map[chan item]bool{}, fresh: map[string]uint64{},
-		names: func(id string) string { return id }}
+		names: func(id string) string { return id }, sender: func(r wire.EndpointRef) string { return r.Name }}
 }
 
 // follow taps every channel, DM and anycast e may read (an admin reads all, SPEC Appendix B)
 // and then adds the last stored channel messages, so a page opened at once has a backfill.
 func (f *feed) follow(ctx context.Context, e *endpoint.Endpoint) error {
 	f.names = func(id string) string {
+		if rec, found, err := e.MintedName(ctx, id); err == nil && found {
+			return rec.Name
+		}
 		if p, ok := e.Roster().Peer(id); ok {
 			return p.Presence.Card.Name
 		}
 		return id
 	}
+	f.sender = func(r wire.EndpointRef) string { return e.SenderName(ctx, r) }
 	err := e.Follow(ctx, endpoint.FollowOptions{Unicast: true}, func(d endpoint.Delivery) { f.add(d, true) })
 	if err != nil {
 		return fmt.Errorf("console feed: %w", err)
@@ -77,7 +85,7 @@ func (f *feed) follow(ctx context.Context, e *endpoint.Endpoint) error {
 
 // add records d once: a message seen live and again in the history is one message.
 func (f *feed) add(d endpoint.Delivery, live bool) {
-	it := itemOf(d, f.names)
+	it := f.itemOf(d)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ids[it.ID] {
@@ -126,13 +134,13 @@ func (f *feed) drain() map[string]uint64 {
 }
 
 // itemOf is d as the feed shows it: DMs name their receiver, anycasts their role.
-func itemOf(d endpoint.Delivery, names func(string) string) item {
+func (f *feed) itemOf(d endpoint.Delivery) item {
 	m := d.Message
 	it := item{ID: m.ID, Time: time.UnixMilli(m.TS).Format("15:04:05"), Kind: string(d.Meta.Kind),
-		Channel: d.Meta.Channel, From: m.From.Name, Text: textOf(m.Parts), Stored: d.Meta.Historical}
+		Channel: d.Meta.Channel, From: f.sender(m.From), Text: textOf(m.Parts), Stored: d.Meta.Historical}
 	switch d.Meta.Kind {
 	case endpoint.MetaDM:
-		it.To = names(m.To)
+		it.To = f.names(m.To)
 	case endpoint.MetaAnycast:
 		it.To = "role " + m.ToService
 	}

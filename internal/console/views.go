@@ -402,7 +402,7 @@ func historyView(ctx context.Context, ss *spaceState, r *http.Request) (any, err
 		start = max(start, 1)
 	}
 	for _, d := range got[start:end] {
-		out.Items = append(out.Items, itemOf(d, ss.feed.names))
+		out.Items = append(out.Items, ss.feed.itemOf(d))
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
@@ -124,6 +125,8 @@ func TestMCPAnUnreachableMeshIsAnErrorResultThatSaysWhatToDo(t *testing.T) {
 			if err := m.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
+			// A TCP client learns of the close when it reads the end of its connection.
+			await.True(t, 10*time.Second, "alice's connection to be down", func() bool { return !alice.e.Conn().IsConnected() })
 			for _, c := range unreachableCalls {
 				res := alice.call(t, c.tool, c.args)
 				if !res.IsError || !strings.Contains(text(res), tc.want) {
