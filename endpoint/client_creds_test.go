@@ -1,6 +1,7 @@
 package endpoint_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -91,5 +92,51 @@ func TestCredentialSeedIsTheSeedOfTheCredentialsKey(t *testing.T) {
 	}
 	if pub, _ := kp.PublicKey(); pub != id {
 		t.Fatalf("the seed belongs to %s, want the credential's id %s", pub, id)
+	}
+}
+
+// TestACredentialThatEndsSaysWhyAndWhatToDo: an Endpoint whose credential expires, or is
+// revoked, stops with an error that says which and what to do, not a bare authorization
+// violation.
+func TestACredentialThatEndsSaysWhyAndWhatToDo(t *testing.T) {
+	m := spacetest.New(t)
+	for _, tc := range []struct {
+		name string
+		spec space.MintSpec
+		end  func(t *testing.T, cred *space.MintedCredential)
+		want error
+		says string
+	}{
+		{"it expires", space.MintSpec{Name: "brief", ExpiresAt: time.Now().Add(4 * time.Second)},
+			func(*testing.T, *space.MintedCredential) {}, endpoint.ErrCredentialExpired, "mint a new one"},
+		{"it is revoked", space.MintSpec{Name: "revoked", NoExpiry: true},
+			func(t *testing.T, cred *space.MintedCredential) {
+				if err := m.Revoke(ctxT(t), "main", cred.ID); err != nil {
+					t.Fatal(err)
+				}
+			}, endpoint.ErrCredentialRefused, "ask whoever runs the mesh"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spec.Space, tc.spec.Profile, tc.spec.Provision = "main", "agent", true
+			cred, err := m.MintSpec(ctxT(t), tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := endpoint.Connect(ctxT(t), endpoint.Options{InProcess: m.InProcess(), Space: "main", Creds: cred.Creds,
+				ReconnectWait: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(context.Background())
+			tc.end(t, cred)
+			select {
+			case <-e.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("the Endpoint did not stop")
+			}
+			if err := e.Err(); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("Err() = %v; want %v saying %q", err, tc.want, tc.says)
+			}
+		})
 	}
 }

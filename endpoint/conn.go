@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -184,7 +185,7 @@ func (e *Endpoint) onClosed(nc *nats.Conn) {
 		return // Close is under way
 	default:
 	}
-	err := nc.LastError()
+	err := e.credentialEnded(nc.LastError())
 	if err == nil {
 		err = errors.New("connection closed")
 	}
@@ -192,4 +193,28 @@ func (e *Endpoint) onClosed(nc *nats.Conn) {
 	e.log.Error("connection closed for good", "err", err)
 	e.emit(Event{Kind: EventClosed, Err: err})
 	e.cancel()
+}
+
+// credentialEnded says why the broker refused the Endpoint's credential, when err is such a
+// refusal: ErrCredentialExpired once the JWT's expiry has passed, ErrCredentialRefused
+// otherwise (a revocation, or a re-mint that replaced it). Any other err is returned as is.
+func (e *Endpoint) credentialEnded(err error) error {
+	if err == nil {
+		return nil
+	}
+	// nats.go reports a refusal during a reconnect as the broker's text, not its sentinel.
+	text := strings.ToLower(err.Error())
+	expired := errors.Is(err, nats.ErrAuthExpired) || strings.Contains(text, "authentication expired")
+	refused := errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthRevoked) ||
+		strings.Contains(text, "authorization violation") || strings.Contains(text, "authentication revoked")
+	if !expired && !refused {
+		return err
+	}
+	// The broker ends a connection up to a second before the JWT's expiry, which is in seconds.
+	if expired || (!e.expires.IsZero() && time.Now().Add(2*time.Second).After(e.expires)) {
+		return fmt.Errorf("%w at %s (%v): mint a new one (cotal auth mint; --expires-in or --no-expiry for a longer life) and connect with it",
+			ErrCredentialExpired, e.expires.Format(time.RFC3339), err)
+	}
+	return fmt.Errorf("%w (%v): it was revoked or replaced by a re-mint; ask whoever runs the mesh for a new one",
+		ErrCredentialRefused, err)
 }

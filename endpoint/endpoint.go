@@ -35,6 +35,12 @@ var (
 	// no presence to set (SPEC Appendix B: readers do not announce themselves); connect an
 	// agent credential without Options.Passive to take part.
 	ErrPassive = errors.New("a passive endpoint has no presence of its own")
+	// ErrCredentialExpired: the broker ended the connection because the credential's JWT
+	// expired; reconnecting with it cannot succeed.
+	ErrCredentialExpired = errors.New("the credential expired")
+	// ErrCredentialRefused: the broker ended the connection refusing the credential, which
+	// happens once it is revoked or replaced by a re-mint; reconnecting with it cannot succeed.
+	ErrCredentialRefused = errors.New("the mesh refused the credential")
 )
 
 // MinServerVersion is the oldest nats-server an Endpoint talks to (build-a-client.md: refuse
@@ -191,6 +197,8 @@ type Endpoint struct {
 	// minted is set when the Endpoint connects with a credential: the space then publishes
 	// minted names (identities.go), which open mode has none of.
 	minted bool
+	// expires is when the credential's JWT expires; zero without one, or when it does not.
+	expires time.Time
 	// passive is set for observer and admin credentials and with Options.Passive: readers that
 	// hold no presence key, no DM, anycast or durable-copy consumer and no durable membership
 	// (SPEC Appendix B).
@@ -343,7 +351,7 @@ func (e *Endpoint) adoptIdentity(cred *credential) error {
 		if o.ID != "" && o.ID != cred.ID {
 			return fmt.Errorf("%w: Options.ID is %s, the credential is bound to %s", ErrIDMismatch, o.ID, cred.ID)
 		}
-		e.id, e.minted = cred.ID, true
+		e.id, e.minted, e.expires = cred.ID, true, cred.Expires
 		if e.role == "" {
 			e.role = cred.Role
 		}

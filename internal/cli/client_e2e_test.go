@@ -512,3 +512,17 @@ func TestTailSaysWhenItLosesAndRegainsTheMesh(t *testing.T) {
 	tail.waitStderr(t, "reconnected to the mesh")
 	tail.interrupt(t)
 }
+
+func TestTailSaysWhenItsCredentialIsRevoked(t *testing.T) {
+	bin := cotalBin(t)
+	dir := t.TempDir()
+	up := startUp(t, bin, dir, "--listen", spacetest.FreeAddr(t))
+	alice, _ := mintCreds(t, bin, dir, "alice", "--subscribe", "general")
+	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", alice)
+	tail.waitStderr(t, "following")
+	cliCase{args: []string{"auth", "revoke", "--dir", dir, "alice"}, stdout: []string{"revoked "}}.run(t, bin)
+	tail.waitStderr(t, "it was revoked or replaced by a re-mint; ask whoever runs the mesh for a new one")
+	if strings.Contains(tail.stderr.String(), "run tail again") {
+		t.Errorf("tail asks to run it again with a revoked credential:\n%s", tail.stderr)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -118,7 +119,11 @@ func printLive(cmd *cobra.Command, s *session, e *endpoint.Endpoint, p *printer,
 				return err
 			}
 		case <-e.Done():
-			return fmt.Errorf("lost the connection to the mesh: %v; run tail again", e.Err())
+			err := e.Err()
+			if errors.Is(err, endpoint.ErrCredentialExpired) || errors.Is(err, endpoint.ErrCredentialRefused) {
+				return fmt.Errorf("the mesh ended the connection: %w", err)
+			}
+			return fmt.Errorf("lost the connection to the mesh: %v; run tail again", err)
 		}
 	}
 }
