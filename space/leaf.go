@@ -20,7 +20,7 @@ import (
 // mesh (a laptop) binds a space's agent account to the same space's agent account on the hub,
 // so its agents and the hub's see each other's live chat, DMs and presence while the link is
 // up, and keep working among themselves while it is down. Each side keeps its own key store,
-// streams and buckets; wire.LeafSubjects says what crosses and wire.LeafLocalSubjects what
+// streams and buckets; wire.LeafPermissions says what crosses and wire.LeafLocalSubjects what
 // never does.
 type LeafOptions struct {
 	// Listen is a hub's leaf node listener "host:port", which leaf meshes connect to with a
