@@ -88,9 +88,9 @@ func deliveryPermissions(p *Permissions, n Names) {
 	// compare-and-set conflict.
 	p.Pub.Allow.add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", KVStream(n.MembersBucket())))
 	// One long-lived watch each on members, the channel registry and, on a cluster node without
-	// the key store, the ACL records (docs/durable.md "Views kept in memory"): bind, an ordered
-	// consumer with flow control, its delete.
-	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.ACLBucket()} {
+	// the key store, the ACL and identity records (docs/durable.md "Views kept in memory"):
+	// bind, an ordered consumer with flow control, its delete.
+	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.ACLBucket(), n.IdentitiesBucket()} {
 		s := KVStream(b)
 		p.Pub.Allow.add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
 			consumerAPI("DELETE", s, ">"), "$JS.FC."+s+".>")
