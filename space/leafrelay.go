@@ -172,8 +172,9 @@ func (r *relay) activeLeaves() []string {
 	return r.leaves
 }
 
-// in publishes a copy from the other side under the subject it stands for; on the hub it also
-// sends it down to the other leaves, unless it is a DM to one of the hub's agents.
+// in publishes a copy from the other side under the subject it stands for, but a DM only when
+// its recipient is an agent of this side; on the hub it also sends down to the other leaves
+// every copy but a DM to one of the hub's agents.
 func (r *relay) in(msg *nats.Msg) {
 	route, local, err := r.n.LocalSubject(msg.Subject)
 	var sender, target string
@@ -187,8 +188,11 @@ func (r *relay) in(msg *nats.Msg) {
 		r.dropped("in", msg.Subject, err)
 		return
 	}
-	_ = r.nc.PublishMsg(relayed(local, msg, local))
-	if r.self == "" && (target == "" || !r.m.registered(r.space, target)) {
+	here := target == "" || r.m.registered(r.space, target)
+	if here {
+		_ = r.nc.PublishMsg(relayed(local, msg, local))
+	}
+	if r.self == "" && (target == "" || !here) {
 		r.down(route.Leaf, local, msg)
 	}
 }
