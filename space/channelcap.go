@@ -84,11 +84,7 @@ func (m *Mesh) closeFlooders(rt *spaceRuntime, kind string, tally *senderTally, 
 		c := rt.flooders(kind)
 		c.Add(1)
 		if rt.floodLog.Admit(time.Now()) {
-			name := id
-			if rec, err := m.store.Record(rt.name, id); err == nil {
-				name = rec.Name
-			}
-			m.log.Warn(msg, "space", rt.name, "agent", name, "id", id, "deleted", n, "closed", closed, "times", c.Load())
+			m.log.Warn(msg, "space", rt.name, "agent", m.credentialName(rt.name, id), "id", id, "deleted", n, "closed", closed, "times", c.Load())
 		}
 	}
 }

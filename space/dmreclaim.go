@@ -332,8 +332,8 @@ func (m *Mesh) topSenders(space string, tally *senderTally) string {
 	var out []string
 	for _, id := range ids[:min(3, len(ids))] {
 		name := id
-		if rec, err := m.store.Record(space, id); err == nil {
-			name = rec.Name + " (" + id + ")"
+		if n := m.credentialName(space, id); n != id {
+			name = n + " (" + id + ")"
 		}
 		out = append(out, fmt.Sprintf("%s=%d", name, tally.n[id]))
 	}

@@ -13,14 +13,20 @@ func (m *Mesh) presenceFlood(space string) func(id string) {
 	return func(id string) {
 		go func() {
 			closed := m.broker.DisconnectUser(account, id)
-			name := id
-			if m.store != nil {
-				if rec, err := m.store.Record(space, id); err == nil {
-					name = rec.Name
-				}
-			}
+			name := m.credentialName(space, id)
 			m.log.Warn("closed the connections of an agent that rewrites its presence faster than any heartbeat needs",
 				"space", space, "agent", name, "id", id, "closed", closed)
 		}()
 	}
+}
+
+// credentialName is the name id's credential was minted with in space, or id itself when the
+// registry does not hold it (or the mesh has none).
+func (m *Mesh) credentialName(space, id string) string {
+	if m.store != nil {
+		if rec, err := m.store.Record(space, id); err == nil {
+			return rec.Name
+		}
+	}
+	return id
 }
