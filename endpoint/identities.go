@@ -14,7 +14,8 @@ import (
 )
 
 // A display name is its holder's own choice; the name a credential was minted with is
-// published by the mesh in wire.IdentitiesBucket (docs/hostile-agents.md "Names are claims").
+// published by the mesh in wire.IdentitiesBucket (docs/hostile-agents.md "Names are a
+// holder's choice").
 // The Endpoint reads it by get, keeps what it read for identityTTL, and never watches it.
 
 // identityTTL is how long a minted name read once is reused; a re-mint that renames an id is

@@ -13,7 +13,7 @@ import (
 // mint, re-mint and revoke, and rewrites the bucket from its registry at start. Agents read
 // it by get only (STREAM.MSG.GET), so a name resolves to the credential minted with it, online
 // or not, and a sender whose claimed name is not its minted name can be shown as such
-// (docs/hostile-agents.md "Names are claims").
+// (docs/hostile-agents.md "Names are a holder's choice").
 
 // IdentitiesBucket is cotal_identities_<s>: IdentityRecord under each instance id, NameRecord
 // under NameKey of each name an active agent was minted with.
