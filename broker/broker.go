@@ -169,6 +169,9 @@ func (b *Broker) newResolver() error {
 	return err
 }
 
+// readyStep is how often run looks for a fatal error while it waits for readiness.
+const readyStep = 100 * time.Millisecond
+
 // run starts the server and waits for readiness within ReadyTimeout.
 func (b *Broker) run(ctx context.Context) error {
 	deadline := time.Now().Add(b.cfg.ReadyTimeout)
@@ -188,11 +191,18 @@ func (b *Broker) run(ctx context.Context) error {
 		<-started
 		return fmt.Errorf("%w: nats-server did not finish starting within ReadyTimeout %v", ErrNotReady, b.cfg.ReadyTimeout)
 	}
+	// nats-server opens its route and leaf listeners from goroutines of their own, so a port
+	// already in use is reported after Start returns: watch for it while waiting.
+	for !b.srv.ReadyForConnections(readyStep) {
+		if err := b.fatal.error(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: nats-server accepts no connections within ReadyTimeout %v", ErrNotReady, b.cfg.ReadyTimeout)
+		}
+	}
 	if err := b.fatal.error(); err != nil {
 		return err
-	}
-	if !b.srv.ReadyForConnections(max(time.Until(deadline), time.Millisecond)) {
-		return fmt.Errorf("%w: nats-server accepts no connections within ReadyTimeout %v", ErrNotReady, b.cfg.ReadyTimeout)
 	}
 	if !b.srv.JetStreamEnabled() {
 		return fmt.Errorf("%w: %w: check the log for the reason", ErrNotReady, ErrJetStreamDisabled)

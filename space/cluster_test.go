@@ -60,11 +60,32 @@ func startCluster(t *testing.T, backstop ...bool) []*space.Mesh {
 	})
 }
 
-// startClusterWith is startCluster with tune applied to each node's options.
+// startClusterWith is startCluster with tune applied to each node's options. The route ports
+// are chosen free before the nodes start, since each node names the others'; another process
+// on the machine may take one meanwhile, so a start whose route port was taken is tried again
+// on new ports.
 func startClusterWith(t *testing.T, tune func(node int, o *space.Options)) []*space.Mesh {
 	t.Helper()
 	clusterSlot <- struct{}{}
 	t.Cleanup(func() { <-clusterSlot })
+	for attempt := 1; ; attempt++ {
+		meshes, err := tryCluster(t, tune)
+		if err == nil {
+			closeTogether(t, meshes)
+			return meshes
+		}
+		closeNow(meshes)
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("start the cluster: %v", err)
+		}
+		t.Logf("start the cluster, attempt %d: %v; trying again on other ports", attempt, err)
+	}
+}
+
+// tryCluster starts three nodes on fresh ports; the meshes that started are returned with
+// the error of any that did not.
+func tryCluster(t *testing.T, tune func(node int, o *space.Options)) ([]*space.Mesh, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartBudget)
 	defer cancel()
 	peers := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
@@ -87,36 +108,50 @@ func startClusterWith(t *testing.T, tune func(node int, o *space.Options)) []*sp
 	meshes := make([]*space.Mesh, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
-	wg.Go(func() { meshes[0], errs[0] = space.Start(ctx, opts(0)) })
-	await.True(t, 30*time.Second, "the key-store node's trust and backstop files", func() bool {
+	first := make(chan struct{})
+	wg.Go(func() { defer close(first); meshes[0], errs[0] = space.Start(ctx, opts(0)) })
+	failed := func() bool {
+		select {
+		case <-first:
+			return errs[0] != nil
+		default:
+			return false
+		}
+	}
+	await.True(t, 30*time.Second, "the key-store node's trust and backstop files, or its failure", func() bool {
 		_, err := os.Stat(filepath.Join(dirs[0], space.TrustFile))
 		_, err2 := os.Stat(filepath.Join(dirs[0], space.BackstopFile))
-		return err == nil && err2 == nil
+		return (err == nil && err2 == nil) || failed()
 	})
+	if failed() {
+		return meshes, errs[0]
+	}
 	for i := 1; i < 3; i++ {
 		wg.Go(func() { meshes[i], errs[i] = space.Start(ctx, opts(i)) })
 	}
 	wg.Wait()
-	closeTogether(t, meshes)
 	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("start the cluster: %v", err)
+		return meshes, err
 	}
 	t.Logf("the cluster started in %v", time.Since(began).Round(time.Millisecond))
-	return meshes
+	return meshes, nil
+}
+
+// closeNow closes the nodes of meshes that started (nil for one that did not), all at once.
+func closeNow(meshes []*space.Mesh) {
+	var closing sync.WaitGroup
+	for _, m := range meshes {
+		if m != nil {
+			closing.Go(func() { _ = m.Close(context.Background()) })
+		}
+	}
+	closing.Wait()
 }
 
 // closeTogether closes the nodes of meshes (nil for one that did not start) at the end of the
 // test, all at once: a node leaving a clustered JetStream hands over its leaderships first.
 func closeTogether(t *testing.T, meshes []*space.Mesh) {
-	t.Cleanup(func() {
-		var closing sync.WaitGroup
-		for _, m := range meshes {
-			if m != nil {
-				closing.Go(func() { _ = m.Close(context.Background()) })
-			}
-		}
-		closing.Wait()
-	})
+	t.Cleanup(func() { closeNow(meshes) })
 }
 
 // joinAt connects cred's Endpoint to node over TCP, joined to channels, its deliveries sent
