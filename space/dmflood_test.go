@@ -39,8 +39,15 @@ func TestADMFlooderIsCutOff(t *testing.T) {
 	a, v := newPeer(t, m, alice), newPeer(t, m, victim)
 
 	var cut atomic.Int64
+	back := make(chan struct{}, 1) // a reconnect since the flood last stalled
 	nc := connect(t, m, mallory, nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { cut.Add(1) }),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			select {
+			case back <- struct{}{}:
+			default:
+			}
+		}),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	body := make([]byte, 8<<10)
 	flooding, done := make(chan struct{}), make(chan struct{})
@@ -53,7 +60,11 @@ func TestADMFlooderIsCutOff(t *testing.T) {
 			default:
 			}
 			if err := nc.Publish(n.InstSubject(fmt.Sprintf("madeup%d", i), mallory.ID), body); err != nil {
-				time.Sleep(time.Millisecond) // reconnecting: the buffer is full
+				select { // reconnecting, with the reconnect buffer full: flood again once back
+				case <-back:
+				case <-flooding:
+					return
+				}
 			}
 		}
 	}()
