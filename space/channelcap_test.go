@@ -3,7 +3,6 @@ package space_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
-	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -24,11 +22,7 @@ import (
 func TestOneAgentPostsOnAtMostItsShareOfChannels(t *testing.T) {
 	t.Parallel()
 	const share, made = 10, 30
-	logs := &syncBuffer{}
-	m := spacetest.New(t, func(o *space.Options) {
-		o.Limits.ChannelsPerIdentity = share
-		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	})
+	m, logs := loggedMesh(t, func(o *space.Options) { o.Limits.ChannelsPerIdentity = share })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n := wire.NewNames("main")

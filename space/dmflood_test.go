@@ -3,7 +3,6 @@ package space_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
-	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -25,11 +23,7 @@ import (
 func TestADMFlooderIsCutOff(t *testing.T) {
 	t.Parallel()
 	const streamBytes = 8 << 20
-	logs := &syncBuffer{}
-	m := spacetest.New(t, func(o *space.Options) {
-		o.HTTP, o.Limits.DMBytes = "127.0.0.1:0", streamBytes
-		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	})
+	m, logs := loggedMesh(t, func(o *space.Options) { o.HTTP, o.Limits.DMBytes = "127.0.0.1:0", streamBytes })
 	g := provisioner.Grants{Subscribe: []string{"general"}}
 	mallory, victim := mint(t, m, "mallory", provisioner.ProfileAgent, g), mint(t, m, "victim", provisioner.ProfileAgent, g)
 	n := wire.NewNames("main")

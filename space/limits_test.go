@@ -35,14 +35,21 @@ func limitedMesh(t *testing.T, change func(*space.Limits)) (m *space.Mesh, attac
 	return m, attacker, victim
 }
 
+// loggedMesh is a test mesh with change applied to its options and its log lines kept.
+func loggedMesh(t *testing.T, change func(*space.Options)) (*space.Mesh, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	m := spacetest.New(t, func(o *space.Options) {
+		change(o)
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	return m, logs
+}
+
 // limitedMeshLogged is limitedMesh with the mesh's log lines kept.
 func limitedMeshLogged(t *testing.T, change func(*space.Limits)) (m *space.Mesh, attacker, victim *provisioner.Credential, logs *syncBuffer) {
 	t.Helper()
-	logs = &syncBuffer{}
-	m = spacetest.New(t, func(o *space.Options) {
-		change(&o.Limits)
-		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	})
+	m, logs = loggedMesh(t, func(o *space.Options) { change(&o.Limits) })
 	grants := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}, Role: "builder"}
 	return m, mint(t, m, "mallory", provisioner.ProfileAgent, grants), mint(t, m, "victim", provisioner.ProfileAgent, grants), logs
 }
