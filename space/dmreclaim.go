@@ -55,13 +55,13 @@ const reclaimChunk = 1000
 const reclaimWorkers = 8
 
 // pass is the periodic pass over a space: the consumer reconciliation, then the DM and task
-// reclaims and the channel cap. The caller does not hold rt.mintMu; the consumer part takes it.
+// reclaims (with the task share) and the channel cap. The caller does not hold rt.mintMu; the consumer part takes it.
 func (m *Mesh) pass(ctx context.Context, rt *spaceRuntime) (ReconcileReport, error) {
 	rt.mintMu.Lock()
 	rep, err := m.reconcile(ctx, rt, passCause{})
 	rt.mintMu.Unlock()
 	purged, rerr := m.reclaimDMs(ctx, rt)
-	tasks, terr := m.reclaimTasks(ctx, rt)
+	tasks, terr := m.shareTasks(ctx, rt)
 	posts, cerr := m.capChannels(ctx, rt)
 	rt.reconciled.purgedPosts.Add(posts)
 	rep.PurgedDMs, rep.PurgedTasks, rep.PurgedPosts = purged, tasks, posts
@@ -94,7 +94,7 @@ func (m *Mesh) reclaimDMs(ctx context.Context, rt *spaceRuntime) (int64, error) 
 	}
 	var tally, strangers senderTally
 	purged, err := m.purgeStrangers(ctx, rt, agents, info.State.LastSeq+1, &strangers)
-	if overFill(info) {
+	if pastFill(info) {
 		m.closeDMFlooders(rt, &strangers)
 	}
 	tally.merge(&strangers)
@@ -286,10 +286,11 @@ func (rt *spaceRuntime) purgeAcknowledged(ctx context.Context, st jetstream.Stre
 }
 
 // purgeRequest is the body of a JetStream stream purge: the messages of Filter below
-// Sequence (all of them when zero).
+// Sequence, or all but its Keep newest (all of them when both are zero).
 type purgeRequest struct {
 	Filter   string `json:"filter"`
 	Sequence uint64 `json:"seq,omitempty"`
+	Keep     uint64 `json:"keep,omitempty"`
 	// sender is the one sender token of Filter's DMs, when there is one, for the tally.
 	sender string
 }

@@ -43,10 +43,10 @@ type Limits struct {
 	// HandoffPerSubject is how many durable copies DLV_<s> keeps per member; zero is
 	// wire.BackstopPerSubject. Past it the trusted reader reports new copies as gaps.
 	HandoffPerSubject int64
-	// DMFloodCheck is how often the mesh reads DM_<s>'s fill between reconciliation passes,
-	// reclaiming at once past half of it and closing the connections of a sender that
-	// flooded it with DMs to made-up ids (dmflood.go); negative leaves it to the pass.
-	DMFloodCheck time.Duration
+	// FloodCheck is how often the mesh reads DM_<s>'s and TASK_<s>'s fill between
+	// reconciliation passes, taking space back at once past half of one and closing the
+	// connections of a sender that flooded it (flood.go); negative leaves it to the pass.
+	FloodCheck time.Duration
 	// ViolationLogInterval rate-limits each identity's refusal lines in the log
 	// (broker.Config.ViolationLogInterval); negative logs every line.
 	ViolationLogInterval time.Duration
@@ -66,7 +66,7 @@ func DefaultLimits() Limits {
 		DMBytes: wire.DefaultDMBytes, TaskBytes: wire.DefaultTaskBytes, PerSubject: wire.DefaultPerSubject,
 		WatchConsumers: wire.DefaultWatchConsumers, WatchesPerIdentity: DefaultWatchesPerIdentity,
 		ChannelsPerIdentity: DefaultChannelsPerIdentity,
-		DMFloodCheck:        DefaultDMFloodCheck, ViolationLogInterval: broker.DefaultViolationLogInterval}
+		FloodCheck:          DefaultFloodCheck, ViolationLogInterval: broker.DefaultViolationLogInterval}
 }
 
 // DefaultConnectionsPerIdentity is Limits.ConnectionsPerIdentity's default: an agent holds
@@ -97,7 +97,7 @@ func (l Limits) withDefaults() Limits {
 		WatchesPerIdentity:     orDefault(l.WatchesPerIdentity, d.WatchesPerIdentity),
 		ChannelsPerIdentity:    orDefault(l.ChannelsPerIdentity, d.ChannelsPerIdentity),
 		HandoffPerSubject:      l.HandoffPerSubject,
-		DMFloodCheck:           orDefault(l.DMFloodCheck, d.DMFloodCheck),
+		FloodCheck:             orDefault(l.FloodCheck, d.FloodCheck),
 		ViolationLogInterval:   orDefault(l.ViolationLogInterval, d.ViolationLogInterval),
 	}
 }

@@ -75,7 +75,7 @@ func TestOneAgentCannotFillTheStore(t *testing.T) {
 	const streamBytes = 1 << 20
 	m, mallory, victim := limitedMesh(t, func(l *space.Limits) {
 		l.DMBytes, l.TaskBytes, l.PerSubject = streamBytes, streamBytes, 5
-		l.DMFloodCheck = -1 // the stream's own bound, without the mesh taking DMs back
+		l.FloodCheck = -1 // the stream's own bound, without the mesh taking DMs back
 	})
 	n := wire.NewNames("main")
 	p := newPeer(t, m, mallory)
@@ -235,7 +235,7 @@ func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
 	const streamBytes = 1 << 20
 	// The stream is left to fill: only the pass reclaims (TestADMFlooderIsCutOff covers the
 	// check between passes).
-	m, mallory, victim, logs := limitedMeshLogged(t, func(l *space.Limits) { l.DMBytes, l.DMFloodCheck = streamBytes, -1 })
+	m, mallory, victim, logs := limitedMeshLogged(t, func(l *space.Limits) { l.DMBytes, l.FloodCheck = streamBytes, -1 })
 	n := wire.NewNames("main")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -314,7 +314,7 @@ func dmFloodIsReclaimed(t *testing.T, alsoDMsAgent bool) {
 func TestAFullDMStreamReclaimsAcknowledgedDMs(t *testing.T) {
 	t.Parallel()
 	const streamBytes = 1 << 20
-	m, alice, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes, l.DMFloodCheck = streamBytes, -1 }) // the pass alone
+	m, alice, victim := limitedMesh(t, func(l *space.Limits) { l.DMBytes, l.FloodCheck = streamBytes, -1 }) // the pass alone
 	n := wire.NewNames("main")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -781,7 +781,7 @@ func TestAnUnboundedDataDirectoryStartsUnderTheLimits(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = second.Close(context.Background()) })
 	// Read as a newcomer: mallory's 3 MiB of DMs to made-up ids may have her cut off by now
-	// (dmflood.go).
+	// (flood.go).
 	p := newPeer(t, second, mint(t, second, "alice", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}}))
 	info := streamState(ctx, t, p, n.DMStream(), "")
 	if info.State.Bytes > dmBytes || info.Config.MaxBytes != dmBytes || info.Config.MaxMsgsPerSubject != wire.Unlimited {

@@ -49,7 +49,7 @@ var (
 	descRelayDropped = prometheus.NewDesc("cotal_leaf_relay_dropped_total",
 		"What a leaf link's relay refused to carry, by direction (out: to the other side, in: from it): the broker's answers on reply subjects an agent chose, stored copies, and messages naming an identity the side they came from does not hold.", []string{"space", "direction"}, nil)
 	descFlooders = prometheus.NewDesc("cotal_flooders_closed_total",
-		"Times the mesh closed the connections of a flooder, by kind: dm (a sender of a quarter or more of the DMs to ids no credential was minted for that a reclaim of a DM store past half full took back), channels (a sender on more channels than limits.channels_per_identity).", []string{"space", "kind"}, nil)
+		"Times the mesh closed the connections of a flooder, by kind: dm (a sender of a quarter or more of the DMs to ids no credential was minted for that a reclaim of a DM store past half full took back), tasks (a sender whose pending tasks held more than a quarter of a task store past half full), channels (a sender on more channels than limits.channels_per_identity).", []string{"space", "kind"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
@@ -115,7 +115,7 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 		ch <- prometheus.MustNewConstMetric(descRelayDropped, prometheus.CounterValue, float64(rt.relayDropped[0].Load()), rt.name, "out")
 		ch <- prometheus.MustNewConstMetric(descRelayDropped, prometheus.CounterValue, float64(rt.relayDropped[1].Load()), rt.name, "in")
 	}
-	for _, kind := range []string{"dm", "channels"} {
+	for _, kind := range []string{"dm", "tasks", "channels"} {
 		ch <- prometheus.MustNewConstMetric(descFlooders, prometheus.CounterValue, float64(rt.flooders(kind).Load()), rt.name, kind)
 	}
 	r := &rt.reconciled

@@ -102,7 +102,7 @@ func OptionsFromConfig(c config.Config, logs io.Writer) Options {
 			Payload:       c.Limits.Payload, SpaceBytes: c.Limits.SpaceBytes, DMBytes: c.Limits.DMBytes,
 			TaskBytes: c.Limits.TaskBytes, PerSubject: c.Limits.PerSubject, WatchConsumers: c.Limits.WatchConsumers,
 			WatchesPerIdentity: c.Limits.WatchesPerIdentity, ChannelsPerIdentity: c.Limits.ChannelsPerIdentity,
-			DMFloodCheck: DefaultDMFloodCheck, ViolationLogInterval: c.Limits.ViolationLogInterval},
+			FloodCheck: DefaultFloodCheck, ViolationLogInterval: c.Limits.ViolationLogInterval},
 		Cluster: ClusterOptions{Name: c.Cluster.Name, Listen: c.Cluster.Listen, Peers: c.Cluster.Peers,
 			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust, Backstop: c.Cluster.Backstop,
 			TLSCert: c.Cluster.TLSCert, TLSKey: c.Cluster.TLSKey, TLSCA: c.Cluster.TLSCA},

@@ -306,11 +306,11 @@ func (m *Mesh) startReconcilers() {
 			}
 			m.reconcileLoop(m.life, rt, m.opts.ReconcileInterval, news)
 		}()
-		if every := m.opts.Limits.DMFloodCheck; every > 0 {
+		if every := m.opts.Limits.FloodCheck; every > 0 {
 			m.watcher.Add(1)
 			go func() {
 				defer m.watcher.Done()
-				m.watchDMFill(m.life, rt, every)
+				m.watchFill(m.life, rt, every)
 			}()
 		}
 	}

@@ -44,12 +44,13 @@ type spaceRuntime struct {
 	// without one. relayDropped counts what it refused, by direction (out, in).
 	relay        *nats.Conn
 	relayDropped [2]atomic.Int64
-	// dmReclaim serializes the DM reclaims of the pass and of the fill check (dmflood.go).
+	// dmReclaim serializes the DM reclaims of the pass and of the fill check (flood.go).
 	dmReclaim sync.Mutex
-	// floodersDM and floodersChannels count the times a flooder's connections were closed
-	// (dmflood.go, channelcap.go); floodLog paces the lines saying so.
-	floodersDM, floodersChannels atomic.Int64
-	floodLog                     loggate.Gate
+	// floodersDM, floodersTasks and floodersChannels count the times a flooder's
+	// connections were closed (flood.go, taskshare.go, channelcap.go); floodLog paces the
+	// lines saying so.
+	floodersDM, floodersTasks, floodersChannels atomic.Int64
+	floodLog                                    loggate.Gate
 	// deliveryInbox is dlvConn's inbox prefix, where the delivery service's KV watches push.
 	deliveryInbox string
 	reconciled    reconcileStats
@@ -294,10 +295,13 @@ func (rt *spaceRuntime) deliveryHealth() error {
 	return nil
 }
 
-// flooders is the counter of flooders closed of kind "dm" or "channels".
+// flooders is the counter of flooders closed of kind "dm", "tasks" or "channels".
 func (rt *spaceRuntime) flooders(kind string) *atomic.Int64 {
-	if kind == "dm" {
+	switch kind {
+	case "dm":
 		return &rt.floodersDM
+	case "tasks":
+		return &rt.floodersTasks
 	}
 	return &rt.floodersChannels
 }

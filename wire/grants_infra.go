@@ -9,11 +9,14 @@ func provisionerPermissions(p *Permissions, n Names) {
 	// operator removes a channel through the admin socket (`cotal channels rm`), DM's, with
 	// which the mesh reclaims DMs to ids that are no agent of the space and DMs already
 	// acknowledged (a full DM stream refuses new DMs rather than evict), and TASK's, with
-	// which it reclaims tasks for roles no agent holds.
+	// which it reclaims tasks for roles no agent holds and a sender's tasks past its share of
+	// a filling store. TASK's message get serves that share: the broker counts a subject's
+	// messages but not its bytes, so the mesh reads the size of a sender's newest task.
 	for _, s := range n.Streams() {
 		p.Pub.Allow.add(streamAPI("CREATE", s.Name), streamAPI("UPDATE", s.Name), streamAPI("INFO", s.Name))
 	}
 	p.Pub.Allow.add(streamAPI("PURGE", n.ChatStream()), streamAPI("PURGE", n.DMStream()), streamAPI("PURGE", n.TaskStream()))
+	p.Pub.Allow.add(streamAPI("MSG.GET", n.TaskStream()))
 	// SPEC §9 item 3: pre-create the bind-only dm_<id>, svc_<role> and dlv_<id> durables, and
 	// delete them when an instance is retired. Pull and ack are withheld: the provisioner never
 	// reads what they hold.
