@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // A post on a channel no one has used before makes the channel: its subject in CHAT_<s> is
@@ -65,26 +64,4 @@ func (m *Mesh) capChannels(ctx context.Context, rt *spaceRuntime) (int64, error)
 		return purged, fmt.Errorf("cap the channels of %s: %w", rt.name, err)
 	}
 	return purged, nil
-}
-
-// closeFlooders closes the connections of each sender tally counts and flooded reports, and
-// counts it under kind; msg is logged, naming the sender, at most once per loggate.Interval.
-func (m *Mesh) closeFlooders(rt *spaceRuntime, kind string, tally *senderTally, flooded func(id string, n int64) bool, msg string) {
-	account, ok := m.agentAccount[rt.name]
-	if !ok {
-		return
-	}
-	tally.mu.Lock()
-	defer tally.mu.Unlock()
-	for id, n := range tally.n {
-		if !flooded(id, n) {
-			continue
-		}
-		closed := m.broker.DisconnectUser(account, id)
-		c := rt.flooders(kind)
-		c.Add(1)
-		if rt.floodLog.Admit(time.Now()) {
-			m.log.Warn(msg, "space", rt.name, "agent", m.credentialName(rt.name, id), "id", id, "deleted", n, "closed", closed, "times", c.Load())
-		}
-	}
 }

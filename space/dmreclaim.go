@@ -54,8 +54,9 @@ const reclaimChunk = 1000
 // reclaimWorkers is how many purge requests a pass has in flight at once.
 const reclaimWorkers = 8
 
-// pass is the periodic pass over a space: the consumer reconciliation, then the DM and task
-// reclaims (with the task share) and the channel cap. The caller does not hold rt.mintMu; the consumer part takes it.
+// pass is the periodic pass over a space: the consumer reconciliation, then the DM reclaim,
+// the task reclaim and share, and the channel cap. The caller does not hold rt.mintMu; the
+// consumer part takes it.
 func (m *Mesh) pass(ctx context.Context, rt *spaceRuntime) (ReconcileReport, error) {
 	rt.mintMu.Lock()
 	rep, err := m.reconcile(ctx, rt, passCause{})

@@ -86,3 +86,25 @@ func (m *Mesh) closeDMFlooders(rt *spaceRuntime, strangers *senderTally) {
 	m.closeFlooders(rt, "dm", strangers, func(_ string, n int64) bool { return n >= dmFlooderMin && 4*n >= total },
 		"closed the connections of an agent that flooded DMs to ids no credential was minted for")
 }
+
+// closeFlooders closes the connections of each sender tally counts and flooded reports, and
+// counts it under kind; msg is logged, naming the sender, at most once per loggate.Interval.
+func (m *Mesh) closeFlooders(rt *spaceRuntime, kind string, tally *senderTally, flooded func(id string, n int64) bool, msg string) {
+	account, ok := m.agentAccount[rt.name]
+	if !ok {
+		return
+	}
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	for id, n := range tally.n {
+		if !flooded(id, n) {
+			continue
+		}
+		closed := m.broker.DisconnectUser(account, id)
+		c := rt.flooders(kind)
+		c.Add(1)
+		if rt.floodLog.Admit(time.Now()) {
+			m.log.Warn(msg, "space", rt.name, "agent", m.credentialName(rt.name, id), "id", id, "deleted", n, "closed", closed, "times", c.Load())
+		}
+	}
+}

@@ -44,8 +44,9 @@ type spaceRuntime struct {
 	// without one. relayDropped counts what it refused, by direction (out, in).
 	relay        *nats.Conn
 	relayDropped [2]atomic.Int64
-	// dmReclaim serializes the DM reclaims of the pass and of the fill check (flood.go).
-	dmReclaim sync.Mutex
+	// dmReclaim and taskReclaim serialize the DM reclaims and the task shares of the pass
+	// and of the fill check (flood.go).
+	dmReclaim, taskReclaim sync.Mutex
 	// floodersDM, floodersTasks and floodersChannels count the times a flooder's
 	// connections were closed (flood.go, taskshare.go, channelcap.go); floodLog paces the
 	// lines saying so.

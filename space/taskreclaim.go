@@ -17,10 +17,15 @@ import (
 // purge. A role is held for as long as the registry holds an agent row with it, revoked or
 // not, as a DM is kept for such a row.
 
-// reclaimTasks deletes the tasks for roles no agent holds and returns how many.
-func (m *Mesh) reclaimTasks(ctx context.Context, rt *spaceRuntime) (int64, error) {
+// taskSubjects are TASK_<s>'s subjects with their pending tasks, by sender token.
+type taskSubjects map[string]map[string]uint64
+
+// reclaimTasks deletes the tasks for roles no agent holds and returns how many, and the
+// subjects it left with their counts.
+func (m *Mesh) reclaimTasks(ctx context.Context, rt *spaceRuntime) (int64, taskSubjects, error) {
+	kept := taskSubjects{}
 	if m.store == nil {
-		return 0, nil
+		return 0, kept, nil
 	}
 	prefix := rt.names.Prefix() + ".svc."
 	var tally senderTally
@@ -33,10 +38,15 @@ func (m *Mesh) reclaimTasks(ctx context.Context, rt *spaceRuntime) (int64, error
 			return len(page), err
 		}
 		var reqs []purgeRequest
-		for subject := range page {
+		for subject, n := range page {
 			role, sender, _ := strings.Cut(strings.TrimPrefix(subject, prefix), ".")
-			if !roles[role] {
+			switch {
+			case !roles[role]:
 				reqs = append(reqs, purgeRequest{Filter: subject, sender: sender})
+			case kept[sender] == nil:
+				kept[sender] = map[string]uint64{subject: n}
+			default:
+				kept[sender][subject] = n
 			}
 		}
 		purged, err := rt.purge(ctx, rt.names.TaskStream(), reqs, &tally)
@@ -49,9 +59,9 @@ func (m *Mesh) reclaimTasks(ctx context.Context, rt *spaceRuntime) (int64, error
 			"senders", m.topSenders(rt.name, &tally))
 	}
 	if err != nil {
-		return total, fmt.Errorf("reclaim task space of %s: %w", rt.name, err)
+		return total, kept, fmt.Errorf("reclaim task space of %s: %w", rt.name, err)
 	}
-	return total, nil
+	return total, kept, nil
 }
 
 // heldRoles are the subject tokens of the roles of every agent in the space's registry.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -29,7 +28,9 @@ const taskShare = 0.25
 // shareTasks takes back TASK_<s>'s space as the comment at the top of the file says and
 // returns how many tasks it deleted.
 func (m *Mesh) shareTasks(ctx context.Context, rt *spaceRuntime) (int64, error) {
-	reclaimed, err := m.reclaimTasks(ctx, rt)
+	rt.taskReclaim.Lock()
+	defer rt.taskReclaim.Unlock()
+	reclaimed, kept, err := m.reclaimTasks(ctx, rt)
 	if err != nil || m.store == nil {
 		return reclaimed, err
 	}
@@ -41,7 +42,7 @@ func (m *Mesh) shareTasks(ctx context.Context, rt *spaceRuntime) (int64, error) 
 	if err != nil || !pastFill(info) {
 		return reclaimed, err
 	}
-	reqs, err := m.tasksPastShare(ctx, rt, st, int64(taskShare*float64(info.Config.MaxBytes)))
+	reqs, err := m.tasksPastShare(ctx, rt, st, kept, int64(taskShare*float64(info.Config.MaxBytes)))
 	var tally senderTally
 	purged, perr := rt.purge(ctx, rt.names.TaskStream(), reqs, &tally)
 	m.closeFlooders(rt, "tasks", &tally, func(string, int64) bool { return true },
@@ -57,24 +58,10 @@ func (m *Mesh) shareTasks(ctx context.Context, rt *spaceRuntime) (int64, error) 
 	return reclaimed + purged, nil
 }
 
-// tasksPastShare returns one purge per sender whose estimated task bytes exceed share,
-// keeping its newest tasks within it.
-func (m *Mesh) tasksPastShare(ctx context.Context, rt *spaceRuntime, st jetstream.Stream, share int64) ([]purgeRequest, error) {
+// tasksPastShare returns one purge per sender of senders whose estimated task bytes exceed
+// share, keeping its newest tasks within it.
+func (m *Mesh) tasksPastShare(ctx context.Context, rt *spaceRuntime, st jetstream.Stream, senders taskSubjects, share int64) ([]purgeRequest, error) {
 	prefix := rt.names.Prefix() + ".svc."
-	senders := map[string]map[string]uint64{} // sender token → subject → pending tasks
-	err := rt.streamSubjects(ctx, rt.names.TaskStream(), prefix+">", func(page map[string]uint64) (int, error) {
-		for subject, n := range page {
-			_, sender, _ := strings.Cut(strings.TrimPrefix(subject, prefix), ".")
-			if senders[sender] == nil {
-				senders[sender] = map[string]uint64{}
-			}
-			senders[sender][subject] = n
-		}
-		return len(page), nil
-	})
-	if err != nil {
-		return nil, err
-	}
 	var reqs []purgeRequest
 	for sender, subjects := range senders {
 		var count uint64
