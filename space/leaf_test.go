@@ -388,9 +388,9 @@ func TestARogueLeafIsRefused(t *testing.T) {
 	hubLeaf, _ := url.Parse("nats-leaf://" + p.leafAddr)
 	for name, creds := range map[string]string{"no credential": "", "an agent's credential": path} {
 		t.Run(name, func(t *testing.T) {
-			rogue, log := rogueServer(t, server.Options{LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond,
+			rogue, log := spacetest.Rogue(t, server.Options{LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond,
 				Remotes: []*server.RemoteLeafOpts{{URLs: []*url.URL{hubLeaf}, Credentials: creds}}}})
-			await.True(t, 30*time.Second, "the hub to refuse the rogue leaf", func() bool { return log.has("authorization violation") })
+			await.True(t, 30*time.Second, "the hub to refuse the rogue leaf", func() bool { return log.Has("authorization violation") })
 			if rogue.NumLeafNodes() != 0 || p.hub.Broker().Server().NumLeafNodes() != 1 {
 				t.Errorf("the rogue has %d leaf links and the hub %d, want none and the laptop's alone:\n%s",
 					rogue.NumLeafNodes(), p.hub.Broker().Server().NumLeafNodes(), log)

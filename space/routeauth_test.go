@@ -33,52 +33,6 @@ func clusterTrust(t *testing.T, node *space.Mesh) provisioner.ClusterTrust {
 	return trust
 }
 
-// serverLog records the log lines of a nats-server a test runs as an attacker.
-type serverLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *serverLog) add(format string, v ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, v...))
-}
-
-// has reports whether a line holds every one of words, ignoring case.
-func (l *serverLog) has(words ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range l.lines {
-		if containsAll(strings.ToLower(line), words) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsAll(s string, words []string) bool {
-	for _, w := range words {
-		if !strings.Contains(s, w) {
-			return false
-		}
-	}
-	return true
-}
-
-func (l *serverLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
-func (l *serverLog) Noticef(format string, v ...any) { l.add(format, v...) }
-func (l *serverLog) Warnf(format string, v ...any)   { l.add(format, v...) }
-func (l *serverLog) Fatalf(format string, v ...any)  { l.add(format, v...) }
-func (l *serverLog) Errorf(format string, v ...any)  { l.add(format, v...) }
-func (l *serverLog) Debugf(format string, v ...any)  { l.add(format, v...) }
-func (l *serverLog) Tracef(string, ...any)           {}
-
 // passwords records the route passwords presented to a rogue server, and refuses them all.
 type passwords struct {
 	mu   sync.Mutex
@@ -96,26 +50,6 @@ func (p *passwords) got() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.seen...)
-}
-
-// rogueServer starts a plain nats-server of the cluster's name with route options opts,
-// logging into a serverLog.
-func rogueServer(t *testing.T, opts server.Options) (*server.Server, *serverLog) {
-	t.Helper()
-	opts.ServerName, opts.Host, opts.Port, opts.NoSigs, opts.Debug = "rogue", "127.0.0.1", server.RANDOM_PORT, true, true
-	opts.Cluster.Name = "test"
-	srv, err := server.NewServer(&opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &serverLog{}
-	srv.SetLoggerV2(log, true, false, false)
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the rogue server did not start")
-	}
-	return srv, log
 }
 
 // TestARouteWithoutTheClusterSecretIsRefused: a process on the machine that dials a node's
@@ -160,14 +94,14 @@ func TestARouteWithoutTheClusterSecretIsRefused(t *testing.T) {
 				tc = c.tls.Clone()
 				tc.ClientAuth = tls.RequireAndVerifyClientCert
 			}
-			rogue, log := rogueServer(t, server.Options{Routes: []*url.URL{u},
+			rogue, log := spacetest.Rogue(t, server.Options{Routes: []*url.URL{u},
 				Cluster: server.ClusterOpts{Host: "127.0.0.1", Port: server.RANDOM_PORT, TLSConfig: tc, ConnectRetries: -1}})
 			if c.joins {
 				await.True(t, 30*time.Second, "the route with the secret and certificate", func() bool { return rogue.NumRoutes() > 0 })
 				return
 			}
 			await.True(t, 30*time.Second, "the rogue route's attempt to be closed", func() bool {
-				return log.has("route", "closed") || log.has("route", "error")
+				return log.Has("route", "closed") || log.Has("route", "error")
 			})
 			if n, r := node.Broker().Server().NumRoutes(), rogue.NumRoutes(); n != routes || r != 0 {
 				t.Errorf("after the refusal the node has %d routes (%d before) and the rogue %d, want none:\n%s", n, routes, r, log)
@@ -194,10 +128,10 @@ func squatRoutePort(t *testing.T, dialler, lost *space.Mesh) {
 	}
 	for _, tc := range []*tls.Config{nil, own} {
 		seen := &passwords{}
-		squatter, log := rogueServer(t, server.Options{CustomRouterAuthentication: seen,
+		squatter, log := spacetest.Rogue(t, server.Options{CustomRouterAuthentication: seen,
 			Cluster: server.ClusterOpts{Host: addr.IP.String(), Port: addr.Port, TLSConfig: tc}})
 		await.True(t, 30*time.Second, "the node's route to the squatter to be closed", func() bool {
-			return log.has("route", "closed") || log.has("handshake error")
+			return log.Has("route", "closed") || log.Has("handshake error")
 		})
 		if got := seen.got(); len(got) > 0 {
 			t.Errorf("the squatter (TLS %v) was given route passwords %q, want none", tc != nil, got)
@@ -224,10 +158,10 @@ func TestRoutesTakeTheOperatorsCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := &url.URL{Scheme: "nats", Host: nodes[0].Broker().Server().ClusterAddr().String(), User: url.UserPassword("cotal-route", trust.RouteSecret)}
-	rogue, log := rogueServer(t, server.Options{Routes: []*url.URL{u},
+	rogue, log := spacetest.Rogue(t, server.Options{Routes: []*url.URL{u},
 		Cluster: server.ClusterOpts{Host: "127.0.0.1", Port: server.RANDOM_PORT, TLSConfig: shared, ConnectRetries: -1}})
 	await.True(t, 30*time.Second, "the route with the trust file's certificate to be closed", func() bool {
-		return log.has("handshake error")
+		return log.Has("handshake error")
 	})
 	if rogue.NumRoutes() != 0 {
 		t.Errorf("the route with the trust file's certificate joined:\n%s", log)

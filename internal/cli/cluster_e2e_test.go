@@ -3,11 +3,14 @@ package cli
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
@@ -19,7 +22,8 @@ import (
 // processes on loopback: a credential minted on the key-store node after start posts through
 // node 1 and reads the post back through node 3, node 3 says where to mint, and `cotal status`
 // on the key-store node shows the cluster and each stream's replicas; a mint on node 2's
-// directory, while it runs and once it stopped, names the key-store node.
+// directory, while it runs and once it stopped, names the key-store node. A nats-server that
+// dials node 1's route port without the trust file's secret and certificate is refused.
 func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)
@@ -41,6 +45,7 @@ func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	for _, n := range nodes {
 		n.waitLink(t)
 	}
+	refusesARogueRoute(t, peers[0])
 	if out := nodes[2].out.String(); !strings.Contains(out, "cluster:  demo") || !strings.Contains(out, "mint credentials on the node that holds the key store") {
 		t.Errorf("node 3's banner does not describe the cluster:\n%s", out)
 	}
@@ -99,5 +104,20 @@ func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dirs[1], provisioner.KeysFile)); err == nil {
 		t.Error("a mint on a stopped member's directory created a key store there")
+	}
+}
+
+// refusesARogueRoute dials the route listener at addr from a plain nats-server of the
+// cluster's name, without the route secret or certificate, and fails the test unless the
+// route is closed before it joins.
+func refusesARogueRoute(t *testing.T, addr string) {
+	t.Helper()
+	rogue, log := spacetest.Rogue(t, server.Options{Routes: []*url.URL{{Scheme: "nats", Host: addr}},
+		Cluster: server.ClusterOpts{Name: "demo", Host: "127.0.0.1", Port: server.RANDOM_PORT, ConnectRetries: -1}})
+	await.True(t, 30*time.Second, "the node to close the rogue route", func() bool {
+		return log.Has("route", "closed") || log.Has("route", "error")
+	})
+	if n := rogue.NumRoutes(); n != 0 {
+		t.Errorf("a route without the secret joined node 1 (%d routes):\n%s", n, log)
 	}
 }

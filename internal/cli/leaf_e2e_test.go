@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/testcert"
@@ -17,7 +20,8 @@ import (
 // processes on loopback: the hub mints the laptop's link credential (0600), a post on either
 // side reads back from the other's history, `cotal status` on the laptop shows the link up,
 // and, once the hub stops, shows it down while the laptop stays healthy and its own agents keep
-// posting.
+// posting. A plain nats-server that dials the hub's leaf port with no credential, or with an
+// agent's, is refused.
 func TestALaptopUpProcessJoinsAHubAsALeaf(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)
@@ -40,6 +44,9 @@ func TestALaptopUpProcessJoinsAHubAsALeaf(t *testing.T) {
 	cotal(t, bin, "auth", "mint", "--dir", hubDir, "--name", "hubbie", "--subscribe", "general", "--allow-publish", "general", "--out", hubbie)
 	cotal(t, bin, "auth", "mint", "--dir", laptopDir, "--name", "lappie", "--subscribe", "general", "--allow-publish", "general", "--out", lappie)
 	statusSays(t, bin, laptopDir, "space main link: up to ")
+	for name, creds := range map[string]string{"no credential": "", "an agent's credential": hubbie} {
+		refusesARogueLeaf(t, name, leafAddr, creds)
+	}
 
 	cotal(t, bin, "send", "--link", laptop.link, "--creds", lappie, "general", "hello from the laptop")
 	historyHas(t, bin, hub.link, hubbie, "hello from the laptop")
@@ -105,4 +112,16 @@ func TestALeafLinkTakesTLS(t *testing.T) {
 	statusSays(t, bin, laptopDir, "space main link: up to ")
 	laptop.stop(t)
 	hub.stop(t)
+}
+
+// refusesARogueLeaf dials the hub's leaf listener at addr from a plain nats-server holding
+// creds (none if empty) and fails the test unless the hub refuses the link.
+func refusesARogueLeaf(t *testing.T, name, addr, creds string) {
+	t.Helper()
+	rogue, log := spacetest.Rogue(t, server.Options{LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond,
+		Remotes: []*server.RemoteLeafOpts{{URLs: []*url.URL{{Scheme: "nats-leaf", Host: addr}}, Credentials: creds}}}})
+	await.True(t, 30*time.Second, "the hub to refuse a rogue leaf with "+name, func() bool { return log.Has("authorization violation") })
+	if n := rogue.NumLeafNodes(); n != 0 {
+		t.Errorf("a rogue leaf with %s linked to the hub:\n%s", name, log)
+	}
 }
