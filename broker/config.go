@@ -105,6 +105,9 @@ const (
 	defaultServerName   = "cotal"
 	// DefaultViolationLogInterval is Config.ViolationLogInterval's default.
 	DefaultViolationLogInterval = 10 * time.Second
+	// ReconnectErrorReports is how many failed dials of a lost route or leaf link make one
+	// log line after the first: one a minute at nats-server's one dial a second.
+	ReconnectErrorReports = 60
 )
 
 // DefaultConfig returns a configuration with SyncAlways, no listener, no monitoring, the

@@ -38,6 +38,10 @@ func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
 		// "expected 'PONG', got 'PING'"; the regular interval is enough to find dead clients.
 		DisableShortFirstPing: true,
 		JetStreamLimits:       server.JSLimitOpts{MaxRequestBatch: MaxPullBatch},
+		// A lost cluster peer or hub is dialled again every second on each route of its pool;
+		// logging each attempt wrote several ERROR lines a second. The first failure is
+		// logged, then one in ReconnectErrorReports.
+		ReconnectErrorReports: ReconnectErrorReports,
 	}
 	if cfg.Sync == SyncInterval {
 		opts.SyncInterval = cfg.SyncInterval

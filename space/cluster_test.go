@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -434,5 +435,29 @@ func TestAStandaloneDataDirectoryIsRefusedAsAClusterNode(t *testing.T) {
 	}
 	if !errors.Is(err, space.ErrStandaloneStore) || !strings.Contains(err.Error(), "empty data directory") {
 		t.Fatalf("Start = %v, want ErrStandaloneStore saying what to do", err)
+	}
+}
+
+// TestALostPeerIsNotLoggedAtEveryDial: a survivor dials a lost peer every second on each
+// route of its pool; it logs the first failure at ERROR and then one in
+// broker.ReconnectErrorReports, the dials between at debug only.
+func TestALostPeerIsNotLoggedAtEveryDial(t *testing.T) {
+	logs := &syncBuffer{}
+	nodes := startClusterWith(t, func(i int, o *space.Options) {
+		if i == 0 {
+			o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+	})
+	if err := nodes[2].Close(within(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	await.True(t, 60*time.Second, "node 0 to dial the lost node a fifth time", func() bool {
+		return strings.Contains(logs.String(), "connect to route (attempt 5)")
+	})
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "connect to route (attempt ") &&
+			!strings.Contains(line, "(attempt 1)") {
+			t.Errorf("a failed dial past the first logged at ERROR: %s", line)
+		}
 	}
 }
