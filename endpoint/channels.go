@@ -48,13 +48,23 @@ func (l ChannelList) Channel(name string) (ChannelInfo, bool) {
 // counts (cotal.<s>.chat.<sender>.<channel>, SPEC §3), and their effective config, resolved
 // only through wire's Effective* functions from the registry (SPEC §7). Registry values that do
 // not decode are skipped (docs/hostile-agents.md "Reply subjects are the requester's"). Every
-// profile holds the two reads it makes (SPEC Appendix B).
+// profile holds the two reads it makes (SPEC Appendix B). Both are asked again when an answer
+// is lost (retryRead), as it is while a cluster's stream elects a leader.
 func (e *Endpoint) Channels(ctx context.Context) (ChannelList, error) {
-	counts, err := e.chatCounts(ctx)
+	var counts map[string]uint64
+	err := retryRead(ctx, readAttempt, func(ctx context.Context) (err error) {
+		counts, err = e.chatCounts(ctx)
+		return err
+	})
 	if err != nil {
 		return ChannelList{}, err
 	}
-	configs, defaults, err := e.registry(ctx)
+	var configs map[string]*wire.ChannelConfig
+	var defaults *wire.ChannelDefaults
+	err = retryRead(ctx, readAttempt, func(ctx context.Context) (err error) {
+		configs, defaults, err = e.registry(ctx)
+		return err
+	})
 	if err != nil {
 		return ChannelList{}, err
 	}

@@ -43,13 +43,18 @@ type Peer struct {
 	// Connected is true when this node has a route to the peer (always, for itself); set in
 	// ClusterStatus.Nodes only.
 	Connected bool `json:"connected,omitempty"`
-	// Offline is true when the peer has not been heard from: stopped, or cut off.
+	// Offline is true when the peer stopped, or has no route to this node and was not heard
+	// from (as this node knows it) in the last 10 s: killed, or cut off.
 	Offline bool `json:"offline,omitempty"`
 	// Active is how long ago the peer was last heard from; zero for this node.
 	Active time.Duration `json:"active,omitempty"`
 	// Lag is how many RAFT entries the peer is behind.
 	Lag uint64 `json:"lag,omitempty"`
 }
+
+// peerLostAfter is how long a peer with no route to this node may go unheard before
+// ClusterStatus calls it offline; one heard from since is unreachable from here only.
+const peerLostAfter = 10 * time.Second
 
 // clusterStatus reads the metadata group from the embedded server: nil on a mesh that runs
 // alone. The server lists the group's other peers; this node is current when its JetStream
@@ -77,6 +82,9 @@ func (m *Mesh) clusterStatus() *ClusterStatus {
 			continue
 		}
 		peer := Peer{Name: p.Name, Current: p.Current, Connected: routed[p.Name], Offline: p.Offline, Active: p.Active, Lag: p.Lag}
+		// A killed node sends no shutdown notice, so the group marks it offline late or never;
+		// a follower does not hear from the other followers at all (Active zero).
+		peer.Offline = peer.Offline || !peer.Connected && (p.Active == 0 || p.Active > peerLostAfter)
 		if cs.MetaLeader != ns.Name() && p.Name != cs.MetaLeader {
 			// A follower hears from the leader only; of the others it knows the route.
 			peer.Current, peer.Lag = peer.Connected && !peer.Offline, 0

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strings"
@@ -135,6 +136,7 @@ type session struct {
 	cred   endpoint.Credential
 	mesh   *admin.Client // the admin client of a local mesh, nil for a remote one
 	minted bool          // creds were minted for this command
+	stderr io.Writer     // the command's, for waitFor
 }
 
 // mintFor says which credential a command mints for itself beside `cotal up`.
@@ -156,7 +158,7 @@ func openSession(cmd *cobra.Command, f *clientFlags, want mintFor) (*session, er
 	if credsPath == "" {
 		credsPath = os.Getenv(envCreds)
 	}
-	s := &session{raw: link}
+	s := &session{raw: link, stderr: cmd.ErrOrStderr()}
 	if credsPath != "" {
 		var err error
 		if s.creds, s.cred, err = readCreds(credsPath); err != nil {

@@ -27,24 +27,7 @@ import (
 func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)
-	peers := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	cluster := func(i int) []string {
-		return []string{"--cluster-name", "demo", "--cluster-listen", peers[i], "--cluster-peers", strings.Join(peers, ",")}
-	}
-	trust, backstop := filepath.Join(dirs[0], space.TrustFile), filepath.Join(dirs[0], space.BackstopFile)
-	nodes := []*upProcess{launchUp(t, bin, dirs[0], cluster(0)...)}
-	await.True(t, 30*time.Second, "the key-store node's trust and backstop files", func() bool {
-		_, err := os.Stat(trust)
-		_, err2 := os.Stat(backstop)
-		return err == nil && err2 == nil
-	})
-	for i := 1; i < 3; i++ {
-		nodes = append(nodes, launchUp(t, bin, dirs[i], append(cluster(i), "--cluster-trust", trust, "--cluster-backstop", backstop)...))
-	}
-	for _, n := range nodes {
-		n.waitLink(t)
-	}
+	nodes, peers, dirs := upCluster(t, bin)
 	refusesARogueRoute(t, peers[0])
 	if out := nodes[2].out.String(); !strings.Contains(out, "cluster:  demo") || !strings.Contains(out, "mint credentials on the node that holds the key store") {
 		t.Errorf("node 3's banner does not describe the cluster:\n%s", out)
@@ -105,6 +88,70 @@ func TestAClusterOfThreeUpProcesses(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dirs[1], provisioner.KeysFile)); err == nil {
 		t.Error("a mint on a stopped member's directory created a key store there")
 	}
+}
+
+// upCluster starts three `cotal up` processes as docs/cluster.md does, on loopback ports of
+// their own, and waits for each one's join link; it returns the nodes, their route addresses
+// and their data directories. Node 0 holds the key store.
+func upCluster(t *testing.T, bin string) (nodes []*upProcess, peers, dirs []string) {
+	t.Helper()
+	peers = []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
+	dirs = []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	cluster := func(i int) []string {
+		return []string{"--cluster-name", "demo", "--cluster-listen", peers[i], "--cluster-peers", strings.Join(peers, ",")}
+	}
+	trust, backstop := filepath.Join(dirs[0], space.TrustFile), filepath.Join(dirs[0], space.BackstopFile)
+	nodes = []*upProcess{launchUp(t, bin, dirs[0], cluster(0)...)}
+	await.True(t, 30*time.Second, "the key-store node's trust and backstop files", func() bool {
+		_, err := os.Stat(trust)
+		_, err2 := os.Stat(backstop)
+		return err == nil && err2 == nil
+	})
+	for i := 1; i < 3; i++ {
+		nodes = append(nodes, launchUp(t, bin, dirs[i], append(cluster(i), "--cluster-trust", trust, "--cluster-backstop", backstop)...))
+	}
+	for _, n := range nodes {
+		n.waitLink(t)
+	}
+	return nodes, peers, dirs
+}
+
+// TestAClusterThatLostANodeKeepsAnswering kills the key-store node with SIGKILL, as a crash
+// or a pulled plug would: a send through another node succeeds, saying what it waits for if
+// it waits past 2 s, the post reads back through the third node, and status on a survivor
+// shows the lost node OFFLINE.
+func TestAClusterThatLostANodeKeepsAnswering(t *testing.T) {
+	t.Parallel()
+	bin := cotalBin(t)
+	nodes, peers, dirs := upCluster(t, bin)
+	alice, bob := filepath.Join(t.TempDir(), "alice.creds"), filepath.Join(t.TempDir(), "bob.creds")
+	cotal(t, bin, "auth", "mint", "--dir", dirs[0], "--name", "alice", "--subscribe", "general", "--allow-publish", "general", "--out", alice)
+	cotal(t, bin, "auth", "mint", "--dir", dirs[0], "--name", "bob", "--subscribe", "general", "--out", bob)
+	cotal(t, bin, "send", "--link", nodes[1].link, "--creds", alice, "general", "before the loss")
+	if err := nodes[0].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, errOut, code := runCotal(t, bin, "send", "--link", nodes[1].link, "--creds", alice, "general", "after the loss")
+	took := time.Since(start)
+	t.Logf("the send after the loss took %v:\n%s%s", took, out, errOut)
+	if code != 0 {
+		t.Fatalf("a send through a surviving node exited %d:\n%s%s", code, out, errOut)
+	}
+	if took > slowAfter+time.Second && !strings.Contains(errOut, "cotal: waiting for the mesh at ") {
+		t.Errorf("a send that took %v said nothing of what it waited for:\n%s", took, errOut)
+	}
+	historyHas(t, bin, nodes[2].link, bob, "after the loss")
+	_, port, _ := net.SplitHostPort(peers[0])
+	await.Check(t, 60*time.Second, 500*time.Millisecond, func() error {
+		out, errOut, _ := runCotal(t, bin, "status", "--dir", dirs[1])
+		for line := range strings.Lines(out) {
+			if strings.Contains(line, "cotal-"+port) && strings.Contains(line, "OFFLINE") {
+				return nil
+			}
+		}
+		return fmt.Errorf("status on node 2 does not show node 1 OFFLINE:\n%s%s", out, errOut)
+	})
 }
 
 // refusesARogueRoute dials the route listener at addr from a plain nats-server of the

@@ -62,6 +62,7 @@ func runHistory(cmd *cobra.Command, f *clientFlags, channel string, limit int) e
 func showHistory(ctx context.Context, s *session, e *endpoint.Endpoint, p *printer, channel string, limit int) error {
 	ctx, cancel := context.WithTimeout(ctx, readWait)
 	defer cancel()
+	defer s.waitFor("read the history of "+channel, readWait)()
 	name := wire.SanitizeChannel(channel)
 	if err := requireChannel(ctx, e, name); err != nil {
 		return err

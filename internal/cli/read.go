@@ -13,8 +13,10 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// readWait bounds the connect and each read a read command makes.
-const readWait = 10 * time.Second
+// readWait bounds the connect and each read a read command makes. A cluster that lost a
+// node answers nothing until its streams elect new leaders, which can take 10 s, so it is
+// longer than that; waitFor says what the command waits for after 2 s.
+const readWait = 20 * time.Second
 
 // readerReconnects bounds the reconnects of a read command's connection: it gives up after
 // about ten seconds without a mesh instead of waiting out an agent's budget.
@@ -50,6 +52,7 @@ func (s *session) connect(ctx context.Context, opts endpoint.Options) (*endpoint
 	}
 	ctx, cancel := context.WithTimeout(ctx, readWait)
 	defer cancel()
+	defer s.waitFor("connect and read the space", readWait)()
 	e, err := endpoint.Connect(ctx, opts)
 	if err != nil {
 		return nil, s.connectError(err)

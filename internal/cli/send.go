@@ -177,7 +177,9 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create b
 	if s.creds == nil {
 		opts.Name = userName() // an open mesh: no credential names the sender
 	}
+	stop := s.waitFor("connect and read the space", readWait)
 	e, err := endpoint.Connect(ctx, opts)
+	stop()
 	if err != nil {
 		return s.connectError(err)
 	}
@@ -199,7 +201,9 @@ func runSend(cmd *cobra.Command, f *clientFlags, t target, text string, create b
 	if t.kind == endpoint.MetaAnycast {
 		warnUnheldRole(ctx, cmd.ErrOrStderr(), s, t.role)
 	}
+	stop = s.waitFor("confirm that it stored the message", sendWait)
 	r, err := publish(ctx, e, t, text)
+	stop()
 	if err != nil {
 		return sendError(err, t, s)
 	}

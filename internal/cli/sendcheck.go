@@ -22,7 +22,9 @@ var errNewChannel = errors.New("no such channel")
 func checkChannel(ctx context.Context, e *endpoint.Endpoint, s *session, channel string) error {
 	ctx, cancel := context.WithTimeout(ctx, readWait)
 	defer cancel()
+	stop := s.waitFor("list the channels of space "+e.Space(), readWait)
 	list, err := e.Channels(ctx)
+	stop()
 	if err != nil {
 		return fmt.Errorf("check that channel %q exists: %w", channel, err)
 	}
