@@ -36,15 +36,23 @@ func checkInstanceID(to string) error {
 // ResolveName returns the id of the one instance, other than this one, that name stands for.
 // On a mesh that publishes minted names (any mesh with credentials) that is the one active
 // agent minted with name, online or not, since its DMs wait for it (SPEC §8): a display name
-// is its holder's choice, and an instance calling itself bob never resolves as bob. Only an
-// open mesh, which has no credentials, resolves among the online instances' display names,
-// waiting (bounded by ctx) for the roster's first complete read. Names compare
-// case-insensitively as mentions do (SPEC §4). No such instance is ErrUnknownName; several
-// are ErrAmbiguousName, whose message lists their ids.
+// is its holder's choice, and an instance calling itself bob never resolves as bob. When no
+// agent of this mesh was minted with name, an online instance whose id this mesh never minted
+// (an agent of a mesh linked as a leaf, docs/leaf.md) may hold it by its display name; an
+// open mesh, which has no credentials, resolves among every online display name. Both wait
+// (bounded by ctx) for the roster's first complete read. Names compare case-insensitively as
+// mentions do (SPEC §4). No such instance is ErrUnknownName; several are ErrAmbiguousName,
+// whose message lists their ids.
 func (e *Endpoint) ResolveName(ctx context.Context, name string) (string, error) {
 	ids, err := e.MintedAgents(ctx, name)
-	if errors.Is(err, ErrNoMintedNames) {
+	switch {
+	case errors.Is(err, ErrNoMintedNames):
 		ids, err = e.onlineNamed(ctx, name)
+	case err == nil && len(ids) == 0:
+		ids, err = e.onlineNamed(ctx, name)
+		if err == nil {
+			ids, err = e.notMinted(ctx, ids)
+		}
 	}
 	if err != nil {
 		return "", err
@@ -73,6 +81,22 @@ func (e *Endpoint) onlineNamed(ctx context.Context, name string) ([]string, erro
 		}
 	}
 	return ids, nil
+}
+
+// notMinted are the ids of ids that this mesh never minted: an instance minted here shows
+// under its minted name only.
+func (e *Endpoint) notMinted(ctx context.Context, ids []string) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		_, found, err := e.MintedName(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // SendDMByName unicasts parts to the one instance name stands for, as ResolveName finds it,

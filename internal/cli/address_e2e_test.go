@@ -34,10 +34,10 @@ func TestSendByNameReachesAnOfflineAgent(t *testing.T) {
 			stderr: []string{"@nobody: no instance has that name", "was minted with that name", "instance id"}},
 		{name: "a name no credential carries is refused",
 			args: []string{"send", "--dir", dir, "@nobody", "x"}, code: exitError,
-			stderr: []string{`no active agent credential in space main is named "nobody"`}},
+			stderr: []string{"@nobody: no instance has that name", "no active agent of space main was minted with that name"}},
 		{name: "a name two active agents share is refused with both ids",
 			args: []string{"send", "--dir", dir, "@carol", "x"}, code: exitError,
-			stderr: []string{"2 active agent credentials are", carolID, upperCarolID, "by id"}},
+			stderr: []string{"more than one instance has that name", carolID, upperCarolID, "by id"}},
 	})
 
 	tail := startStream(t, bin, "tail", "--link", up.link, "--creds", alice)

@@ -20,7 +20,7 @@ import (
 // processes on loopback: the hub mints the laptop's link credential (0600), a post on either
 // side reads back from the other's history, `cotal status` on the laptop shows the link up,
 // and, once the hub stops, shows it down while the laptop stays healthy and its own agents keep
-// posting. A plain nats-server that dials the hub's leaf port with no credential, or with an
+// posting. `send @NAME` on the hub reaches a laptop agent. A plain nats-server that dials the hub's leaf port with no credential, or with an
 // agent's, is refused.
 func TestALaptopUpProcessJoinsAHubAsALeaf(t *testing.T) {
 	t.Parallel()
@@ -52,6 +52,20 @@ func TestALaptopUpProcessJoinsAHubAsALeaf(t *testing.T) {
 	historyHas(t, bin, hub.link, hubbie, "hello from the laptop")
 	cotal(t, bin, "send", "--link", hub.link, "--creds", hubbie, "general", "hello from the hub")
 	historyHas(t, bin, laptop.link, lappie, "hello from the hub")
+
+	// A laptop agent's name was minted on the laptop; the hub finds it by its display name
+	// among the instances it never minted, with a credential and beside its `cotal up`.
+	tail := startStream(t, bin, "tail", "--link", laptop.link, "--creds", lappie)
+	for i, args := range [][]string{{"--link", hub.link, "--creds", hubbie}, {"--dir", hubDir}} {
+		text := fmt.Sprintf("dm by name across the link %d", i)
+		await.Check(t, 30*time.Second, 200*time.Millisecond, func() error {
+			if out, errOut, code := runCotal(t, bin, append(append([]string{"send"}, args...), "@lappie", text)...); code != 0 {
+				return fmt.Errorf("send @lappie %v exited %d:\n%s%s", args, code, out, errOut)
+			}
+			return nil
+		})
+		tail.waitLine(t, "dm", text)
+	}
 
 	hub.stop(t)
 	statusSays(t, bin, laptopDir, "space main link: DOWN")

@@ -21,7 +21,7 @@ func TestSendRefusesTyposThatUsedToPass(t *testing.T) {
 		{name: "an instance id with a bad checksum is named as such", args: append([]string{"send", badSum, "hi"}, local...),
 			code: exitUsage, stderr: []string{"looks like an instance id but its checksum is wrong"}},
 		{name: "a mistyped name of an offline agent suggests the minted one", args: append([]string{"send", "@alcie", "hi"}, local...),
-			code: exitError, stderr: []string{`no active agent credential in space main is named "alcie"`, "did you mean @alice?"}},
+			code: exitError, stderr: []string{`no instance has that name: "alcie"`, "did you mean @alice?"}},
 		{name: "a role nobody holds is stored with a warning and the close role", args: append([]string{"send", "svc:reviewr", "please"}, local...),
 			code: exitOK, stdout: []string{"stored in TASK_main"}, stderr: []string{`no credential in space main holds role "reviewr"`, "did you mean svc:reviewer?"}},
 		{name: "a role a credential holds is stored without a warning", args: append([]string{"send", "svc:reviewer", "please"}, local...),
