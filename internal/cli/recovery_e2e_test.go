@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/await"
 )
 
 // TestUpAfterAKillSummarisesTheRecoveryInOneLine kills `cotal up` with SIGKILL after a post and
@@ -30,6 +32,10 @@ func TestUpAfterAKillSummarisesTheRecoveryInOneLine(t *testing.T) {
 	}
 
 	again := startUp(t, bin, dir)
+	// The log reaches the test through its own pipe, which may trail the banner's.
+	await.True(t, 30*time.Second, "the recovery line", func() bool {
+		return strings.Contains(again.out.String(), "recovered the stored state") && strings.Contains(again.out.String(), "press Ctrl-C")
+	})
 	out := again.out.String()
 	if n := strings.Count(out, `msg="recovered the stored state"`); n != 1 || strings.Contains(out, "Restored ") {
 		t.Fatalf("the restart after a kill logged %d recovery summaries; want one and no per-stream lines:\n%s", n, out)
