@@ -134,6 +134,10 @@ func (m *Mesh) start(ctx context.Context) error {
 			return err
 		}
 	}
+	// Before the listener opens, so that every pull of an agent is seen (ghostpulls.go).
+	if err := m.watchGhostPulls(); err != nil {
+		return err
+	}
 	if err := m.broker.Listen(); err != nil {
 		return err
 	}

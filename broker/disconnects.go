@@ -1,0 +1,67 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// disconnectEvents is where nats-server announces the end of every authenticated client
+// connection.
+const disconnectEvents = "$SYS.ACCOUNT.*.DISCONNECT"
+
+// ErrNoSystemUser is returned by WatchDisconnects on a broker started without a system user,
+// which receives no system events.
+var ErrNoSystemUser = errors.New("broker: no system user")
+
+// Disconnect is one client connection of this server that ended, as nats-server's disconnect
+// event names it.
+type Disconnect struct {
+	// Account and User are the connection's account and user public keys.
+	Account, User string
+	// Server is the name of the server the connection was made to, as the Nats-Request-Info
+	// header of a shared service import names it; CID is its client id there.
+	Server string
+	CID    uint64
+}
+
+// disconnectEvent is what WatchDisconnects reads of nats-server's server.DisconnectEventMsg.
+type disconnectEvent struct {
+	Server struct {
+		Name string `json:"name"`
+		ID   string `json:"id"`
+	} `json:"server"`
+	Client struct {
+		ID      uint64 `json:"id"`
+		Account string `json:"acc"`
+		User    string `json:"user"`
+	} `json:"client"`
+}
+
+// WatchDisconnects calls fn, on one goroutine and in the order they ended, for every client
+// connection of this server that ends from the moment it returns until the broker stops. A
+// connection made to another node of a cluster is that node's to report. fn must not block:
+// it holds up every later event.
+func (b *Broker) WatchDisconnects(fn func(Disconnect)) error {
+	if b.sys == nil {
+		return ErrNoSystemUser
+	}
+	id := b.srv.ID()
+	_, err := b.sys.Subscribe(disconnectEvents, func(m *nats.Msg) {
+		var ev disconnectEvent
+		if json.Unmarshal(m.Data, &ev) != nil || ev.Server.ID != id {
+			return
+		}
+		fn(Disconnect{Account: ev.Client.Account, User: ev.Client.User, Server: ev.Server.Name, CID: ev.Client.ID})
+	})
+	if err == nil {
+		// Every connection that ends after the flush is reported.
+		err = b.sys.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("watch disconnect events: %w", err)
+	}
+	return nil
+}
