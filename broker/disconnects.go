@@ -25,7 +25,14 @@ type Disconnect struct {
 	// header of a shared service import names it; CID is its client id there.
 	Server string
 	CID    uint64
+	// ClientClosed is whether the client ended the connection itself (a close, a drain, or
+	// its process dying: the server reads the end of the stream), rather than the server
+	// (an error, a stale connection, a kick), after which the client may reconnect.
+	ClientClosed bool
 }
+
+// clientClosed is nats-server's reason for a connection the client ended.
+const clientClosed = "Client Closed"
 
 // disconnectEvent is what WatchDisconnects reads of nats-server's server.DisconnectEventMsg.
 type disconnectEvent struct {
@@ -38,6 +45,7 @@ type disconnectEvent struct {
 		Account string `json:"acc"`
 		User    string `json:"user"`
 	} `json:"client"`
+	Reason string `json:"reason"`
 }
 
 // WatchDisconnects calls fn, on one goroutine and in the order they ended, for every client
@@ -54,7 +62,8 @@ func (b *Broker) WatchDisconnects(fn func(Disconnect)) error {
 		if json.Unmarshal(m.Data, &ev) != nil || ev.Server.ID != id {
 			return
 		}
-		fn(Disconnect{Account: ev.Client.Account, User: ev.Client.User, Server: ev.Server.Name, CID: ev.Client.ID})
+		fn(Disconnect{Account: ev.Client.Account, User: ev.Client.User, Server: ev.Server.Name, CID: ev.Client.ID,
+			ClientClosed: ev.Reason == clientClosed})
 	})
 	if err == nil {
 		// Every connection that ends after the flush is reported.

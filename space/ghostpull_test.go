@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,15 +34,48 @@ const ghostDrains = 3
 // drained pull may wait and the 60 s ack wait a copy handed to it would wait.
 const ghostBound = 5 * time.Second
 
-// pullAndDrain does what the reference client's stop and nats.go's Consume followed by
-// nc.Drain() do: pull stream/consumer with cred, then drain the connection at once, and wait
-// for it to close.
-func pullAndDrain(t *testing.T, m *space.Mesh, cred *provisioner.Credential, stream, consumer string) {
+// via is how a test's agents reach the mesh: in process, or over TCP through link.
+type via struct {
+	name string
+	link string // empty: in process
+}
+
+// vias starts a mesh with a TCP listener and returns both ways to reach it.
+func vias(t *testing.T) (*space.Mesh, []via) {
+	t.Helper()
+	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
+	link, err := m.Link("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, []via{{name: "in process"}, {name: "tcp", link: link}}
+}
+
+// dialVia opens a raw connection with cred the way v says, the way an agent would.
+func dialVia(t *testing.T, m *space.Mesh, v via, cred *provisioner.Credential, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	if v.link == "" {
+		return connect(t, m, cred, opts...)
+	}
+	l, err := wire.ParseLink(v.link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []nats.Option{nats.UserJWTAndSeed(cred.JWT, string(cred.Seed)),
+		nats.CustomInboxPrefix(wire.InboxPrefix(cred.ID))}
+	nc, err := nats.Connect(l.ServerURL(), append(base, opts...)...)
+	if err != nil {
+		t.Fatalf("connect %s over tcp: %v", cred.Name, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// consumeVia binds stream/consumer on nc and consumes it with handle.
+func consumeVia(t *testing.T, nc *nats.Conn, stream, consumer string, handle jetstream.MessageHandler) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	closed := make(chan struct{})
-	nc := connect(t, m, cred, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -51,21 +87,32 @@ func pullAndDrain(t *testing.T, m *space.Mesh, cred *provisioner.Credential, str
 		cons, err = js.Consumer(ctx, stream, consumer)
 		return err
 	})
-	if _, err := cons.Consume(func(jetstream.Msg) {}); err != nil {
+	if _, err := cons.Consume(handle); err != nil {
 		t.Fatalf("consume %s: %v", consumer, err)
 	}
+}
+
+// pullAndDrain does what the reference client's stop and nats.go's Consume followed by
+// nc.Drain() do: pull stream/consumer with cred, then drain the connection at once, and wait
+// for it to close.
+func pullAndDrain(t *testing.T, m *space.Mesh, v via, cred *provisioner.Credential, stream, consumer string) {
+	t.Helper()
+	closed := make(chan struct{})
+	nc := dialVia(t, m, v, cred, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	consumeVia(t, nc, stream, consumer, func(jetstream.Msg) {})
 	if err := nc.Drain(); err != nil {
 		t.Fatalf("drain: %v", err)
 	}
 	select {
 	case <-closed:
-	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
 		t.Fatal("the drained connection did not close")
 	}
 }
 
-// bindCounting connects cred's Endpoint with a Handler that counts what reaches it.
-func bindCounting(t *testing.T, m *space.Mesh, cred *provisioner.Credential, got *atomic.Int64) *endpoint.Endpoint {
+// bindCounting connects cred's Endpoint the way v says, with a Handler that counts what
+// reaches it.
+func bindCounting(t *testing.T, m *space.Mesh, v via, cred *provisioner.Credential, got *atomic.Int64) *endpoint.Endpoint {
 	t.Helper()
 	creds, err := cred.Creds()
 	if err != nil {
@@ -73,13 +120,17 @@ func bindCounting(t *testing.T, m *space.Mesh, cred *provisioner.Credential, got
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ep, err := endpoint.Connect(ctx, endpoint.Options{InProcess: m.InProcess(), Space: "main", Creds: creds,
-		Name: cred.Name, Handler: func(context.Context, endpoint.Delivery) error {
+	opts := endpoint.Options{Link: v.link, Creds: creds, Name: cred.Name,
+		Handler: func(context.Context, endpoint.Delivery) error {
 			got.Add(1)
 			return nil
-		}})
+		}}
+	if v.link == "" {
+		opts.InProcess, opts.Space = m.InProcess(), "main"
+	}
+	ep, err := endpoint.Connect(ctx, opts)
 	if err != nil {
-		t.Fatalf("connect %s: %v", cred.Name, err)
+		t.Fatalf("connect %s %s: %v", cred.Name, v.name, err)
 	}
 	t.Cleanup(func() { _ = ep.Close(context.Background()) })
 	return ep
@@ -111,85 +162,166 @@ func arrivesWithin(t *testing.T, what string, got *atomic.Int64, want int64) {
 }
 
 func TestADMOwedAfterADrainReachesTheNextEndpoint(t *testing.T) {
-	m := spacetest.New(t)
+	m, vs := vias(t)
 	n := wire.NewNames("main")
-	bob := mint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{})
-	for range ghostDrains {
-		pullAndDrain(t, m, bob, n.DMStream(), n.DMConsumer(bob.ID))
-	}
 	alice := sender(t, m)
-	if _, err := alice.SendDM(context.Background(), bob.ID, []wire.Part{wire.TextPart("owed")}); err != nil {
-		t.Fatal(err)
+	for _, v := range vs {
+		t.Run(v.name, func(t *testing.T) {
+			bob := mint(t, m, "bob"+tag(v), provisioner.ProfileAgent, provisioner.Grants{})
+			for range ghostDrains {
+				pullAndDrain(t, m, v, bob, n.DMStream(), n.DMConsumer(bob.ID))
+			}
+			if _, err := alice.SendDM(context.Background(), bob.ID, []wire.Part{wire.TextPart("owed")}); err != nil {
+				t.Fatal(err)
+			}
+			var got atomic.Int64
+			bindCounting(t, m, v, bob, &got)
+			arrivesWithin(t, "the DM reached bob's Endpoint", &got, 1)
+		})
 	}
-	var got atomic.Int64
-	bindCounting(t, m, bob, &got)
-	arrivesWithin(t, "the DM reached bob's Endpoint", &got, 1)
 }
 
 func TestADurableCopyOwedAfterADrainReachesTheNextEndpoint(t *testing.T) {
-	m := spacetest.New(t)
+	m, vs := vias(t)
 	n := wire.NewNames("main")
-	bob := mint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"ops"}})
-	joinDurablyAndLeave(context.Background(), t, m, bob, "ops")
-	for range ghostDrains {
-		pullAndDrain(t, m, bob, n.DLVStream(), n.DLVConsumer(bob.ID))
-	}
 	alice := sender(t, m, provisioner.Grants{AllowPublish: []string{"ops"}})
-	if _, err := alice.Send(context.Background(), "ops", []wire.Part{wire.TextPart("owed")}); err != nil {
-		t.Fatal(err)
+	for _, v := range vs {
+		t.Run(v.name, func(t *testing.T) {
+			bob := mint(t, m, "bob"+tag(v), provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"ops"}})
+			joinDurablyAndLeave(context.Background(), t, m, bob, "ops")
+			for range ghostDrains {
+				pullAndDrain(t, m, v, bob, n.DLVStream(), n.DLVConsumer(bob.ID))
+			}
+			if _, err := alice.Send(context.Background(), "ops", []wire.Part{wire.TextPart("owed")}); err != nil {
+				t.Fatal(err)
+			}
+			var got atomic.Int64
+			bindCounting(t, m, v, bob, &got)
+			arrivesWithin(t, "the durable copy reached bob's Endpoint", &got, 1)
+		})
 	}
-	var got atomic.Int64
-	bindCounting(t, m, bob, &got)
-	arrivesWithin(t, "the durable copy reached bob's Endpoint", &got, 1)
 }
 
 // An anycast sent while no holder of the role is online stays pending (`cotal send
 // svc:reviewer`, then `cotal pending`), even right after a holder drained, and reaches the
 // next holder when it binds.
 func TestAnAnycastOwedAfterADrainStaysPending(t *testing.T) {
-	m := spacetest.New(t)
+	m, vs := vias(t)
 	n := wire.NewNames("main")
-	rev := mint(t, m, "rev", provisioner.ProfileAgent, provisioner.Grants{Role: "reviewer"})
-	for range ghostDrains {
-		pullAndDrain(t, m, rev, n.TaskStream(), n.SvcConsumer("reviewer"))
-	}
 	alice := sender(t, m)
-	if _, err := alice.SendAnycast(context.Background(), "reviewer", []wire.Part{wire.TextPart("owed")}); err != nil {
-		t.Fatal(err)
+	for _, v := range vs {
+		t.Run(v.name, func(t *testing.T) {
+			role := "reviewer" + tag(v)
+			rev := mint(t, m, "rev"+tag(v), provisioner.ProfileAgent, provisioner.Grants{Role: role})
+			for range ghostDrains {
+				pullAndDrain(t, m, v, rev, n.TaskStream(), n.SvcConsumer(role))
+			}
+			if _, err := alice.SendAnycast(context.Background(), role, []wire.Part{wire.TextPart("owed")}); err != nil {
+				t.Fatal(err)
+			}
+			await.Check(t, ghostBound, await.Interval, func() error {
+				b, err := m.Pending(context.Background(), "main", rev.ID)
+				if err != nil {
+					return err
+				}
+				if b.Anycast == nil || b.Anycast.Pending != 1 || b.Anycast.AckPending != 0 {
+					return errors.New("the anycast is not pending: " + pendingText(b.Anycast))
+				}
+				return nil
+			})
+			var got atomic.Int64
+			bindCounting(t, m, v, rev, &got)
+			arrivesWithin(t, "the anycast reached the reviewer's Endpoint", &got, 1)
+		})
 	}
-	await.Check(t, ghostBound, await.Interval, func() error {
-		b, err := m.Pending(context.Background(), "main", rev.ID)
-		if err != nil {
-			return err
-		}
-		if b.Anycast == nil || b.Anycast.Pending != 1 || b.Anycast.AckPending != 0 {
-			return errors.New("the anycast is not pending: " + pendingText(b.Anycast))
-		}
-		return nil
-	})
-	var got atomic.Int64
-	bindCounting(t, m, rev, &got)
-	arrivesWithin(t, "the anycast reached the reviewer's Endpoint", &got, 1)
 }
 
 // A DM owed to an Endpoint that closed reaches its next Endpoint.
 func TestADMOwedAfterAnEndpointClosesReachesTheNextOne(t *testing.T) {
-	m := spacetest.New(t)
-	bob := mint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{})
-	for range ghostDrains {
-		var none atomic.Int64
-		ep := bindCounting(t, m, bob, &none)
-		if err := ep.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m, vs := vias(t)
 	alice := sender(t, m)
-	if _, err := alice.SendDM(context.Background(), bob.ID, []wire.Part{wire.TextPart("owed")}); err != nil {
-		t.Fatal(err)
+	for _, v := range vs {
+		t.Run(v.name, func(t *testing.T) {
+			bob := mint(t, m, "bob"+tag(v), provisioner.ProfileAgent, provisioner.Grants{})
+			for range ghostDrains {
+				var none atomic.Int64
+				ep := bindCounting(t, m, v, bob, &none)
+				if err := ep.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := alice.SendDM(context.Background(), bob.ID, []wire.Part{wire.TextPart("owed")}); err != nil {
+				t.Fatal(err)
+			}
+			var got atomic.Int64
+			bindCounting(t, m, v, bob, &got)
+			arrivesWithin(t, "the DM reached bob's next Endpoint", &got, 1)
+		})
 	}
-	var got atomic.Int64
-	bindCounting(t, m, bob, &got)
-	arrivesWithin(t, "the DM reached bob's next Endpoint", &got, 1)
+}
+
+// A DM a client held unacknowledged when its connection died (its process killed: the
+// broker reads the end of the stream) reaches the next Endpoint without waiting for the ack
+// wait: no connection pulls dm_<id> any more, so the mesh gives back what it holds.
+func TestADMHeldByADeadClientReachesTheNextEndpoint(t *testing.T) {
+	m, vs := vias(t)
+	n := wire.NewNames("main")
+	alice := sender(t, m)
+	for _, v := range vs {
+		if v.link == "" {
+			continue // an in-process pipe has no socket to cut
+		}
+		t.Run(v.name, func(t *testing.T) {
+			bob := mint(t, m, "bob"+tag(v), provisioner.ProfileAgent, provisioner.Grants{})
+			var sock net.Conn
+			dialer := &cutDialer{conn: &sock}
+			closed := make(chan struct{})
+			nc := dialVia(t, m, v, bob, nats.SetCustomDialer(dialer), nats.NoReconnect(),
+				nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+			held := make(chan struct{}, 1)
+			consumeVia(t, nc, n.DMStream(), n.DMConsumer(bob.ID), func(jetstream.Msg) { held <- struct{}{} })
+			if _, err := alice.SendDM(context.Background(), bob.ID, []wire.Part{wire.TextPart("owed")}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the DM did not reach the client")
+			}
+			dialer.cut()
+			<-closed
+			var got atomic.Int64
+			bindCounting(t, m, v, bob, &got)
+			arrivesWithin(t, "the DM reached bob's Endpoint", &got, 1)
+		})
+	}
+}
+
+// tag tells apart the names a test mints for each way in.
+func tag(v via) string { return "_" + strings.ReplaceAll(v.name, " ", "_") }
+
+// cutDialer dials TCP and can cut the connection it made, as a killed process's would be.
+type cutDialer struct {
+	mu   sync.Mutex
+	conn *net.Conn
+}
+
+func (d *cutDialer) Dial(network, address string) (net.Conn, error) {
+	c, err := net.Dial(network, address)
+	if err == nil {
+		d.mu.Lock()
+		*d.conn = c
+		d.mu.Unlock()
+	}
+	return c, err
+}
+
+func (d *cutDialer) cut() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if *d.conn != nil {
+		_ = (*d.conn).Close()
+	}
 }
 
 func pendingText(b *space.Backlog) string {

@@ -33,7 +33,9 @@ import (
 //     gives it back with a nak: at once while another connection pulls that durable, else
 //     with a delay past the last such request's expiry, cut short by the next connection's
 //     first pull of it;
-//   - when no connection pulls a durable any more, gives back what it still holds: svc_ (on
+//   - when no connection pulls a durable any more and the last one was ended by its client
+//     (closed, drained, or its process gone; not a connection the server cut, whose client
+//     may reconnect holding what it was handed), gives back what it still holds: svc_ (on
 //     a work queue, where nothing acknowledged is kept) is deleted and made again, which also
 //     drops every request waiting on it, so what it owes is pending again; dm_ and dlv_
 //     (limits retention, whose acknowledgements only the consumer knows) are naked sequence by
@@ -305,6 +307,11 @@ func (m *Mesh) watchGhostPulls() error {
 			return
 		}
 		open, orphaned := rt.pulls.end(connKey{d.Server, d.CID}, time.Now())
+		if !d.ClientClosed {
+			// The client may come back holding what it was handed, on a new connection:
+			// giving that back would hand it to another holder too.
+			orphaned = nil
+		}
 		if len(open) > 0 || len(orphaned) > 0 {
 			m.ghostWork(rt, open, orphaned)
 		}
@@ -320,12 +327,14 @@ func (m *Mesh) watchGhostPulls() error {
 // orphaned, the durables no connection pulls any more, holds; on its own goroutine, so that
 // the event that caused it holds up no other.
 func (m *Mesh) ghostWork(rt *spaceRuntime, open []pullRec, orphaned []durableKey) {
-	m.watcher.Add(1)
+	m.ghostMu.Lock()
+	defer m.ghostMu.Unlock()
+	if m.ghostsDone {
+		return
+	}
+	m.ghosts.Add(1)
 	go func() {
-		defer m.watcher.Done()
-		if m.life.Err() != nil {
-			return
-		}
+		defer m.ghosts.Done()
 		watching := map[durableKey]bool{}
 		for _, r := range open {
 			if err := m.watchGhost(rt, r); err != nil {
@@ -353,6 +362,14 @@ func (m *Mesh) ghostWork(rt *spaceRuntime, open []pullRec, orphaned []durableKey
 			}
 		}
 	}()
+}
+
+// stopGhostWork waits for every ghostWork begun and lets no other begin.
+func (m *Mesh) stopGhostWork() {
+	m.ghostMu.Lock()
+	m.ghostsDone = true
+	m.ghostMu.Unlock()
+	m.ghosts.Wait()
 }
 
 // watchGhost subscribes to r's response subject until r expires (or the broker ends it), and
