@@ -25,6 +25,8 @@ type Disconnect struct {
 	// header of a shared service import names it; CID is its client id there.
 	Server string
 	CID    uint64
+	// Local is whether the connection was made to this server.
+	Local bool
 	// ClientClosed is whether the client ended the connection itself (a close, a drain, or
 	// its process dying: the server reads the end of the stream), rather than the server
 	// (an error, a stale connection, a kick), after which the client may reconnect.
@@ -48,10 +50,10 @@ type disconnectEvent struct {
 	Reason string `json:"reason"`
 }
 
-// WatchDisconnects calls fn, on one goroutine and in the order they ended, for every client
-// connection of this server that ends from the moment it returns until the broker stops. A
-// connection made to another node of a cluster is that node's to report. fn must not block:
-// it holds up every later event.
+// WatchDisconnects calls fn, on one goroutine, for every client connection that ends from the
+// moment it returns until the broker stops: those of this server in the order they ended, and
+// those of the other nodes of its cluster as their events arrive. fn must not block: it holds
+// up every later event.
 func (b *Broker) WatchDisconnects(fn func(Disconnect)) error {
 	if b.sys == nil {
 		return ErrNoSystemUser
@@ -59,11 +61,11 @@ func (b *Broker) WatchDisconnects(fn func(Disconnect)) error {
 	id := b.srv.ID()
 	_, err := b.sys.Subscribe(disconnectEvents, func(m *nats.Msg) {
 		var ev disconnectEvent
-		if json.Unmarshal(m.Data, &ev) != nil || ev.Server.ID != id {
+		if json.Unmarshal(m.Data, &ev) != nil {
 			return
 		}
 		fn(Disconnect{Account: ev.Client.Account, User: ev.Client.User, Server: ev.Server.Name, CID: ev.Client.ID,
-			ClientClosed: ev.Reason == clientClosed})
+			Local: ev.Server.ID == id, ClientClosed: ev.Reason == clientClosed})
 	})
 	if err == nil {
 		// Every connection that ends after the flush is reported.

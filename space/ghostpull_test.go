@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -329,4 +331,64 @@ func pendingText(b *space.Backlog) string {
 		return "no anycast backlog"
 	}
 	return fmt.Sprintf("%d pending, %d delivered and not acknowledged", b.Pending, b.AckPending)
+}
+
+// TestMeasureOwedAfterADrain measures, COTAL_GHOST_RUNS times each, how long a DM and an
+// anycast sent right after one pull-and-drain take to reach the Endpoint bound next, the
+// figures of RELIABILITY.md. It waits up to 70 s per copy (past the 60 s ack wait), so it
+// runs only when asked.
+func TestMeasureOwedAfterADrain(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("COTAL_GHOST_RUNS"))
+	if runs <= 0 {
+		t.Skip("set COTAL_GHOST_RUNS to measure")
+	}
+	m := spacetest.New(t)
+	n := wire.NewNames("main")
+	alice := sender(t, m)
+	v := via{name: "in process"}
+	for _, kind := range []string{"dm", "anycast"} {
+		var took []time.Duration
+		for i := range runs {
+			name := fmt.Sprintf("%s%d", kind, i)
+			var cred *provisioner.Credential
+			if kind == "dm" {
+				cred = mint(t, m, name, provisioner.ProfileAgent, provisioner.Grants{})
+				pullAndDrain(t, m, v, cred, n.DMStream(), n.DMConsumer(cred.ID))
+				if _, err := alice.SendDM(context.Background(), cred.ID, []wire.Part{wire.TextPart("owed")}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				cred = mint(t, m, name, provisioner.ProfileAgent, provisioner.Grants{Role: name})
+				pullAndDrain(t, m, v, cred, n.TaskStream(), n.SvcConsumer(name))
+				if _, err := alice.SendAnycast(context.Background(), name, []wire.Part{wire.TextPart("owed")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			arrived := make(chan struct{}, 1)
+			creds, err := cred.Creds()
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			ep, err := endpoint.Connect(context.Background(), endpoint.Options{InProcess: m.InProcess(), Space: "main",
+				Creds: creds, Name: name, Handler: func(context.Context, endpoint.Delivery) error {
+					select {
+					case arrived <- struct{}{}:
+					default:
+					}
+					return nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-arrived:
+				took = append(took, time.Since(start).Round(time.Millisecond))
+			case <-time.After(70 * time.Second):
+				took = append(took, -1)
+			}
+			_ = ep.Close(context.Background())
+		}
+		t.Logf("%s owed after a drain reached the next Endpoint after %v (from its connect)", kind, took)
+	}
 }

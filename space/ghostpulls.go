@@ -89,6 +89,8 @@ type pullLedger struct {
 	ended   map[connKey]time.Time
 	// watched is, per durable, the latest expiry of a request it watches for a gone requester.
 	watched map[durableKey]time.Time
+	// pruned is when pruneLocked last ran.
+	pruned time.Time
 	// held are the ack subjects of copies given back with a delay, per durable, to give back
 	// at once on its next puller's first pull.
 	held map[durableKey][]string
@@ -147,6 +149,7 @@ func (l *pullLedger) end(c connKey, now time.Time) (open []pullRec, orphaned []d
 		}
 	}
 	l.ended[c] = now
+	l.pruneLocked(now)
 	seen := map[durableKey]bool{}
 	for _, p := range l.byConn[c] {
 		if p.expires.After(now) {
@@ -165,6 +168,36 @@ func (l *pullLedger) end(c connKey, now time.Time) (open []pullRec, orphaned []d
 	}
 	delete(l.byConn, c)
 	return open, orphaned
+}
+
+// pruneLocked forgets, at most once per endedKept, each connection whose pulls all expired
+// more than endedKept ago: one whose end the mesh did not hear of (a node without a system
+// user), as a live agent pulls again well within every expiry. l.mu is held.
+func (l *pullLedger) pruneLocked(now time.Time) {
+	if now.Sub(l.pruned) < endedKept {
+		return
+	}
+	l.pruned = now
+	for c, recs := range l.byConn {
+		newest := time.Time{}
+		for _, p := range recs {
+			if p.expires.After(newest) {
+				newest = p.expires
+			}
+		}
+		if now.Sub(newest) <= endedKept {
+			continue
+		}
+		for _, p := range recs {
+			if set := l.pullers[p.durable]; set != nil {
+				delete(set, c)
+				if len(set) == 0 {
+					delete(l.pullers, p.durable)
+				}
+			}
+		}
+		delete(l.byConn, c)
+	}
 }
 
 // watch notes that the mesh watches a request on d until expires.
@@ -307,6 +340,9 @@ func (m *Mesh) watchGhostPulls() error {
 			return
 		}
 		open, orphaned := rt.pulls.end(connKey{d.Server, d.CID}, time.Now())
+		if !d.Local {
+			return // another node's mesh acts on it; this one only forgets it
+		}
 		if !d.ClientClosed {
 			// The client may come back holding what it was handed, on a new connection:
 			// giving that back would hand it to another holder too.
