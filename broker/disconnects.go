@@ -25,8 +25,6 @@ type Disconnect struct {
 	// header of a shared service import names it; CID is its client id there.
 	Server string
 	CID    uint64
-	// Local is whether the connection was made to this server.
-	Local bool
 	// ClientClosed is whether the client ended the connection itself (a close, a drain, or
 	// its process dying: the server reads the end of the stream), rather than the server
 	// (an error, a stale connection, a kick), after which the client may reconnect.
@@ -58,14 +56,13 @@ func (b *Broker) WatchDisconnects(fn func(Disconnect)) error {
 	if b.sys == nil {
 		return ErrNoSystemUser
 	}
-	id := b.srv.ID()
 	_, err := b.sys.Subscribe(disconnectEvents, func(m *nats.Msg) {
 		var ev disconnectEvent
 		if json.Unmarshal(m.Data, &ev) != nil {
 			return
 		}
 		fn(Disconnect{Account: ev.Client.Account, User: ev.Client.User, Server: ev.Server.Name, CID: ev.Client.ID,
-			Local: ev.Server.ID == id, ClientClosed: ev.Reason == clientClosed})
+			ClientClosed: ev.Reason == clientClosed})
 	})
 	if err == nil {
 		// Every connection that ends after the flush is reported.

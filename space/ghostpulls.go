@@ -315,8 +315,9 @@ func (m *Mesh) watchPulls(rt *spaceRuntime) error {
 }
 
 // watchGhostPulls starts, for every space, the watch of its pulls and of the ends of its
-// agents' connections. Without the key store there is no agent account, no import, and no
-// such request.
+// agents' connections, on every node of a cluster: only the node with the key store runs
+// it, since only it has the spaces' accounts and provisioner connections. Without the key
+// store an open mesh has no agent account, no import, and no such request.
 func (m *Mesh) watchGhostPulls() error {
 	if m.store == nil {
 		return nil
@@ -340,9 +341,6 @@ func (m *Mesh) watchGhostPulls() error {
 			return
 		}
 		open, orphaned := rt.pulls.end(connKey{d.Server, d.CID}, time.Now())
-		if !d.Local {
-			return // another node's mesh acts on it; this one only forgets it
-		}
 		if !d.ClientClosed {
 			// The client may come back holding what it was handed, on a new connection:
 			// giving that back would hand it to another holder too.
