@@ -238,6 +238,44 @@ func TestAnAnycastOwedAfterADrainStaysPending(t *testing.T) {
 	}
 }
 
+// While another holder of the role stays, the tasks a drained holder's pulls are handed go to
+// it at once, and svc_ is not made again under it.
+func TestAnycastsHandedToADrainedHolderReachTheOneThatStays(t *testing.T) {
+	m, vs := vias(t)
+	n := wire.NewNames("main")
+	alice := sender(t, m)
+	for _, v := range vs {
+		t.Run(v.name, func(t *testing.T) {
+			role := "reviewer" + tag(v)
+			stays := mint(t, m, "stays"+tag(v), provisioner.ProfileAgent, provisioner.Grants{Role: role})
+			leaves := mint(t, m, "leaves"+tag(v), provisioner.ProfileAgent, provisioner.Grants{Role: role})
+			var got atomic.Int64
+			bindCounting(t, m, v, stays, &got)
+			before := m.OrphanPulls("main")
+			for range ghostDrains {
+				pullAndDrain(t, m, v, leaves, n.TaskStream(), n.SvcConsumer(role))
+			}
+			// The moment between a connection's end and the mesh's watch of its pulls is not
+			// what this test is about (RELIABILITY.md "Known open").
+			await.True(t, ghostBound, "the drained pulls watched", func() bool {
+				return m.OrphanPulls("main")["watched"] >= before["watched"]+ghostDrains
+			})
+			const tasks = 20
+			for i := range tasks {
+				if _, err := alice.SendAnycast(context.Background(), role, []wire.Part{wire.TextPart(fmt.Sprint("task ", i))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			arrivesWithin(t, "every task reached the holder that stays", &got, tasks)
+			after := m.OrphanPulls("main")
+			if after["remade"] != before["remade"] {
+				t.Errorf("svc_%s was made again under a holder that stays: %v, before %v", role, after, before)
+			}
+			t.Logf("copies handed back: %d", after["handed_back"]-before["handed_back"])
+		})
+	}
+}
+
 // A DM owed to an Endpoint that closed reaches its next Endpoint.
 func TestADMOwedAfterAnEndpointClosesReachesTheNextOne(t *testing.T) {
 	m, vs := vias(t)

@@ -95,8 +95,16 @@ type pullLedger struct {
 	// at once on its next puller's first pull.
 	held map[durableKey][]string
 
-	handedBack atomic.Int64 // copies given back with a nak
+	watchedN   atomic.Int64 // pulls of ended connections watched
+	handedBack atomic.Int64 // copies a watched pull was handed, given back with a nak
 	remade     atomic.Int64 // svc_ durables deleted and made again
+	swept      atomic.Int64 // dm_ and dlv_ durables whose unacknowledged copies were naked
+}
+
+// outcomes are the ledger's counters by the outcome cotal_orphan_pulls_total names them.
+func (l *pullLedger) outcomes() map[string]int64 {
+	return map[string]int64{"watched": l.watchedN.Load(), "handed_back": l.handedBack.Load(),
+		"remade": l.remade.Load(), "swept": l.swept.Load()}
 }
 
 func newPullLedger() *pullLedger {
@@ -424,6 +432,7 @@ func (m *Mesh) watchGhost(rt *spaceRuntime, r pullRec) error {
 		return err
 	}
 	rt.pulls.watch(r.durable, r.expires)
+	rt.pulls.watchedN.Add(1)
 	time.AfterFunc(time.Until(r.expires)+nakLate, func() { _ = sub.Unsubscribe() })
 	return nil
 }
@@ -472,5 +481,6 @@ func (m *Mesh) sweep(ctx context.Context, rt *spaceRuntime, d durableKey) error 
 		ack := fmt.Sprintf("$JS.ACK.%s.%s.1.%d.%d.0.0", d.stream, d.consumer, seq, info.Delivered.Consumer)
 		rt.pulls.handBack(rt.prov, d, ack, now)
 	}
+	rt.pulls.swept.Add(1)
 	return rt.prov.Flush()
 }
