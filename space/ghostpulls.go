@@ -234,7 +234,16 @@ func (l *pullLedger) handBack(nc *nats.Conn, d durableKey, ack string, now time.
 		return
 	}
 	_ = nc.Publish(ack, nakDelay(until.Add(nakLate).Sub(now)))
-	l.held[d] = append(l.held[d], ack)
+	if len(l.held[d]) < sweepMax {
+		l.held[d] = append(l.held[d], ack)
+	}
+}
+
+// pulled reports whether a connection pulls d.
+func (l *pullLedger) pulled(d durableKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pullers[d]) > 0
 }
 
 // forget drops what the ledger holds back for d, which was made again.
@@ -392,6 +401,11 @@ func (m *Mesh) ghostWork(rt *spaceRuntime, open []pullRec, orphaned []durableKey
 		ctx, cancel := context.WithTimeout(m.life, opTimeout)
 		defer cancel()
 		for _, d := range orphaned {
+			if rt.pulls.pulled(d) {
+				// A holder bound meanwhile: what it was handed is not to be given back, and
+				// what the watch above catches goes to it at once.
+				continue
+			}
 			var err error
 			if d.stream == rt.names.TaskStream() && watching[d] {
 				err = m.remake(ctx, rt, d)
