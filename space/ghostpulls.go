@@ -56,6 +56,8 @@ const (
 	// endedKept is how long an ended connection is remembered, for a pull of it read after
 	// its end.
 	endedKept = time.Minute
+	// pruneEvery is how often the ledger forgets what it no longer needs.
+	pruneEvery = 10 * time.Second
 	// sweepMax bounds the sequences naked at once for one durable no connection pulls.
 	sweepMax = 4096
 	// nakLate is how far past the last watched request's expiry a held-back copy waits.
@@ -151,13 +153,8 @@ func (l *pullLedger) record(c connKey, r pullRec, now time.Time) (late bool, rel
 func (l *pullLedger) end(c connKey, now time.Time) (open []pullRec, orphaned []durableKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for k, at := range l.ended {
-		if now.Sub(at) > endedKept {
-			delete(l.ended, k)
-		}
-	}
-	l.ended[c] = now
 	l.pruneLocked(now)
+	l.ended[c] = now
 	seen := map[durableKey]bool{}
 	for _, p := range l.byConn[c] {
 		if p.expires.After(now) {
@@ -178,14 +175,20 @@ func (l *pullLedger) end(c connKey, now time.Time) (open []pullRec, orphaned []d
 	return open, orphaned
 }
 
-// pruneLocked forgets, at most once per endedKept, each connection whose pulls all expired
-// more than endedKept ago: one whose end the mesh did not hear of (a node without a system
-// user), as a live agent pulls again well within every expiry. l.mu is held.
+// pruneLocked forgets, at most once per pruneEvery, the ended connections older than
+// endedKept, and each connection whose pulls all expired more than endedKept ago: one whose
+// end the mesh did not hear of, as a live agent pulls again well within every expiry. l.mu is
+// held.
 func (l *pullLedger) pruneLocked(now time.Time) {
-	if now.Sub(l.pruned) < endedKept {
+	if now.Sub(l.pruned) < pruneEvery {
 		return
 	}
 	l.pruned = now
+	for k, at := range l.ended {
+		if now.Sub(at) > endedKept {
+			delete(l.ended, k)
+		}
+	}
 	for c, recs := range l.byConn {
 		newest := time.Time{}
 		for _, p := range recs {
