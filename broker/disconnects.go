@@ -38,7 +38,6 @@ const clientClosed = "Client Closed"
 type disconnectEvent struct {
 	Server struct {
 		Name string `json:"name"`
-		ID   string `json:"id"`
 	} `json:"server"`
 	Client struct {
 		ID      uint64 `json:"id"`
