@@ -430,3 +430,39 @@ func TestMeasureOwedAfterADrain(t *testing.T) {
 		t.Logf("%s owed after a drain reached the next Endpoint after %v (from its connect)", kind, took)
 	}
 }
+
+// TestMeasureTasksBesideAHolderAfterADrain measures, COTAL_GHOST_RUNS times, how long 20
+// anycasts sent right after another holder of the role pulled and drained take to reach the
+// holder that stays, without waiting for the mesh to watch the drained pulls: the moment
+// RELIABILITY.md "Known open" leaves open. A copy lost in it waits for the 60 s ack wait.
+func TestMeasureTasksBesideAHolderAfterADrain(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("COTAL_GHOST_RUNS"))
+	if runs <= 0 {
+		t.Skip("set COTAL_GHOST_RUNS to measure")
+	}
+	m := spacetest.New(t)
+	n := wire.NewNames("main")
+	alice := sender(t, m)
+	v := via{name: "in process"}
+	const tasks = 20
+	var took []time.Duration
+	for i := range runs {
+		role := fmt.Sprintf("role%d", i)
+		var got atomic.Int64
+		bindCounting(t, m, v, mint(t, m, "stays"+role, provisioner.ProfileAgent, provisioner.Grants{Role: role}), &got)
+		pullAndDrain(t, m, v, mint(t, m, "leaves"+role, provisioner.ProfileAgent, provisioner.Grants{Role: role}),
+			n.TaskStream(), n.SvcConsumer(role))
+		start := time.Now()
+		for j := range tasks {
+			if _, err := alice.SendAnycast(context.Background(), role, []wire.Part{wire.TextPart(fmt.Sprint(j))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if await.Until(70*time.Second, func() bool { return got.Load() >= tasks }) {
+			took = append(took, time.Since(start).Round(time.Millisecond))
+		} else {
+			took = append(took, -1)
+		}
+	}
+	t.Logf("%d anycasts sent right after a drain beside a holder reached it after %v", tasks, took)
+}

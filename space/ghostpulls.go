@@ -44,7 +44,8 @@ import (
 //
 // What is left: a copy handed to such a request in the moment between the requester's
 // connection ending and the mesh's subscription, while another connection of the same
-// durable (another holder of the role) stays, waits for the ack wait.
+// durable (another holder of the role) stays, waits for the ack wait; copies sent right as a
+// holder drains fall into it often (RELIABILITY.md "Known open").
 
 const (
 	// pullsPerConn bounds the pulls remembered per connection; the newest are kept, and a
