@@ -2,3 +2,12 @@ package space
 
 // PlacementReport exposes placementReport to the cluster tests of package space_test.
 func (m *Mesh) PlacementReport() string { return m.placementReport() }
+
+// OrphanPulls exposes the counters of cotal_orphan_pulls_total of space to package space_test.
+func (m *Mesh) OrphanPulls(space string) map[string]int64 {
+	rt, err := m.space(space)
+	if err != nil {
+		return nil
+	}
+	return rt.pulls.outcomes()
+}

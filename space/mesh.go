@@ -66,6 +66,12 @@ type Mesh struct {
 	backstopConns []*nats.Conn
 	endpoints     []*endpoint.Endpoint // handed out in process; closed first
 	closed        bool
+
+	// ghostMu guards ghostsDone and each addition to ghosts, the goroutines that give back
+	// what pulls nobody holds took (ghostpulls.go), which Close waits for.
+	ghostMu    sync.Mutex
+	ghostsDone bool
+	ghosts     sync.WaitGroup
 }
 
 // Start starts a whole mesh and returns once every space is provisioned and ready: open (or
@@ -133,6 +139,10 @@ func (m *Mesh) start(ctx context.Context) error {
 		if m.ops, err = m.serveOps(m.opts.HTTP); err != nil {
 			return err
 		}
+	}
+	// Before the listener opens, so that every pull of an agent is seen (ghostpulls.go).
+	if err := m.watchGhostPulls(); err != nil {
+		return err
 	}
 	if err := m.broker.Listen(); err != nil {
 		return err
@@ -366,6 +376,7 @@ func (m *Mesh) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	m.endLife()
 	m.watcher.Wait()
+	m.stopGhostWork()
 	defer m.stop(nil)
 
 	var errs []error

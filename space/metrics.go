@@ -50,13 +50,15 @@ var (
 		"What a leaf link's relay refused to carry, by direction (out: to the other side, in: from it): the broker's answers on reply subjects an agent chose, stored copies, and messages naming an identity the side they came from does not hold.", []string{"space", "direction"}, nil)
 	descFlooders = prometheus.NewDesc("cotal_flooders_closed_total",
 		"Times the mesh closed the connections of a flooder, by kind: dm (a sender of a quarter or more of the DMs to ids no credential was minted for that a reclaim of a DM store past half full took back), tasks (a sender whose pending tasks held more than a quarter of a task store past half full), channels (a sender on more channels than limits.channels_per_identity).", []string{"space", "kind"}, nil)
+	descOrphanPulls = prometheus.NewDesc("cotal_orphan_pulls_total",
+		"Pull requests of the bind-only durables whose requester's connection ended, which the broker keeps to their expiry, by outcome: watched (pulls whose reply subject the mesh watched), handed_back (copies the broker handed to one, naked), remade (svc_ durables nobody pulled any more, made again), swept (dm_ and dlv_ durables nobody pulled any more whose unacknowledged copies were naked).", []string{"space", "outcome"}, nil)
 	descUp = prometheus.NewDesc("cotal_component_up",
 		"1 when the component is healthy, else 0 (see /healthz).", []string{"component"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMessages, descStored, descPresence, descBackstop, descLag,
-		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descLeafLinks, descRelayDropped, descFlooders, descUp} {
+		descRestarts, descSurfaced, descTerminated, descRedeliveries, descConnections, descCapped, descReconcile, descReplicaCurrent, descReplicaLag, descLeafLinks, descRelayDropped, descFlooders, descOrphanPulls, descUp} {
 		ch <- d
 	}
 }
@@ -117,6 +119,9 @@ func collectSpace(ctx context.Context, ch chan<- prometheus.Metric, rt *spaceRun
 	}
 	for _, kind := range []string{"dm", "tasks", "channels"} {
 		ch <- prometheus.MustNewConstMetric(descFlooders, prometheus.CounterValue, float64(rt.flooders(kind).Load()), rt.name, kind)
+	}
+	for outcome, v := range rt.pulls.outcomes() {
+		ch <- prometheus.MustNewConstMetric(descOrphanPulls, prometheus.CounterValue, float64(v), rt.name, outcome)
 	}
 	r := &rt.reconciled
 	for outcome, v := range map[string]int64{"passes": r.passes.Load(), "deleted": r.deleted.Load(),

@@ -57,12 +57,14 @@ type spaceRuntime struct {
 	reconciled    reconcileStats
 	// watches records who created each consumer on the watched buckets (watchcap.go).
 	watches watchLedger
+	// pulls is what the mesh knows of the pulls of the bind-only durables (ghostpulls.go).
+	pulls *pullLedger
 
 	mintMu sync.Mutex // serializes mint, revoke and consumer reconciliation: broker update, ACL record, pass
 }
 
 func (m *Mesh) startSpace(ctx context.Context, name string, creds infraCreds) (*spaceRuntime, error) {
-	rt := &spaceRuntime{name: name, names: wire.NewNames(name), acls: newACLTable()}
+	rt := &spaceRuntime{name: name, names: wire.NewNames(name), acls: newACLTable(), pulls: newPullLedger()}
 	if err := m.connectInfra(rt, creds); err != nil {
 		return nil, errors.Join(err, rt.close(ctx))
 	}

@@ -48,3 +48,8 @@ const SharedServiceSubject = "$JS.API.>"
 // StorageStreamSubject is what the agent account imports as a stream for identity id: its
 // inbox, where push consumers created in storage (KV watches) deliver.
 func StorageStreamSubject(id string) string { return InboxPrefix(id) + ".>" }
+
+// ResponseSubjects are the subjects on which the broker answers, in the storage account, a
+// request that crossed a service import: a pull request's copies among them (`_R_.<server
+// prefix>.<token>`, nats-server's service reply prefix).
+const ResponseSubjects = "_R_.>"

@@ -30,6 +30,16 @@ func provisionerPermissions(p *Permissions, n Names) {
 		p.Pub.Allow.add("$JS.API.CONSUMER.LIST."+s.Name, consumerAPI("DELETE", s.Name, ">"))
 	}
 	p.Pub.Deny.add(consumerAPI("DELETE", n.ChatStream(), FanoutConsumer), consumerAPI("DELETE", n.InboxStream(), ReaderConsumer))
+	// Pull requests whose requester is gone (docs/durable.md "Pull requests nobody holds"):
+	// the pulls of the bind-only durables, to learn each one's response subject and requester
+	// (requests, no content); the response subject of a pull whose requester's connection
+	// ended, to hand back at once, with a nak, a copy the broker gives it; and naks of the
+	// copies of a durable no connection holds any more. What it receives there it never reads.
+	for _, s := range []string{n.DMStream(), n.TaskStream(), n.DLVStream()} {
+		p.Sub.Allow.add("$JS.API.CONSUMER.MSG.NEXT." + s + ".>")
+		p.Pub.Allow.add("$JS.ACK." + s + ".>")
+	}
+	p.Sub.Allow.add(ResponseSubjects)
 	// The broker's audit of every JetStream API call in the account, so that each consumer
 	// create or update is judged as it happens rather than at the next periodic pass.
 	p.Sub.Allow.add("$JS.EVENT.ADVISORY.API")

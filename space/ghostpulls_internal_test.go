@@ -1,0 +1,91 @@
+package space
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+func TestParsePullReadsTheRequesterAndTheExpiry(t *testing.T) {
+	now := time.Now()
+	msg := &nats.Msg{Subject: "$JS.API.CONSUMER.MSG.NEXT.DM_main.dm_bob", Reply: "_R_.abcd.xyz",
+		Header: nats.Header{requestInfoHdr: []string{`{"server":"n1","id":42,"acc":"A"}`}},
+		Data:   []byte(`{"batch":500,"expires":30000000000,"idle_heartbeat":15000000000}`)}
+	c, r, ok := parsePull(msg, now)
+	if !ok {
+		t.Fatal("a pull with its requester was not read")
+	}
+	if c != (connKey{"n1", 42}) || r.durable != (durableKey{"DM_main", "dm_bob"}) || r.reply != msg.Reply ||
+		!r.expires.Equal(now.Add(30*time.Second)) {
+		t.Fatalf("read %+v %+v", c, r)
+	}
+	msg.Data = []byte("1")
+	if _, r, _ := parsePull(msg, now); !r.expires.Equal(now.Add(unboundedPull)) {
+		t.Fatalf("a pull without expiry expires at %v", r.expires)
+	}
+	for _, bad := range []*nats.Msg{
+		{Subject: msg.Subject, Reply: msg.Reply, Data: msg.Data}, // no requester: not across the import
+		{Subject: msg.Subject, Reply: "_INBOX.x", Header: msg.Header},
+		{Subject: "$JS.API.CONSUMER.MSG.NEXT.DM_main", Reply: msg.Reply, Header: msg.Header},
+	} {
+		if _, _, ok := parsePull(bad, now); ok {
+			t.Errorf("read %+v as a pull", bad)
+		}
+	}
+}
+
+func TestThePullLedgerKnowsWhenNoConnectionPullsADurable(t *testing.T) {
+	l := newPullLedger()
+	now := time.Now()
+	d := durableKey{"TASK_main", "svc_rev"}
+	a, b := connKey{"n1", 1}, connKey{"n1", 2}
+	l.record(a, pullRec{reply: "_R_.a.1", durable: d, expires: now.Add(30 * time.Second)}, now)
+	l.record(b, pullRec{reply: "_R_.a.2", durable: d, expires: now.Add(time.Second)}, now)
+	open, orphaned := l.end(a, now)
+	if len(open) != 1 || open[0].reply != "_R_.a.1" || len(orphaned) != 0 {
+		t.Fatalf("a's end: open %+v, orphaned %+v; b still pulls", open, orphaned)
+	}
+	open, orphaned = l.end(b, now.Add(2*time.Second))
+	if len(open) != 0 || !slices.Equal(orphaned, []durableKey{d}) {
+		t.Fatalf("b's end: open %+v (expired), orphaned %+v", open, orphaned)
+	}
+	if late, _ := l.record(a, pullRec{reply: "_R_.a.3", durable: d, expires: now.Add(time.Minute)}, now); !late {
+		t.Fatal("a pull read after its connection's end is not late")
+	}
+}
+
+func TestAHeldBackCopyIsReleasedByTheNextFirstPull(t *testing.T) {
+	l := newPullLedger()
+	now := time.Now()
+	d := durableKey{"DM_main", "dm_bob"}
+	l.watch(d, now.Add(30*time.Second))
+	l.mu.Lock()
+	l.held[d] = []string{"$JS.ACK.DM_main.dm_bob.1.5.5.0.0"}
+	l.mu.Unlock()
+	c := connKey{"n1", 7}
+	if _, release := l.record(c, pullRec{reply: "_R_.a.1", durable: d, expires: now.Add(time.Minute)}, now); len(release) != 1 {
+		t.Fatalf("the first pull released %v", release)
+	}
+	l.mu.Lock()
+	l.held[d] = []string{"$JS.ACK.DM_main.dm_bob.1.6.6.0.0"}
+	l.mu.Unlock()
+	if _, release := l.record(c, pullRec{reply: "_R_.a.2", durable: d, expires: now.Add(time.Minute)}, now); len(release) != 0 {
+		t.Fatalf("a second pull of the same holder released %v", release)
+	}
+}
+
+func TestThePullLedgerForgetsConnectionsItHeardNoEndOf(t *testing.T) {
+	l := newPullLedger()
+	now := time.Now()
+	d := durableKey{"DM_main", "dm_bob"}
+	gone := connKey{"n2", 9}
+	l.record(gone, pullRec{reply: "_R_.a.1", durable: d, expires: now.Add(time.Second)}, now)
+	l.end(connKey{"n1", 1}, now.Add(2*endedKept))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.byConn[gone]; ok || len(l.pullers[d]) != 0 {
+		t.Fatalf("a connection silent for %v is still known: %+v", 2*endedKept, l.byConn)
+	}
+}
