@@ -99,7 +99,7 @@ while it is up, and its own agents keep working while it is down (docs/leaf.md).
 	addConfigFlags(f)
 	f.String("listen", "", "client listener host:port (default 127.0.0.1:4222)")
 	f.StringSlice("space", nil, "space to provision (repeatable; default main)")
-	f.String("http", "", "monitoring, /healthz and /metrics listener host:port on loopback (default off)")
+	f.String("http", "", "listener host:port on loopback for the web console, monitoring, /healthz and /metrics (default off)")
 	f.Bool("http-public", false, "allow --http beyond loopback; identity endpoints still need the token in DIR/"+space.HTTPTokenFile)
 	f.String("tls-cert", "", "TLS certificate (PEM) for the listener; links become cotals://")
 	f.String("tls-key", "", "TLS private key (PEM) for the listener")
