@@ -30,7 +30,7 @@ admin socket of the mesh on the data directory; exit codes as in "cotal help exi
 		Example: `  cotal channels rm genral
   cotal channels rm genral --force   # in a script: no question`,
 		Args:              exactArgs("CHANNEL"),
-		ValidArgsFunction: cobra.NoFileCompletions,
+		ValidArgsFunction: completeChannels(false),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := wire.ValidatePublishChannel(args[0]); err != nil {
 				return err

@@ -6,13 +6,11 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/termsafe"
-	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -81,13 +79,7 @@ func completeAgentNames(spaceName *string) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var names []cobra.Completion
-		for _, r := range recs {
-			if r.Profile == provisioner.ProfileAgent && r.Active(time.Now()) {
-				names = append(names, r.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return plainTokens(activeAgents(recs)), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

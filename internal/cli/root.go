@@ -59,6 +59,7 @@ channels, direct messages, services and presence.`,
 	flags.StringVar(&logFormat, "log-format", "text", "log format: text or json (config key log.format)")
 	flags.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (config key log.level)")
 	addCommands(root)
+	registerCompletions(root)
 	finishGroups(root)
 	root.SetFlagErrorFunc(flagError)
 	return root
