@@ -75,6 +75,7 @@ func addClientFlags(cmd *cobra.Command, f *clientFlags) {
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON for scripts")
 	_ = cmd.MarkFlagFilename("creds", "creds")
 	_ = cmd.MarkFlagDirname("dir")
+	addContextFlag(cmd)
 	cmd.PreRunE = chainPreRun(cmd.PreRunE, func(*cobra.Command, []string) error {
 		if f.link == "" {
 			return nil
@@ -148,13 +149,11 @@ type mintFor struct {
 // openSession resolves how the command reaches the mesh. With a link it connects there,
 // with --creds or no credential at all (an open mesh); without one it asks the mesh on the
 // data directory for its link and, unless --creds is given, mints a credential as want says.
+// The link and the .creds file are linkAndCreds's.
 func openSession(cmd *cobra.Command, f *clientFlags, want mintFor) (*session, error) {
-	link, credsPath := f.link, f.creds
-	if link == "" {
-		link = os.Getenv(envLink)
-	}
-	if credsPath == "" {
-		credsPath = os.Getenv(envCreds)
+	link, credsPath, err := linkAndCreds(cmd, f.link, f.creds)
+	if err != nil {
+		return nil, err
 	}
 	s := &session{raw: link}
 	if credsPath != "" {

@@ -160,7 +160,13 @@ type cliCase struct {
 
 func (c cliCase) run(t *testing.T, bin string) string {
 	t.Helper()
-	stdout, stderr, code := runCotal(t, bin, c.args...)
+	return c.runEnv(t, bin, nil)
+}
+
+// runEnv is run with env added to the test's environment.
+func (c cliCase) runEnv(t *testing.T, bin string, env []string) string {
+	t.Helper()
+	stdout, stderr, code := runCotalEnv(t, bin, env, c.args...)
 	if code != c.code {
 		t.Fatalf("cotal %q: exit %d, want %d\nstdout: %s\nstderr: %s", c.args, code, c.code, stdout, stderr)
 	}
