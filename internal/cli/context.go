@@ -132,9 +132,14 @@ func linkAndCreds(cmd *cobra.Command, link, creds string) (string, string, error
 // contextLink is the link and the .creds path of the context a client command uses when
 // neither --link/--creds nor COTAL_LINK/COTAL_CREDS is given: --context NAME, else the
 // selected one unless --dir says to reach the mesh beside which the command runs; "" for
-// both when there is none (docs/cli.md "Saved contexts").
+// both when there is none, and on a command without --context, which works beside `cotal up`
+// only (docs/cli.md "Saved contexts").
 func contextLink(cmd *cobra.Command) (link, creds string, err error) {
-	name, _ := cmd.Flags().GetString("context")
+	flag := cmd.Flags().Lookup("context")
+	if flag == nil {
+		return "", "", nil
+	}
+	name := flag.Value.String()
 	if name == "" && !cmd.Flags().Changed("dir") {
 		if name, err = selectedContext(); err != nil {
 			return "", "", err
@@ -169,7 +174,6 @@ commands (send, tail, history, who, channels list, mcp) use --context NAME, else
 context, when neither --link/--creds nor COTAL_LINK/COTAL_CREDS is given; --dir without
 --context reaches the mesh beside which they run, as without contexts. The .creds file's
 content is never copied: the context names the file.`,
-		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newContextSaveCmd(), newContextLsCmd(), newContextSelectCmd(), newContextRmCmd())
 	return cmd

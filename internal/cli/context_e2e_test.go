@@ -64,6 +64,13 @@ func TestSavedContexts(t *testing.T) {
 		if out, _, code := run(nil, "context", "ls"); code != exitOK || !strings.Contains(out, "* prod") || !strings.Contains(out, alice) {
 			t.Fatalf("context ls: exit %d:\n%s", code, out)
 		}
+		if out, _, _ := run(nil, "__complete", "history", ""); !strings.Contains(out, "general\n") {
+			t.Errorf("history's completion through the context: %q; want general", out)
+		}
+		// channels rm works beside `cotal up` only: a context is not its mesh.
+		if out, _, _ := run(nil, "__complete", "channels", "rm", ""); strings.Contains(out, "general") {
+			t.Errorf("channels rm's completion took the context: %q", out)
+		}
 	})
 	t.Run("COTAL_CREDS comes before the selected context", func(t *testing.T) {
 		missing := filepath.Join(home, "nobody.creds")
