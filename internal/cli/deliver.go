@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -71,11 +72,13 @@ func completeAgentNames(spaceName *string) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		c, err := admin.Dial(cmd.Context(), dir)
+		ctx, cancel := context.WithTimeout(cmd.Context(), completionWait)
+		defer cancel()
+		c, err := admin.Dial(ctx, dir)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		recs, err := c.Credentials(cmd.Context(), *spaceName)
+		recs, err := c.Credentials(ctx, *spaceName)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
