@@ -58,11 +58,13 @@ type clientFlags struct {
 // connectHelp is the part of every client command's help that says how it reaches a mesh.
 const connectHelp = `
 
-It reaches a mesh in one of two ways:
+It reaches a mesh in one of three ways:
   - beside "cotal up" (the default): through the data directory (--dir, COTAL_DIR, or the
     default data directory), minting a short-lived credential for itself;
   - anywhere: with --link (or COTAL_LINK), the join link "cotal up" prints, and --creds (or
-    COTAL_CREDS), a .creds file from "cotal auth mint".
+    COTAL_CREDS), a .creds file from "cotal auth mint";
+  - by a saved context: --context NAME, or without flags the one "cotal context select"
+    chose (see "cotal context --help").
 Exit codes: 0 success, 1 the command ran and failed, 2 the command line was wrong
 ("cotal help exit-codes").`
 
