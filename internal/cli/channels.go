@@ -219,7 +219,7 @@ the data directory; exit codes as in "cotal help exit-codes".`,
 		Example: `  cotal channels set general --description "team chat" --replay-window 7d
   cotal channels set alerts --class live --create`,
 		Args:              exactArgs("CHANNEL"),
-		ValidArgsFunction: cobra.NoFileCompletions,
+		ValidArgsFunction: completeChannels(false),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := wire.ValidatePublishChannel(args[0]); err != nil {
 				return err

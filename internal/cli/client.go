@@ -59,11 +59,13 @@ type clientFlags struct {
 // connectHelp is the part of every client command's help that says how it reaches a mesh.
 const connectHelp = `
 
-It reaches a mesh in one of two ways:
+It reaches a mesh in one of three ways:
   - beside "cotal up" (the default): through the data directory (--dir, COTAL_DIR, or the
     default data directory), minting a short-lived credential for itself;
   - anywhere: with --link (or COTAL_LINK), the join link "cotal up" prints, and --creds (or
-    COTAL_CREDS), a .creds file from "cotal auth mint".
+    COTAL_CREDS), a .creds file from "cotal auth mint";
+  - by a saved context: --context NAME, or without flags the one "cotal context select"
+    chose (see "cotal context --help").
 Exit codes: 0 success, 1 the command ran and failed, 2 the command line was wrong
 ("cotal help exit-codes").`
 
@@ -76,6 +78,7 @@ func addClientFlags(cmd *cobra.Command, f *clientFlags) {
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON for scripts")
 	_ = cmd.MarkFlagFilename("creds", "creds")
 	_ = cmd.MarkFlagDirname("dir")
+	addContextFlag(cmd)
 	cmd.PreRunE = chainPreRun(cmd.PreRunE, func(*cobra.Command, []string) error {
 		if f.link == "" {
 			return nil
@@ -150,13 +153,11 @@ type mintFor struct {
 // openSession resolves how the command reaches the mesh. With a link it connects there,
 // with --creds or no credential at all (an open mesh); without one it asks the mesh on the
 // data directory for its link and, unless --creds is given, mints a credential as want says.
+// The link and the .creds file are linkAndCreds's.
 func openSession(cmd *cobra.Command, f *clientFlags, want mintFor) (*session, error) {
-	link, credsPath := f.link, f.creds
-	if link == "" {
-		link = os.Getenv(envLink)
-	}
-	if credsPath == "" {
-		credsPath = os.Getenv(envCreds)
+	link, credsPath, err := linkAndCreds(cmd, f.link, f.creds)
+	if err != nil {
+		return nil, err
 	}
 	s := &session{raw: link, stderr: cmd.ErrOrStderr()}
 	if credsPath != "" {

@@ -160,7 +160,13 @@ type cliCase struct {
 
 func (c cliCase) run(t *testing.T, bin string) string {
 	t.Helper()
-	stdout, stderr, code := runCotal(t, bin, c.args...)
+	return c.runEnv(t, bin, nil)
+}
+
+// runEnv is run with env added to the test's environment.
+func (c cliCase) runEnv(t *testing.T, bin string, env []string) string {
+	t.Helper()
+	stdout, stderr, code := runCotalEnv(t, bin, env, c.args...)
 	if code != c.code {
 		t.Fatalf("cotal %q: exit %d, want %d\nstdout: %s\nstderr: %s", c.args, code, c.code, stdout, stderr)
 	}
@@ -336,11 +342,11 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 			code: exitOK, stdout: []string{"space main defaults: class durable, replay on, window 7d"}},
 		{name: "channels list shows counts and config", args: append([]string{"channels", "list"}, asBob...),
 			code: exitOK, stdout: []string{"space defaults: class durable, replay on, window 7d", "general  1", "24h", "team chat", "alerts", "live", "other"}},
-		{name: "channels rm removes a channel's messages and config", args: append([]string{"channels", "rm", "other"}, local...),
+		{name: "channels rm removes a channel's messages and config", args: append([]string{"channels", "rm", "other", "--force"}, local...),
 			code: exitOK, stdout: []string{"removed channel other from space main: 1 message and no config"}},
 		{name: "a removed channel is gone", args: append([]string{"history", "other"}, local...),
 			code: exitError, stderr: []string{`unknown channel "other"`}},
-		{name: "channels rm of an unknown channel fails", args: append([]string{"channels", "rm", "other"}, local...),
+		{name: "channels rm of an unknown channel fails", args: append([]string{"channels", "rm", "other", "--force"}, local...),
 			code: exitError, stderr: []string{`unknown channel "other"`}},
 		{name: "channels rm without a channel says which argument is missing", args: append([]string{"channels", "rm"}, local...),
 			code: exitUsage, stderr: []string{"missing argument CHANNEL"}},

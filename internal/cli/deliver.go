@@ -1,18 +1,17 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/termsafe"
-	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -73,21 +72,17 @@ func completeAgentNames(spaceName *string) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		c, err := admin.Dial(cmd.Context(), dir)
+		ctx, cancel := context.WithTimeout(cmd.Context(), completionWait)
+		defer cancel()
+		c, err := admin.Dial(ctx, dir)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		recs, err := c.Credentials(cmd.Context(), *spaceName)
+		recs, err := c.Credentials(ctx, *spaceName)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var names []cobra.Completion
-		for _, r := range recs {
-			if r.Profile == provisioner.ProfileAgent && r.Active(time.Now()) {
-				names = append(names, r.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return plainTokens(activeAgents(recs)), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

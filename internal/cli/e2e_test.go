@@ -172,9 +172,16 @@ func (p *upProcess) stop(t *testing.T) {
 
 func runCotal(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCotalEnv(t, bin, nil, args...)
+}
+
+// runCotalEnv is runCotal with env added to the test's environment.
+func runCotalEnv(t *testing.T, bin string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

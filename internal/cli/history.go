@@ -26,7 +26,7 @@ up to 1000 messages per sender and channel. The read is bounded by the credentia
 		Example: `  cotal history general --limit 50
   cotal history general --json | jq -r '.message.parts[0].text'`,
 		Args:              exactArgs("CHANNEL"),
-		ValidArgsFunction: cobra.NoFileCompletions,
+		ValidArgsFunction: completeChannels(false),
 		PreRunE: func(_ *cobra.Command, args []string) error {
 			if limit < 1 {
 				return fmt.Errorf("--limit %d: pass a positive count", limit)

@@ -43,7 +43,11 @@ Standard output carries MCP messages only; logs go to standard error.
   cotal mcp --link cotal://127.0.0.1:4222/main --creds alice.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runMCP(cmd, orEnv(link, envLink), orEnv(creds, envCreds), inboxSize)
+			link, creds, err := linkAndCreds(cmd, link, creds)
+			if err != nil {
+				return err
+			}
+			return runMCP(cmd, link, creds, inboxSize)
 		},
 	}
 	fs := cmd.Flags()
@@ -51,6 +55,7 @@ Standard output carries MCP messages only; logs go to standard error.
 	fs.StringVar(&creds, "creds", "", "agent .creds file to join as (env "+envCreds+")")
 	fs.IntVar(&inboxSize, "inbox-size", mcpserver.DefaultInboxSize, "messages the inbox holds before it drops live channel copies")
 	_ = cmd.MarkFlagFilename("creds", "creds")
+	addContextFlag(cmd)
 	return cmd
 }
 

@@ -59,6 +59,7 @@ channels, direct messages, services and presence.`,
 	flags.StringVar(&logFormat, "log-format", "text", "log format: text or json (config key log.format)")
 	flags.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (config key log.level)")
 	addCommands(root)
+	registerCompletions(root)
 	finishGroups(root)
 	root.SetFlagErrorFunc(flagError)
 	return root
@@ -67,7 +68,7 @@ channels, direct messages, services and presence.`,
 // addCommands is where every subcommand is registered.
 func addCommands(root *cobra.Command) {
 	root.AddCommand(newVersionCmd(), newUpCmd(), newAuthCmd(), newSendCmd(), newTailCmd(), newWhoCmd(),
-		newChannelsCmd(), newHistoryCmd(), newStatusCmd(), newDeliverCmd(), newLinkCmd(), newConfigCmd(), newExitCodesTopic(), newBenchCmd(), newMCPCmd())
+		newChannelsCmd(), newHistoryCmd(), newStatusCmd(), newDeliverCmd(), newLinkCmd(), newConfigCmd(), newExitCodesTopic(), newBenchCmd(), newMCPCmd(), newContextCmd())
 }
 
 // execute runs root with args and maps the outcome to an exit code: an error from a command's

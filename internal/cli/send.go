@@ -103,7 +103,7 @@ the channel.` + connectHelp,
   echo "build finished" | cotal send @alice
   cotal send svc:reviewer "please review PR 12" --link cotal://host:4222/main --creds bob.creds`,
 		Args:              rangeArgs([]string{"CHANNEL|@NAME|ID|svc:ROLE"}, []string{"TEXT"}),
-		ValidArgsFunction: cobra.NoFileCompletions,
+		ValidArgsFunction: completeAddresses,
 		PreRunE: func(_ *cobra.Command, args []string) error {
 			t, err := parseTarget(args[0])
 			if err == nil && create && t.kind == endpoint.MetaChannel {

@@ -256,7 +256,12 @@ func printSpaceStatus(w io.Writer, s space.SpaceStatus) {
 		row(tw, "  "+m.Name, backlogText(&m.DM), backlogText(&m.Durable), backlogText(m.Anycast), m.ID)
 	}
 	_ = tw.Flush()
+	fmt.Fprintln(w, backlogLegend)
 }
+
+// backlogLegend says under the member table what backlogText's figures mean, so the table
+// reads without `status --help`.
+const backlogLegend = "  each backlog is pending+unacknowledged: not yet delivered to the agent + delivered, not yet acknowledged (\"-\": no role)"
 
 // backlogText is "pending+unacknowledged", "-" without a consumer to ask, "missing" when the
 // consumer does not exist, "UNREAD" when it could not be read.

@@ -37,7 +37,7 @@ With an agent credential (--creds) tail connects as that agent: it appears in th
 joins the channels (durable channels keep copies for it), and receives and acknowledges
 its DMs and durable copies. Do not tail with the credential of an agent that is running;
 use an observer or admin credential to watch without taking anything.` + connectHelp,
-		ValidArgsFunction: cobra.NoFileCompletions,
+		ValidArgsFunction: completeChannels(true),
 		Example: `  cotal tail
   cotal tail general --history 20
   cotal tail --link cotal://host:4222/main --creds alice.creds`,

@@ -99,7 +99,7 @@ while it is up, and its own agents keep working while it is down (docs/leaf.md).
 	addConfigFlags(f)
 	f.String("listen", "", "client listener host:port (default 127.0.0.1:4222)")
 	f.StringSlice("space", nil, "space to provision (repeatable; default main)")
-	f.String("http", "", "monitoring, /healthz and /metrics listener host:port on loopback (default off)")
+	f.String("http", "", "listener host:port on loopback for the web console, monitoring, /healthz and /metrics (default off)")
 	f.Bool("http-public", false, "allow --http beyond loopback; identity endpoints still need the token in DIR/"+space.HTTPTokenFile)
 	f.String("tls-cert", "", "TLS certificate (PEM) for the listener; links become cotals://")
 	f.String("tls-key", "", "TLS private key (PEM) for the listener")
@@ -125,10 +125,15 @@ while it is up, and its own agents keep working while it is down (docs/leaf.md).
 // command started meanwhile waits on it instead of reaching for the key store the mesh is
 // about to lock; space.Start opens the client listener only once every space is provisioned
 // and delivering; the socket answers from then on; the banner comes last. The log speaks of
-// agents by name (meshLog) and says who comes and goes (presenceLog).
+// agents by name (meshLog) and says who comes and goes (presenceLog). Before any of it, the
+// listeners' ports are checked (checkPorts), so a port in use creates nothing in the data
+// directory.
 func runUp(cmd *cobra.Command, _ []string) error {
 	cfg, err := loadConfig(cmd, upConfigFlags)
 	if err != nil {
+		return err
+	}
+	if err := checkPorts(cfg); err != nil {
 		return err
 	}
 	if err := secureDir(cmd, cfg); err != nil {

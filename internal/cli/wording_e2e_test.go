@@ -35,7 +35,7 @@ func TestMessagesSpeakTheCommandLinesWords(t *testing.T) {
 		if code != exitError || !strings.HasSuffix(stderr, "; did you mean general?\n") || strings.Contains(stderr, "?;") {
 			t.Errorf("send to a typo: exit %d, stderr %q; want it to end with the question", code, stderr)
 		}
-		_, stderr, code = runCotal(t, bin, append([]string{"channels", "rm", "generl"}, local...)...)
+		_, stderr, code = runCotal(t, bin, append([]string{"channels", "rm", "generl", "--force"}, local...)...)
 		want := `cotal: unknown channel "generl": no such channel in space main (no message, no config), so there is nothing to remove; ` +
 			"`cotal channels list` shows the channels; did you mean general?\n"
 		if code != exitError || stderr != want {
