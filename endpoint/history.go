@@ -75,15 +75,8 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 			return out, err
 		}
 		msgs, err := fetchBatch(ctx, cons, int(min(pending, historyBatch)))
-		// Pending says copies wait, but a consumer created a moment ago in a cluster can answer
-		// its first pulls empty while its leader settles: ask again, briefly.
-		for tries := 0; err == nil && len(msgs) == 0 && tries < emptyFetchTries; tries++ {
-			select {
-			case <-ctx.Done():
-				return out, ctx.Err()
-			case <-time.After(emptyFetchWait):
-			}
-			msgs, err = fetchBatch(ctx, cons, int(min(pending, historyBatch)))
+		if err == nil && len(msgs) == 0 {
+			msgs, err = fetchSettled(ctx, cons, int(min(pending, historyBatch)))
 		}
 		if err != nil {
 			return out, fmt.Errorf("fetch history: %w", err)
@@ -110,8 +103,31 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 	return out, nil
 }
 
-// emptyFetchTries and emptyFetchWait bound how long a history read asks again when a pull
-// comes back empty although copies are pending: at most a second.
+// fetchSettled asks again while pulls come back empty although copies are pending: a
+// consumer created a moment ago in a cluster answers empty while its leader settles, for
+// seconds when a lost node's streams elect new leaders. Every emptyFetchTries it reads the
+// consumer again and stops when nothing is pending any more (the copies went since the
+// create); otherwise it asks until ctx ends, so a read never passes held copies off as none.
+func fetchSettled(ctx context.Context, cons jetstream.Consumer, n int) ([]jetstream.Msg, error) {
+	for tries := 1; ; tries++ {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the stream holds copies it did not hand over: %w", ctx.Err())
+		case <-time.After(emptyFetchWait):
+		}
+		if tries%emptyFetchTries == 0 {
+			if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 {
+				return nil, nil
+			}
+		}
+		if msgs, err := fetchBatch(ctx, cons, n); err != nil || len(msgs) > 0 {
+			return msgs, err
+		}
+	}
+}
+
+// emptyFetchTries and emptyFetchWait pace fetchSettled: a pull every 50 ms, the consumer
+// read again every second.
 const (
 	emptyFetchTries = 20
 	emptyFetchWait  = 50 * time.Millisecond
