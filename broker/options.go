@@ -5,14 +5,9 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
-)
 
-// MaxControlLine is the broker's max_control_line (docs/storage.md "Broker settings"), the
-// longest protocol line the broker accepts: a credential with per-channel grants rides the
-// CONNECT line and passes nats-server's 4 KiB default at about two channels, after which the
-// server drops the connection and the client retries forever. The provisioner refuses to mint a
-// credential that would not fit under it.
-const MaxControlLine = 64 << 10
+	"github.com/cotal-go/cotal/wire"
+)
 
 // MaxPullBatch is the most messages one pull request may ask a consumer for; a larger
 // request is refused (409 Exceeded MaxRequestBatch). A pull's reply subject is the
@@ -28,7 +23,7 @@ func (b *Broker) serverOptions(storeDir string) (*server.Options, error) {
 		ServerName: cfg.ServerName,
 		// An embedded server must never take over the process's signals (SIGINT would exit).
 		NoSigs:                 true,
-		MaxControlLine:         MaxControlLine,
+		MaxControlLine:         wire.MaxControlLine,
 		JetStream:              true,
 		StoreDir:               storeDir,
 		SyncAlways:             cfg.Sync == SyncAlways,

@@ -3,7 +3,7 @@ package provisioner
 import (
 	"fmt"
 
-	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // connectOverhead is the part of a CONNECT line that is not the user JWT: the signed nonce,
@@ -12,8 +12,8 @@ import (
 const connectOverhead = 4 << 10
 
 // maxUserJWT is the longest user JWT whose CONNECT line the broker accepts: the broker's own
-// max_control_line (broker.MaxControlLine, one rule in one place) less connectOverhead.
-const maxUserJWT = broker.MaxControlLine - connectOverhead
+// max_control_line (wire.MaxControlLine, one rule in one place) less connectOverhead.
+const maxUserJWT = wire.MaxControlLine - connectOverhead
 
 // checkConnectLine refuses a user JWT too long to ever connect: the broker would drop the
 // connection at CONNECT and the client retry forever. The message says how many of g's
@@ -26,5 +26,5 @@ func checkConnectLine(token string, g Grants) error {
 	return fmt.Errorf("%w: the user JWT is %d bytes and the broker's CONNECT line (max_control_line %d) "+
 		"leaves %d for it; about %d of its %d channel grant entries (subscribe, allowSubscribe and "+
 		"allowPublish together) fit: grant fewer channels, or cover them with wildcard grants such as team.>",
-		ErrCredentialTooLarge, len(token), broker.MaxControlLine, maxUserJWT, n*maxUserJWT/len(token), n)
+		ErrCredentialTooLarge, len(token), wire.MaxControlLine, maxUserJWT, n*maxUserJWT/len(token), n)
 }

@@ -77,7 +77,7 @@
 // (ErrNameInUse) unless the request names that identity (re-mint) or sets Replace, which
 // revokes it in the same step. In-process-only credentials, minted per embedded Endpoint and
 // worthless outside the process, are exempt. Mint also refuses, before recording anything, a
-// user JWT that would not fit in the broker's CONNECT line (broker.MaxControlLine less
+// user JWT that would not fit in the broker's CONNECT line (wire.MaxControlLine less
 // room for the line's other fields): such a credential could never connect
 // (ErrCredentialTooLarge).
 //

@@ -74,6 +74,13 @@ const (
 // instance's heartbeat out; with it a default bucket holds 1024 records of the largest size.
 const PresenceMaxMsgSize = 64 << 10
 
+// MaxControlLine is the broker's max_control_line (docs/storage.md "Broker settings"), the
+// longest protocol line it accepts: a credential with per-channel grants rides the CONNECT
+// line and passes nats-server's 4 KiB default at about two channels, after which the server
+// drops the connection and the client retries forever. The provisioner refuses to mint a
+// credential that would not fit under it.
+const MaxControlLine = 64 << 10
+
 // WatchInactiveLimit is the consumer inactive threshold the presence and channel-registry
 // buckets impose (stream consumer_limits): a consumer an agent created and left, durable or
 // not, is deleted this long after its last reader went, a restart included. It equals the
