@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -100,13 +101,16 @@ func (d durable) cotal(ctx context.Context, run int) (figures, error) {
 		return nil, err
 	}
 	eps = append(eps, pub)
-	svc, err := d.env.mesh.Delivery(benchSpace)
+	stats := func() delivery.Stats {
+		st, _ := d.env.mesh.DeliveryStats(benchSpace)
+		return st
+	}
+	base, err := d.env.mesh.DeliveryStats(benchSpace)
 	if err != nil {
 		return nil, err
 	}
-	base := svc.Stats()
-	fannedOut := func() int64 { return (svc.Stats().FannedOutDurable - base.FannedOutDurable) / durableMembers }
-	delivered := func() int64 { return svc.Stats().ReaderDelivered - base.ReaderDelivered }
+	fannedOut := func() int64 { return (stats().FannedOutDurable - base.FannedOutDurable) / durableMembers }
+	delivered := func() int64 { return stats().ReaderDelivered - base.ReaderDelivered }
 	msgs := d.s.cfg.DurableMessages
 	start, cpu := time.Now(), startCPU()
 	pending := make([]*endpoint.PendingReceipt, 0, msgs)
@@ -128,7 +132,7 @@ func (d durable) cotal(ctx context.Context, run int) (figures, error) {
 	if err := await(ctx, "durable copies on DLV", delivered, func() (bool, error) {
 		return delivered() >= want, nil
 	}); err != nil {
-		return nil, fmt.Errorf("%w; delivery stats %+v", err, svc.Stats())
+		return nil, fmt.Errorf("%w; delivery stats %+v", err, stats())
 	}
 	consumers := make([]string, len(eps)-1)
 	for i, ep := range eps[:len(eps)-1] {
@@ -138,7 +142,7 @@ func (d durable) cotal(ctx context.Context, run int) (figures, error) {
 		return nil, err
 	}
 	done := time.Now()
-	if st := svc.Stats(); st.GapsDetected != base.GapsDetected || st.ReaderGaps != base.ReaderGaps {
+	if st := stats(); st.GapsDetected != base.GapsDetected || st.ReaderGaps != base.ReaderGaps {
 		return nil, fmt.Errorf("the backstop reported gaps during the run: %+v", st)
 	}
 	f := figures{"rate": rate(want, done.Sub(start)), "lag": float64(done.Sub(published)) / float64(time.Millisecond)}

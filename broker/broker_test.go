@@ -280,26 +280,3 @@ func TestStartWithACancelledContextStartsNothing(t *testing.T) {
 	}
 	startBroker(t, cfg) // the store was not left locked
 }
-
-func TestSyncDescription(t *testing.T) {
-	tests := []struct {
-		name string
-		edit func(*Config)
-		want string
-	}{
-		{"always promises no acknowledged loss", func(*Config) {}, "sync: always (fsync on every write"},
-		{"interval names the window of loss", func(c *Config) { c.Sync, c.SyncInterval = SyncInterval, 30*time.Second },
-			"sync: every 30s"},
-		{"a memory mesh keeps nothing", func(c *Config) { c.Memory, c.StoreDir = true, "" }, "sync: none"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.StoreDir = "/unused"
-			tc.edit(&cfg)
-			if got := (&Broker{cfg: cfg}).SyncDescription(); !strings.HasPrefix(got, tc.want) {
-				t.Errorf("SyncDescription = %q, want prefix %q", got, tc.want)
-			}
-		})
-	}
-}

@@ -62,8 +62,7 @@
 // an account JWT without them has no JetStream at all, which the broker logs as a warning.
 // The system account must have none (nats-server refuses it). Config.Sync says when the file
 // store reaches stable storage: SyncAlways fsyncs before every acknowledgement, SyncInterval
-// every SyncInterval (a power failure can lose up to one interval); SyncDescription states
-// the choice in one line.
+// every SyncInterval (a power failure can lose up to one interval).
 //
 // Memory meshes keep their store in a private temporary directory removed at Shutdown, and
 // the caller decides each stream's storage: memory streams are the fastest and never touch

@@ -40,8 +40,6 @@ func ExampleStart() {
 		return
 	}
 	fmt.Println(string(msg.Data), b.Healthy() == nil, b.ClientURL() == "")
-	fmt.Println(b.SyncDescription())
 	// Output:
 	// hello true true
-	// sync: none (memory mesh: the store is deleted at shutdown; nothing survives a restart)
 }

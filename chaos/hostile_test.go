@@ -236,17 +236,14 @@ func nested(depth int) string { return strings.Repeat("[", depth) + strings.Repe
 
 func deepJSON(t *testing.T, h *hostile) string {
 	before := h.bob.Stats().Terminated[wire.ReasonMalformedJSON]
-	fanout, err := h.m.Delivery("main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	skipped := fanout.Stats().FanoutSkipped
+	fanout := spacetest.DeliveryStats(t, h.m, "main")
+	skipped := fanout().FanoutSkipped
 	parts := `[{"kind":"data","data":` + nested(20000) + `}]`
 	h.publishRaw(t, h.dmSubject(), h.raw("", parts))
 	h.terminated(t, before)
 	h.publishRaw(t, h.names.ChatSubject(h.mallory.ID, "h.x"), h.raw("h.x", parts))
 	await.True(t, 30*time.Second, "the fan-out skipping the deep message", func() bool {
-		return fanout.Stats().FanoutSkipped > skipped
+		return fanout().FanoutSkipped > skipped
 	})
 	return "JSON nested 20 000 deep: receiver terminates it (malformed-json), fan-out skips it"
 }
@@ -330,10 +327,7 @@ func hugeMentionsLive(t *testing.T, m *space.Mesh, mentions []string) string {
 		t.Fatal(err)
 	}
 	await.True(t, 30*time.Second, "bob in alice's roster", func() bool { p, ok := alice.Roster().Peer(bob.ID()); return ok && p.Online })
-	dlv, err := m.Delivery("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dlv := spacetest.DeliveryStats(t, m, "main")
 	r, err := alice.Send(ctx, "h.x", text("a crowded live room"), endpoint.WithMentions(mentions...))
 	if err != nil {
 		t.Fatalf("send with 10 000 mentions on a live channel: %v", err)
@@ -343,7 +337,7 @@ func hugeMentionsLive(t *testing.T, m *space.Mesh, mentions []string) string {
 		t.Fatalf("open mesh unhealthy after 10 000 mentions: %v", err)
 	}
 	return fmt.Sprintf("on a live channel: the one present name got its mention copy (mention copies written: %d)",
-		dlv.Stats().FannedOutMention)
+		dlv().FannedOutMention)
 }
 
 func channelLengthLimit(t *testing.T, h *hostile) string {

@@ -59,12 +59,9 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 	if d := carol.rec.withID(sent.ID)[0]; !d.Meta.Durable || d.Meta.Channel != "lobby" {
 		t.Fatalf("carol's copy meta %+v, want a durable copy on lobby", d.Meta)
 	}
-	svc, err := m.Delivery("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := spacetest.DeliveryStats(t, m, "main")
 	await.True(t, settle, "dup's mention copy", func() bool { return len(dup1.rec.withID(sent.ID)) == 1 })
-	if st := svc.Stats(); st.FannedOutMention != 2 {
+	if st := svc(); st.FannedOutMention != 2 {
 		t.Fatalf("mention entries written = %d, want 2 (carol and the dup minted so: eve is unauthorized)", st.FannedOutMention)
 	}
 	if err := dup2.Conn().Flush(); err != nil {

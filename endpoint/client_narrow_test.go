@@ -36,11 +36,8 @@ func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := m.Delivery("main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	await.True(t, settle, "both copies handed over to bob's dlv_", func() bool { return svc.Stats().ReaderDelivered >= 2 })
+	svc := spacetest.DeliveryStats(t, m, "main")
+	await.True(t, settle, "both copies handed over to bob's dlv_", func() bool { return svc().ReaderDelivered >= 2 })
 
 	seed, err := endpoint.CredentialSeed(bobCred.Creds)
 	if err != nil {

@@ -376,7 +376,7 @@ func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 				}
 			}
 		}
-		unread := st.Unread()
+		unread := st.Errors()
 		if len(unread) == 0 {
 			t.Error("nothing was unread on two stopped nodes of three: the test proved nothing")
 		}

@@ -1,5 +1,11 @@
 package space
 
+import "github.com/cotal-go/cotal/delivery"
+
+// Delivery exposes the durable backstop of space to the tests of package space_test, which
+// interrupt its loops.
+func (m *Mesh) Delivery(space string) (*delivery.Service, error) { return m.delivery(space) }
+
 // PlacementReport exposes placementReport to the cluster tests of package space_test.
 func (m *Mesh) PlacementReport() string { return m.placementReport() }
 

@@ -322,8 +322,30 @@ func (m *Mesh) HTTPURL() string {
 	return m.ops.URL()
 }
 
-// Delivery returns the durable-backstop service of space, for its stats and health.
-func (m *Mesh) Delivery(space string) (*delivery.Service, error) {
+// DeliveryStats are the counters of space's durable backstop (docs/durable.md), on the node
+// that runs it; on another node of a cluster the error says to look at the cluster status.
+func (m *Mesh) DeliveryStats(space string) (delivery.Stats, error) {
+	svc, err := m.delivery(space)
+	if err != nil {
+		return delivery.Stats{}, err
+	}
+	return svc.Stats(), nil
+}
+
+// Info describes what Start resolved: the node's name and the listeners bound to port 0.
+type Info struct {
+	// Node is the broker's server name, as cluster peers and Status name it.
+	Node string
+	// LeafURL is where leaf meshes connect; empty unless the mesh is a hub.
+	LeafURL string
+}
+
+// Info describes the running mesh.
+func (m *Mesh) Info() Info {
+	return Info{Node: m.broker.Server().Name(), LeafURL: m.broker.LeafURL()}
+}
+
+func (m *Mesh) delivery(space string) (*delivery.Service, error) {
 	rt, err := m.space(space)
 	if err != nil {
 		return nil, err
@@ -335,7 +357,9 @@ func (m *Mesh) Delivery(space string) (*delivery.Service, error) {
 	return svc, nil
 }
 
-// Broker is the embedded broker, for monitoring.
+// Broker is the embedded broker, for tests that inject faults below the mesh (a server shut
+// down underneath it, a client disconnected) or count what nats-server holds. The mesh's
+// guarantees are those of its methods; what is done to the broker directly is outside them.
 func (m *Mesh) Broker() *broker.Broker { return m.broker }
 
 // InProcess is the in-process connection provider: a nats.Conn made with

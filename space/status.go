@@ -118,7 +118,7 @@ type Status struct {
 // Status builds the operator's view of the mesh. Members are the space's active agent
 // credentials; an instance without a credential (open mode) has no registry entry to list.
 // A stream, consumer or space that cannot be read does not fail the report: its Error says
-// why, and the rest is filled in (Status.Unread lists them all).
+// why, and the rest is filled in (Status.Errors lists them all).
 func (m *Mesh) Status(ctx context.Context) (*Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusBudget)
 	defer cancel()
@@ -140,8 +140,8 @@ func (m *Mesh) Status(ctx context.Context) (*Status, error) {
 	return st, nil
 }
 
-// Unread names every part of st that could not be read, with why; empty when st is whole.
-func (st *Status) Unread() []string {
+// Errors names every part of st that could not be read, with why; empty when st is whole.
+func (st *Status) Errors() []string {
 	var out []string
 	for _, s := range st.Spaces {
 		if s.Error != "" {

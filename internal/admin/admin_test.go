@@ -35,7 +35,7 @@ func serve(t *testing.T) (*space.Mesh, *Client, string) {
 		_ = srv.Close(ctx)
 		t.Fatal(err)
 	}
-	srv.Serve(m)
+	srv.Serve(m, nil)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

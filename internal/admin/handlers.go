@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/cotal-go/cotal/space"
@@ -13,8 +14,8 @@ import (
 type handler func(ctx context.Context, r *http.Request) (int, any, error)
 
 // routes is the admin API of m (see the package doc).
-func routes(m *space.Mesh) http.Handler {
-	h := &handlers{m: m}
+func routes(m *space.Mesh, log *slog.Logger) http.Handler {
+	h := &handlers{m: m, log: log}
 	mux := http.NewServeMux()
 	for pattern, fn := range map[string]handler{
 		"GET /v1/status":                               h.status,
@@ -58,7 +59,10 @@ func notFound(_ context.Context, r *http.Request) (int, any, error) {
 	return 0, nil, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path)
 }
 
-type handlers struct{ m *space.Mesh }
+type handlers struct {
+	m   *space.Mesh
+	log *slog.Logger
+}
 
 func (h *handlers) status(ctx context.Context, _ *http.Request) (int, any, error) {
 	st, err := h.m.Status(ctx)
@@ -86,7 +90,7 @@ func (h *handlers) mint(ctx context.Context, r *http.Request) (int, any, error) 
 	}
 	cred, err := h.m.MintSpec(ctx, spec)
 	if err == nil {
-		h.m.Logger().Info("minted a credential", "space", cred.Space, "name", cred.Name, "profile", cred.Profile, "id", cred.ID)
+		h.log.Info("minted a credential", "space", cred.Space, "name", cred.Name, "profile", cred.Profile, "id", cred.ID)
 	}
 	return http.StatusCreated, cred, err
 }
@@ -104,7 +108,7 @@ func (h *handlers) revoke(ctx context.Context, r *http.Request) (int, any, error
 	name := h.credentialName(spaceName, id) // before the revocation, which may forget the row
 	err := h.m.Revoke(ctx, spaceName, id)
 	if err == nil {
-		h.m.Logger().Info("revoked a credential", "space", spaceName, "name", name, "id", id)
+		h.log.Info("revoked a credential", "space", spaceName, "name", name, "id", id)
 	}
 	return http.StatusNoContent, nil, err
 }
@@ -140,7 +144,7 @@ func (h *handlers) setChannel(ctx context.Context, r *http.Request) (int, any, e
 func (h *handlers) removeChannel(ctx context.Context, r *http.Request) (int, any, error) {
 	rm, err := h.m.RemoveChannel(ctx, r.PathValue("space"), r.PathValue("channel"))
 	if err == nil {
-		h.m.Logger().Info("removed a channel", "space", r.PathValue("space"), "channel", rm.Channel, "messages", rm.Messages)
+		h.log.Info("removed a channel", "space", r.PathValue("space"), "channel", rm.Channel, "messages", rm.Messages)
 	}
 	return http.StatusOK, rm, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -52,14 +53,18 @@ func Listen(dir string) (*Server, error) {
 	return s, nil
 }
 
-// Serve starts answering requests with m, until Close. It returns at once.
-func (s *Server) Serve(m *space.Mesh) {
+// Serve starts answering requests with m, until Close, logging the mints, revocations and
+// channel removals it makes to log (nil discards them). It returns at once.
+func (s *Server) Serve(m *space.Mesh, log *slog.Logger) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.api != nil {
 		return
 	}
-	s.api = routes(m)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s.api = routes(m, log)
 	close(s.ready)
 }
 

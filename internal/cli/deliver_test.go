@@ -29,7 +29,7 @@ func TestPendingAndStatusReportCopiesLostPastAFullHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := spacetest.New(t, func(o *space.Options) { o.Dir, o.Limits.HandoffPerSubject = dir, bound })
-	srv.Serve(m)
+	srv.Serve(m, nil)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

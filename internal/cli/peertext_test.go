@@ -53,7 +53,7 @@ func TestAPeersControlCharactersReachNoTerminalAndNoModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := spacetest.New(t, func(o *space.Options) { o.Dir, o.Listen = dir, "127.0.0.1:0" })
-	srv.Serve(m)
+	srv.Serve(m, nil)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

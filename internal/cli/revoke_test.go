@@ -20,7 +20,7 @@ func TestRevokeByANameTwoCredentialsHoldIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := spacetest.New(t, func(o *space.Options) { o.Dir = dir })
-	srv.Serve(m)
+	srv.Serve(m, nil)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

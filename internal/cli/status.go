@@ -99,7 +99,7 @@ func unhealthy(st *space.Status) error {
 
 // incomplete is errIncomplete naming what could not be read, or nil.
 func incomplete(st *space.Status) error {
-	unread := st.Unread()
+	unread := st.Errors()
 	if len(unread) == 0 {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/console"
@@ -157,7 +158,7 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	}
 	logs.names.use(m)
 	logs.rec.recovered(opts.Logger)
-	srv.Serve(m)
+	srv.Serve(m, opts.Logger)
 	var presence *presenceLog
 	consoleURL, err := startConsole(cmd.Context(), con, m)
 	if err == nil {
@@ -248,7 +249,7 @@ func printClusterBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 	if len(c.Peers) >= 3 {
 		replicas = "R3"
 	}
-	fmt.Fprintf(w, "  cluster:  %s, node %s, route %s, %d peers, streams %s\n", c.Name, m.Broker().Server().Name(), c.Listen, len(c.Peers), replicas)
+	fmt.Fprintf(w, "  cluster:  %s, node %s, route %s, %d peers, streams %s\n", c.Name, m.Info().Node, c.Listen, len(c.Peers), replicas)
 	if c.Trust == "" {
 		fmt.Fprintf(w, "  every other node starts with --cluster-trust %s (copy it there as you would a .creds file: it holds the route secret)\n", filepath.Join(m.Dir(), space.TrustFile))
 		fmt.Fprintf(w, "  and, to take over the durable backstop if this node dies, --cluster-backstop %s (copy it as you would a .creds file)\n", filepath.Join(m.Dir(), space.BackstopFile))
@@ -260,7 +261,7 @@ func printLeafBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 	l := cfg.Leaf
 	switch {
 	case l.Listen != "":
-		fmt.Fprintf(w, "  leaf:     hub; leaf meshes connect to %s\n", m.Broker().LeafURL())
+		fmt.Fprintf(w, "  leaf:     hub; leaf meshes connect to %s\n", m.Info().LeafURL)
 		fmt.Fprintf(w, "  a laptop's link credential, per space (keep it secret, like a .creds file):\n    cotal auth mint --dir %s --profile leaf --name laptop --no-expiry --out laptop-leaf.creds\n", m.Dir())
 	case l.Hub != "":
 		fmt.Fprintf(w, "  leaf:     leaf of %s, spaces %s (agents here keep working while it is unreachable; cotal status shows the link)\n",
@@ -272,6 +273,15 @@ func closeAdmin(srv *admin.Server) error {
 	ctx, cancel := newTimeoutContext(5 * time.Second)
 	defer cancel()
 	return srv.Close(ctx)
+}
+
+// syncLine says in one line how durable acknowledged writes are under mode.
+func syncLine(mode broker.SyncMode, every time.Duration) string {
+	if mode == broker.SyncInterval {
+		return fmt.Sprintf("sync: every %v (fsync in the background: a power failure can lose the last %v of acknowledged writes; faster)",
+			every, every)
+	}
+	return "sync: always (fsync on every write: nothing acknowledged is lost on power failure; slower)"
 }
 
 func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL string) {
@@ -297,7 +307,7 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL strin
 	} else {
 		fmt.Fprintln(w, "  auth:     decentralized JWT (operator mode); every client needs a .creds file")
 	}
-	fmt.Fprintf(w, "  %s\n", m.Broker().SyncDescription())
+	fmt.Fprintf(w, "  %s\n", syncLine(broker.SyncMode(cfg.Sync), cfg.SyncInterval))
 	if u := m.HTTPURL(); u != "" {
 		fmt.Fprintf(w, "  health:   %s/healthz   metrics: %s/metrics   monitoring: %s/varz\n", u, u, u)
 		fmt.Fprintf(w, "  /connz /accountz /subsz /accstatz /jsz need: Authorization: Bearer $(cat %s)\n", filepath.Join(m.Dir(), space.HTTPTokenFile))

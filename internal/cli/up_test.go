@@ -51,3 +51,23 @@ func TestUpRunsUntilInterruptedOrTheMeshDies(t *testing.T) {
 		})
 	}
 }
+
+func TestSyncLine(t *testing.T) {
+	tests := []struct {
+		name  string
+		mode  broker.SyncMode
+		every time.Duration
+		want  string
+	}{
+		{"always promises no acknowledged loss", broker.SyncAlways, 0, "sync: always (fsync on every write"},
+		{"the default is always", "", 0, "sync: always"},
+		{"interval names the window of loss", broker.SyncInterval, 30 * time.Second, "sync: every 30s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := syncLine(tc.mode, tc.every); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("syncLine = %q, want prefix %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -39,8 +39,7 @@ func newSampler() *sampler { return &sampler{} }
 // take records the live messages of ss since the last sample and its lag.
 func (s *sampler) take(ss *spaceState) {
 	smp := sample{at: time.Now(), counts: ss.feed.drain()}
-	if d, err := ss.m.Delivery(ss.name); err == nil {
-		stats := d.Stats()
+	if stats, err := ss.m.DeliveryStats(ss.name); err == nil {
 		smp.lag = stats.FanoutLag + stats.ReaderLag
 	}
 	s.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -53,4 +54,20 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// DeliveryStats returns a function reading the durable backstop's counters of space on m,
+// failing t at once if m does not run that backstop.
+func DeliveryStats(t testing.TB, m *space.Mesh, spaceName string) func() delivery.Stats {
+	t.Helper()
+	if _, err := m.DeliveryStats(spaceName); err != nil {
+		t.Fatal(err)
+	}
+	return func() delivery.Stats {
+		st, err := m.DeliveryStats(spaceName)
+		if err != nil {
+			t.Errorf("read the delivery stats of %s: %v", spaceName, err)
+		}
+		return st
+	}
 }
