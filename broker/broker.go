@@ -71,6 +71,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err == nil {
 		err = b.startUserCap()
 	}
+	if err == nil && b.sys != nil {
+		err = b.watchAuthErrors()
+	}
 	if err != nil {
 		if b.sys != nil {
 			b.sys.Close()
@@ -352,16 +355,3 @@ func dialable(addr *net.TCPAddr) string {
 // Server returns the running nats-server, for monitoring and statistics. Do not shut it down
 // directly: use Shutdown, which also releases the store.
 func (b *Broker) Server() *server.Server { return b.srv }
-
-// SyncDescription is one line saying how durable acknowledged writes are, for `cotal up`.
-func (b *Broker) SyncDescription() string {
-	switch {
-	case b.cfg.Memory:
-		return "sync: none (memory mesh: the store is deleted at shutdown; nothing survives a restart)"
-	case b.cfg.Sync == SyncInterval:
-		return fmt.Sprintf("sync: every %v (fsync in the background: a power failure can lose the last %v of acknowledged writes; faster)",
-			b.cfg.SyncInterval, b.cfg.SyncInterval)
-	default:
-		return "sync: always (fsync on every write: nothing acknowledged is lost on power failure; slower)"
-	}
-}
