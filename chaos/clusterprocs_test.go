@@ -105,7 +105,7 @@ func startClusterAt(t *testing.T, b bins, place clusterPlace) clusterProcs {
 const resumedAfter = 20
 
 // publishGap paces each publisher. r3 is away for an outage plus its node's restart, and the
-// trusted reader refuses durable copies past DLV's per-member bound (1000, delivery/dlvroom.go)
+// trusted reader refuses durable copies past DLV's per-member bound (1000, delivery/handoffquota.go)
 // as a reported gap; two publishers at this pace owe r3 at most 25 channel copies a second,
 // which keeps the long tier's outages well under it.
 const publishGap = 40 * time.Millisecond

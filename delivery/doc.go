@@ -109,6 +109,6 @@
 //
 // A member key's lock (registry.keyLock) before memberView.mu; at most one key's lock is held
 // at a time. memberView.mu also guards the losses of every membership (lost.go). Every other
-// lock (registry.revMu, controlPool.mu, kvCache.mu, backlog.mu, dlvRoom.mu, gapLog.mu,
+// lock (registry.revMu, controlPool.mu, kvCache.mu, backlog.mu, handoffQuota.mu, gapLog.mu,
 // loop.mu, gate.mu) is a leaf: no other lock is taken while it is held.
 package delivery

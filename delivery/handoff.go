@@ -28,7 +28,7 @@ func (s *Service) handOver(ctx context.Context, p *pendingMsg, c copyRef, data [
 	f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DLVSubject(c.member), Data: data},
 		jetstream.WithMsgID(dlvMsgID(c.id, c.member)), jetstream.WithExpectStream(s.names.DLVStream()))
 	if err != nil {
-		s.room.settled(c.member, 0)
+		s.quota.settled(c.member, 0)
 		p.err = err
 		return
 	}
@@ -36,10 +36,10 @@ func (s *Service) handOver(ctx context.Context, p *pendingMsg, c copyRef, data [
 }
 
 // hasRoom reports whether member's DLV subject takes one more copy without evicting one the
-// member has not acknowledged (dlvroom.go).
+// member has not acknowledged (handoffquota.go).
 func (s *Service) hasRoom(ctx context.Context, member string) bool {
-	ok, err := s.room.admit(member, func() (handoffState, error) { return s.handoffState(ctx, member) })
-	if err != nil && s.room.shouldLog(member, time.Now()) {
+	ok, err := s.quota.admit(member, func() (handoffState, error) { return s.handoffState(ctx, member) })
+	if err != nil && s.quota.shouldLog(member, time.Now()) {
 		s.log.Warn("cannot count a member's unacknowledged durable copies; handing copies over anyway",
 			"member", member, "err", err)
 	}
@@ -53,7 +53,7 @@ func (s *Service) handoffFull(c copyRef) {
 	s.stats.droppedFull.Add(1)
 	s.members.view.refused(c.channel, c.member, c.seq, c.durable)
 	s.members.kickFlush()
-	if s.room.shouldLog(c.member, time.Now()) {
+	if s.quota.shouldLog(c.member, time.Now()) {
 		s.log.Error("a member's durable handoff is full of unacknowledged copies; dropping new copies as gaps",
 			"member", c.member, "channel", c.channel, "seq", c.seq, "id", c.id)
 	}

@@ -62,7 +62,7 @@ type pendingMsg struct {
 	msg     jetstream.Msg
 	futures []jetstream.PubAckFuture
 	// dlv names the member of each DLV copy among futures, index for index; "" marks an
-	// INBOX entry. The room (dlvroom.go) counts each copy until its publish settles.
+	// INBOX entry. The quota (handoffquota.go) counts each copy until its publish settles.
 	dlv      []string
 	err      error  // a publish that could not even be sent
 	onStored func() // counts what was routed, once every publish is stored
@@ -77,7 +77,7 @@ func (p *pendingMsg) add(f jetstream.PubAckFuture, member string) {
 // settle waits for each pending message's publishes and acks it only when all of them were
 // stored; otherwise it naks it for redelivery, which republishes under the same Nats-Msg-Id,
 // so what was stored already is deduplicated. When ctx ends, the rest are nak'ed at once.
-// Either way the room learns how each DLV copy ended.
+// Either way the quota learns how each DLV copy ended.
 func (s *Service) settle(ctx context.Context, pend []pendingMsg, onFail func(pendingMsg, error)) error {
 	for _, p := range pend {
 		err := p.err
@@ -102,7 +102,7 @@ func (s *Service) settle(ctx context.Context, pend []pendingMsg, onFail func(pen
 	return ctx.Err()
 }
 
-// handedOver tells the room how each DLV copy of p ended, stored at its acknowledged sequence
+// handedOver tells the quota how each DLV copy of p ended, stored at its acknowledged sequence
 // or, with acks nil, not known to be stored, and counts the copies stored.
 func (s *Service) handedOver(p pendingMsg, acks []*jetstream.PubAck) {
 	for i, member := range p.dlv {
@@ -114,7 +114,7 @@ func (s *Service) handedOver(p pendingMsg, acks []*jetstream.PubAck) {
 			seq = acks[i].Sequence
 			s.stats.delivered.Add(1)
 		}
-		s.room.settled(member, seq)
+		s.quota.settled(member, seq)
 	}
 }
 

@@ -23,7 +23,7 @@ func (s *Service) runReader(ctx context.Context, up func()) error {
 	if err != nil {
 		return fmt.Errorf("create consumer %s on %s: %w", wire.ReaderConsumer, s.names.InboxStream(), err)
 	}
-	if err := s.room.load(ctx, s.js, s.names); err != nil {
+	if err := s.quota.load(ctx, s.js, s.names); err != nil {
 		return err
 	}
 	info := cons.CachedInfo()

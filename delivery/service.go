@@ -40,7 +40,7 @@ type Service struct {
 	presence *kvCache[presenceRow]
 	gaps     gapLog
 	inGaps   gapLog // INBOX sequences the reader never saw
-	room     dlvRoom
+	quota    handoffQuota
 	requests requestLog // control request ids seen recently
 	// refusedLog paces the log lines of control requests refused for their reply subject.
 	refusedLog loggate.Gate

@@ -58,7 +58,9 @@ type Mesh struct {
 	// the route secret and certificate.
 	clusterTrust provisioner.ClusterTrust
 
-	mu     sync.Mutex // guards spaces, backstops, backstopConns and closed; held across a mint so re-mints serialize
+	// mu guards spaces, backstops, backstopConns, endpoints and closed. Mints do not take it:
+	// they serialize on their space's mintMu.
+	mu     sync.Mutex
 	spaces map[string]*spaceRuntime
 	// backstops are the spaces whose backstop lease this cluster node contends for, by space.
 	backstops map[string]*backstop

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// testRoom is a dlvRoom as load leaves it, with the given bound.
-func testRoom(bound int64) *dlvRoom {
-	return &dlvRoom{bound: bound, est: map[string]int64{}, inflight: map[string]int64{},
+// testQuota is a handoffQuota as load leaves it, with the given bound.
+func testQuota(bound int64) *handoffQuota {
+	return &handoffQuota{bound: bound, est: map[string]int64{}, inflight: map[string]int64{},
 		undelivered: map[string][]uint64{}}
 }
 
@@ -30,7 +30,7 @@ func TestDLVRoomCountsHandoffsTheConsumerHasNotSeen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := testRoom(3)
+			r := testQuota(3)
 			for _, seq := range tt.handed {
 				r.settled("m", seq)
 			}
@@ -47,7 +47,7 @@ func TestDLVRoomCountsHandoffsTheConsumerHasNotSeen(t *testing.T) {
 // TestDLVRoomRefusesWhenTheConsumerLags: three copies handed over and a consumer that has not
 // yet counted them leave no room under a bound of 3.
 func TestDLVRoomRefusesWhenTheConsumerLags(t *testing.T) {
-	r := testRoom(3)
+	r := testQuota(3)
 	for seq := uint64(1); seq <= 3; seq++ {
 		ok, err := r.admit("m", func() (handoffState, error) { return handoffState{}, nil })
 		if !ok || err != nil {
@@ -65,7 +65,7 @@ func TestDLVRoomRefusesWhenTheConsumerLags(t *testing.T) {
 // member whose publishes have not settled; a count taken from the consumer must include them,
 // and a copy whose publish failed stops counting once it settles.
 func TestDLVRoomCountsCopiesInFlight(t *testing.T) {
-	r := testRoom(3)
+	r := testQuota(3)
 	asked := 0
 	state := func() (handoffState, error) { asked++; return handoffState{}, nil }
 	for i := range 3 {
@@ -92,7 +92,7 @@ func TestDLVRoomCountsCopiesInFlight(t *testing.T) {
 // TestDLVRoomAsksAgainAfterAFailedCount: a copy admitted because the consumer could not be
 // read leaves no estimate behind, so the next copy asks again.
 func TestDLVRoomAsksAgainAfterAFailedCount(t *testing.T) {
-	r := testRoom(3)
+	r := testQuota(3)
 	fail := func() (handoffState, error) { return handoffState{}, errors.New("no consumer") }
 	if ok, err := r.admit("m", fail); !ok || err == nil {
 		t.Fatalf("admit = %v, %v; want admitted with the error", ok, err)

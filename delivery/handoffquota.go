@@ -14,7 +14,7 @@ import (
 // fullLogEvery bounds how often the reader logs that one member's handoff is full.
 const fullLogEvery = time.Minute
 
-// dlvRoom keeps each member's DLV subject from evicting a copy the member has not acknowledged
+// handoffQuota keeps each member's DLV subject from evicting a copy the member has not acknowledged
 // (docs/durable.md "DLV hand-over"). DLV_<s> keeps max_msgs_per_subject copies per member and
 // discards the oldest (docs/storage.md "Streams"), acknowledged or not, so a member offline past
 // that bound would lose its oldest owed copies with nothing reported. Refusing in the stream
@@ -35,7 +35,7 @@ const fullLogEvery = time.Minute
 // copy handed over past the consumer's last delivered sequence, and inflight counts the
 // copies admitted whose publish has not settled, which both loops may have in flight for one
 // member; the count adds them.
-type dlvRoom struct {
+type handoffQuota struct {
 	mu          sync.Mutex
 	bound       int64 // DLV_<s>'s max_msgs_per_subject; 0 or less means no bound
 	est         map[string]int64
@@ -53,7 +53,7 @@ type handoffState struct {
 
 // load reads the bound from DLV_<s>; each loop that hands copies over calls it when it
 // (re)starts. The estimates stay: they remain upper bounds across a loop's restart.
-func (r *dlvRoom) load(ctx context.Context, js jetstream.JetStream, names wire.Names) error {
+func (r *handoffQuota) load(ctx context.Context, js jetstream.JetStream, names wire.Names) error {
 	st, err := js.Stream(ctx, names.DLVStream())
 	if err != nil {
 		return fmt.Errorf("read the config of %s: %w", names.DLVStream(), err)
@@ -70,7 +70,7 @@ func (r *dlvRoom) load(ctx context.Context, js jetstream.JetStream, names wire.N
 
 // settled records that an admitted copy for member was stored at stream sequence seq, or,
 // with seq 0, that its publish failed.
-func (r *dlvRoom) settled(member string, seq uint64) {
+func (r *handoffQuota) settled(member string, seq uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bound <= 0 {
@@ -88,7 +88,7 @@ func (r *dlvRoom) settled(member string, seq uint64) {
 // unacknowledged one, and counts it if so; the caller then reports how its publish settled.
 // state asks the member's consumer; an error there admits the copy, as the stream alone
 // would.
-func (r *dlvRoom) admit(member string, state func() (handoffState, error)) (bool, error) {
+func (r *handoffQuota) admit(member string, state func() (handoffState, error)) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bound <= 0 {
@@ -114,7 +114,7 @@ func (r *dlvRoom) admit(member string, state func() (handoffState, error)) (bool
 
 // unacked counts member's unacknowledged copies from its consumer's state, the copies handed
 // over that the consumer has not delivered, forgetting those it has, and the copies in flight.
-func (r *dlvRoom) unacked(member string, st handoffState) int64 {
+func (r *handoffQuota) unacked(member string, st handoffState) int64 {
 	seqs := r.undelivered[member]
 	i := 0
 	for i < len(seqs) && seqs[i] <= st.delivered {
@@ -131,7 +131,7 @@ func (r *dlvRoom) unacked(member string, st handoffState) int64 {
 
 // shouldLog reports whether member's handoff is due a log line, at most once per
 // fullLogEvery; the counters and gaps record every refused copy.
-func (r *dlvRoom) shouldLog(member string, now time.Time) bool {
+func (r *handoffQuota) shouldLog(member string, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if now.Sub(r.logged[member]) < fullLogEvery {
