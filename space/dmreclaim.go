@@ -39,7 +39,7 @@ import (
 // began: a DM it sends an agent meanwhile is newer and stays. Only the DMs of senders that
 // also wrote to a real agent, or that the registry has forgotten, are purged subject by
 // subject, reclaimChunk subjects at a time under the space's mint lock with the registry
-// read afresh, so no id can become an agent between the judgement and the purge. Those
+// read afresh, so no id can become an agent between the decision and the purge. Those
 // purges carry no sequence bound: nats-server walks a bounded purge from the subject's first
 // message to the bound, which over a flood is quadratic.
 
@@ -54,10 +54,10 @@ const reclaimChunk = 1000
 // reclaimWorkers is how many purge requests a pass has in flight at once.
 const reclaimWorkers = 8
 
-// pass is the periodic pass over a space: the consumer reconciliation, then the DM reclaim,
+// upkeep is the periodic work on a space: the consumer reconciliation, then the DM reclaim,
 // the task reclaim and share, and the channel cap. The caller does not hold rt.mintMu; the
 // consumer part takes it.
-func (m *Mesh) pass(ctx context.Context, rt *spaceRuntime) (ReconcileReport, error) {
+func (m *Mesh) upkeep(ctx context.Context, rt *spaceRuntime) (ReconcileReport, error) {
 	rt.mintMu.Lock()
 	rep, err := m.reconcile(ctx, rt, passCause{})
 	rt.mintMu.Unlock()

@@ -63,7 +63,7 @@ func (m *Mesh) Reconcile(ctx context.Context, space string) (ReconcileReport, er
 	if err != nil {
 		return ReconcileReport{}, err
 	}
-	return m.pass(ctx, rt)
+	return m.upkeep(ctx, rt)
 }
 
 // passCause is why a reconciliation pass runs, which decides whether creating a missing
@@ -90,9 +90,9 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime, cause passCause)
 		return rep, err
 	}
 	// Forgotten after the judging, which tells what a revoked or expired credential leaves
-	// from an anomaly by its row (judgement.ended).
+	// from an anomaly by its row (decision.ended).
 	defer m.forgetExpired(rt)
-	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
+	r := newRegistryView(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
 	present, errs := m.reconcileStreams(ctx, rt, r, &rep)
 	errs = append(errs, m.restoreMissing(ctx, rt, r, cause, present, &rep), m.capAllWatches(ctx, rt, recs))
 	rt.reconciled.passes.Add(1)
@@ -124,7 +124,7 @@ func (m *Mesh) forgetExpired(rt *spaceRuntime) {
 // each one's listing and repairs touch no other stream, so the pass waits for the slowest
 // stream rather than for the sum (it runs after every mint and revoke). It returns what
 // stays, as stream/name, and each stream's error.
-func (m *Mesh) reconcileStreams(ctx context.Context, rt *spaceRuntime, r roster, rep *ReconcileReport) (map[string]bool, []error) {
+func (m *Mesh) reconcileStreams(ctx context.Context, rt *spaceRuntime, r registryView, rep *ReconcileReport) (map[string]bool, []error) {
 	streams := rt.names.Streams()
 	presents := make([]map[string]bool, len(streams))
 	reps := make([]ReconcileReport, len(streams))
@@ -147,7 +147,7 @@ func (m *Mesh) reconcileStreams(ctx context.Context, rt *spaceRuntime, r roster,
 
 // reconcileStream judges every consumer of stream, and records in present each one that
 // stays, as stream/name.
-func (m *Mesh) reconcileStream(ctx context.Context, rt *spaceRuntime, r roster, stream string, present map[string]bool, rep *ReconcileReport) error {
+func (m *Mesh) reconcileStream(ctx context.Context, rt *spaceRuntime, r registryView, stream string, present map[string]bool, rep *ReconcileReport) error {
 	st, err := rt.stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("open stream %s: %w", stream, err)
@@ -163,26 +163,26 @@ func (m *Mesh) reconcileStream(ctx context.Context, rt *spaceRuntime, r roster, 
 	var errs []error
 	for _, info := range infos {
 		rep.Checked++
-		j := r.judge(stream, info.Name, info.Config)
-		if j.verdict == keep {
+		j := r.decide(stream, info.Name, info.Config)
+		if j.action == keep {
 			present[stream+"/"+info.Name] = true
 			continue
 		}
-		if err := m.act(ctx, rt, stream, info.Name, j, rep); err != nil {
+		if err := m.apply(ctx, rt, stream, info.Name, j, rep); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if j.verdict == restore {
+		if j.action == restore {
 			present[stream+"/"+info.Name] = true
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// act carries out j on the consumer name of stream: restore or delete, counted in rep and
+// apply carries out j on the consumer name of stream: restore or delete, counted in rep and
 // logged with the owner's id, never a secret.
-func (m *Mesh) act(ctx context.Context, rt *spaceRuntime, stream, name string, j judgement, rep *ReconcileReport) error {
-	if j.verdict == restore {
+func (m *Mesh) apply(ctx context.Context, rt *spaceRuntime, stream, name string, j decision, rep *ReconcileReport) error {
+	if j.action == restore {
 		if err := m.restoreConsumer(ctx, rt, stream, name, j); err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (m *Mesh) act(ctx context.Context, rt *spaceRuntime, stream, name string, j
 // acknowledgement state; what the server will not update in place (a push consumer made pull,
 // another ack policy) is deleted and created again, which loses that state, so the owner may
 // see retained messages again: at-least-once, deduplicated by id (SPEC §5), nothing lost.
-func (m *Mesh) restoreConsumer(ctx context.Context, rt *spaceRuntime, stream, name string, j judgement) error {
+func (m *Mesh) restoreConsumer(ctx context.Context, rt *spaceRuntime, stream, name string, j decision) error {
 	cfg := jsconfig.Consumer(j.spec)
 	if c, err := rt.js.UpdateConsumer(ctx, stream, cfg); err == nil && drift(j.spec, c.CachedInfo().Config) == "" {
 		return nil
@@ -228,7 +228,7 @@ func (m *Mesh) restoreConsumer(ctx context.Context, rt *spaceRuntime, stream, na
 // restoreMissing creates every bind-only durable of an active agent that is not present: one
 // minted while no mesh ran or without Provision (expected, as cause says), or one another
 // identity deleted. Its owner binds it and cannot create it.
-func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r roster, cause passCause, present map[string]bool, rep *ReconcileReport) error {
+func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r registryView, cause passCause, present map[string]bool, rep *ReconcileReport) error {
 	var errs []error
 	for _, rec := range r.active {
 		if rec.Profile != provisioner.ProfileAgent {
@@ -270,7 +270,7 @@ func (m *Mesh) reconcileLoop(life context.Context, rt *spaceRuntime, interval ti
 			m.checkCreated(life, rt, c)
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(life, reconcileTimeout)
-			_, err := m.pass(ctx, rt)
+			_, err := m.upkeep(ctx, rt)
 			cancel()
 			if err != nil && life.Err() == nil {
 				m.log.Error("periodic consumer reconciliation failed", "space", rt.name, "err", err)

@@ -47,32 +47,32 @@ import (
 //
 // Everything else on the space's streams is deleted.
 
-// verdict is what the reconciler does with one consumer.
-type verdict int
+// action is what the reconciler does with one consumer.
+type action int
 
 const (
-	keep verdict = iota
+	keep action = iota
 	remove
 	restore // delete and recreate from the wire spec
 )
 
-// judgement is the verdict on one consumer, with the spec to restore and, for the log, why
+// decision is the action on one consumer, with the spec to restore and, for the log, why
 // and whose it was (an instance id or role, never a secret).
-type judgement struct {
-	verdict verdict
-	spec    wire.ConsumerSpec
-	why     string
-	owner   string
+type decision struct {
+	action action
+	spec   wire.ConsumerSpec
+	why    string
+	owner  string
 	// ended: the consumer is removed because the credential it served was revoked or expired
 	// (its owner is still in the registry), the expected end of a credential's consumers and
 	// no sign of anyone overstepping.
 	ended bool
 }
 
-// roster is what the rule knows of the registry, by sanitized id token: the active
+// registryView is what the rule knows of the registry, by sanitized id token: the active
 // identities, the agents not revoked (owners of bind-only durables) and the roles they hold,
 // and each active identity's current permissions by inbox prefix.
-type roster struct {
+type registryView struct {
 	names   wire.Names
 	ackWait time.Duration
 	active  map[string]provisioner.Record
@@ -81,17 +81,17 @@ type roster struct {
 	inboxes map[string]wire.Permissions // inbox prefix -> that identity's permissions
 	// ended are the registry's identities that can no longer connect (revoked or expired),
 	// by sanitized id token and by inbox prefix, with the roles of the revoked agents: what
-	// a revocation or an expiry leaves for the reconciler to clear (judgement.ended).
+	// a revocation or an expiry leaves for the reconciler to clear (decision.ended).
 	ended        map[string]provisioner.Record
 	endedInboxes map[string]string // inbox prefix -> id
 	endedRoles   map[string]bool
 }
 
-// newRoster builds the rule's view of recs at now. deliveryInbox is the inbox prefix of the
+// newRegistryView builds the rule's view of recs at now. deliveryInbox is the inbox prefix of the
 // space's delivery connection, whose watches are its own; empty before the delivery service
 // starts, when every watch is a previous run's.
-func newRoster(n wire.Names, recs []provisioner.Record, now time.Time, ackWait time.Duration, deliveryInbox string) roster {
-	r := roster{names: n, ackWait: ackWait, active: map[string]provisioner.Record{},
+func newRegistryView(n wire.Names, recs []provisioner.Record, now time.Time, ackWait time.Duration, deliveryInbox string) registryView {
+	r := registryView{names: n, ackWait: ackWait, active: map[string]provisioner.Record{},
 		agents: map[string]provisioner.Record{}, roles: map[string]bool{}, inboxes: map[string]wire.Permissions{},
 		ended: map[string]provisioner.Record{}, endedInboxes: map[string]string{}, endedRoles: map[string]bool{}}
 	if deliveryInbox != "" {
@@ -135,60 +135,60 @@ func identityPermissions(n wire.Names, rec provisioner.Record) (wire.Permissions
 	return wire.Permissions{}, false
 }
 
-// judge applies the rule to one consumer of stream, named name, with config cfg.
-func (r roster) judge(stream, name string, cfg jetstream.ConsumerConfig) judgement {
+// decide applies the rule to one consumer of stream, named name, with config cfg.
+func (r registryView) decide(stream, name string, cfg jetstream.ConsumerConfig) decision {
 	n := r.names
 	switch stream {
 	case n.ChatStream():
-		return r.judgeChat(name, cfg)
+		return r.decideChat(name, cfg)
 	case n.DMStream():
 		if tok, ok := strings.CutPrefix(name, "dm_"); ok {
-			return r.judgeBound(tok, cfg, func(id string) wire.ConsumerSpec { return n.DMConsumerSpec(id, r.ackWait) })
+			return r.decideBound(tok, cfg, func(id string) wire.ConsumerSpec { return n.DMConsumerSpec(id, r.ackWait) })
 		}
 		if tok, ok := strings.CutPrefix(name, "dmhist_"); ok {
-			return r.judgeDMHistory(tok, cfg)
+			return r.decideDMHistory(tok, cfg)
 		}
 	case n.DLVStream():
 		if tok, ok := strings.CutPrefix(name, "dlv_"); ok {
-			return r.judgeBound(tok, cfg, func(id string) wire.ConsumerSpec { return n.DLVConsumerSpec(id, r.ackWait) })
+			return r.decideBound(tok, cfg, func(id string) wire.ConsumerSpec { return n.DLVConsumerSpec(id, r.ackWait) })
 		}
 	case n.TaskStream():
 		if role, ok := strings.CutPrefix(name, "svc_"); ok {
-			return r.judgeRole(role, cfg)
+			return r.decideRole(role, cfg)
 		}
 	case n.InboxStream():
 		if name == wire.ReaderConsumer {
-			return judgement{verdict: keep}
+			return decision{action: keep}
 		}
 	default:
-		return r.judgeWatch(stream, cfg)
+		return r.decideWatch(stream, cfg)
 	}
-	return judgement{verdict: remove, why: "not a consumer of the layout"}
+	return decision{action: remove, why: "not a consumer of the layout"}
 }
 
-func (r roster) judgeChat(name string, cfg jetstream.ConsumerConfig) judgement {
+func (r registryView) decideChat(name string, cfg jetstream.ConsumerConfig) decision {
 	if name == wire.FanoutConsumer {
-		return judgement{verdict: keep}
+		return decision{action: keep}
 	}
 	if why := transientPull(cfg); why != "" {
-		return judgement{verdict: remove, why: why}
+		return decision{action: remove, why: why}
 	}
 	tok, ok := strings.CutPrefix(name, "chathist_")
 	if !ok {
-		return judgement{verdict: remove, why: "not a consumer of the layout"}
+		return decision{action: remove, why: "not a consumer of the layout"}
 	}
 	rec, ok := r.active[tok]
 	if !ok {
 		return r.ownerGone("its owner is not an active identity", tok)
 	}
 	if !r.readsChat(rec, cfg) {
-		return judgement{verdict: remove, why: "its filter is outside the owner's current read ACL", owner: rec.ID}
+		return decision{action: remove, why: "its filter is outside the owner's current read ACL", owner: rec.ID}
 	}
-	return judgement{verdict: keep}
+	return decision{action: keep}
 }
 
 // readsChat reports whether cfg's one filter is a chat subset rec may read now.
-func (r roster) readsChat(rec provisioner.Record, cfg jetstream.ConsumerConfig) bool {
+func (r registryView) readsChat(rec provisioner.Record, cfg jetstream.ConsumerConfig) bool {
 	f, ok := oneFilter(cfg)
 	if !ok {
 		return false
@@ -204,22 +204,22 @@ func (r roster) readsChat(rec provisioner.Record, cfg jetstream.ConsumerConfig) 
 	return false
 }
 
-func (r roster) judgeDMHistory(tok string, cfg jetstream.ConsumerConfig) judgement {
+func (r registryView) decideDMHistory(tok string, cfg jetstream.ConsumerConfig) decision {
 	rec, ok := r.active[tok]
 	if !ok || rec.Profile != provisioner.ProfileAdmin {
 		return r.ownerGone("its owner is not an active admin", tok)
 	}
 	if why := transientPull(cfg); why != "" {
-		return judgement{verdict: remove, why: why, owner: rec.ID}
+		return decision{action: remove, why: why, owner: rec.ID}
 	}
 	if f, ok := oneFilter(cfg); !ok || !server.SubjectMatchesFilter(f, r.names.Prefix()+".inst.>") {
-		return judgement{verdict: remove, why: "its filter is outside the DM subtree", owner: rec.ID}
+		return decision{action: remove, why: "its filter is outside the DM subtree", owner: rec.ID}
 	}
-	return judgement{verdict: keep}
+	return decision{action: keep}
 }
 
-// judgeBound judges dm_<tok> or dlv_<tok>, whose spec spec(id) gives.
-func (r roster) judgeBound(tok string, cfg jetstream.ConsumerConfig, spec func(id string) wire.ConsumerSpec) judgement {
+// decideBound decides on dm_<tok> or dlv_<tok>, whose spec spec(id) gives.
+func (r registryView) decideBound(tok string, cfg jetstream.ConsumerConfig, spec func(id string) wire.ConsumerSpec) decision {
 	rec, ok := r.agents[tok]
 	if !ok {
 		return r.ownerGone("its owner is not an agent, or was revoked", tok)
@@ -229,27 +229,27 @@ func (r roster) judgeBound(tok string, cfg jetstream.ConsumerConfig, spec func(i
 
 // ownerGone removes the consumer of tok, an id token that is no active owner; ended when the
 // registry still holds tok as a revoked or expired credential.
-func (r roster) ownerGone(why, tok string) judgement {
-	j := judgement{verdict: remove, why: why, owner: tok}
+func (r registryView) ownerGone(why, tok string) decision {
+	j := decision{action: remove, why: why, owner: tok}
 	if rec, ok := r.ended[tok]; ok {
 		j.owner, j.ended = rec.ID, true
 	}
 	return j
 }
 
-func (r roster) judgeRole(role string, cfg jetstream.ConsumerConfig) judgement {
+func (r registryView) decideRole(role string, cfg jetstream.ConsumerConfig) decision {
 	if !r.roles[role] {
-		return judgement{verdict: remove, why: "no agent that is not revoked holds the role", owner: role, ended: r.endedRoles[role]}
+		return decision{action: remove, why: "no agent that is not revoked holds the role", owner: role, ended: r.endedRoles[role]}
 	}
 	return bound(r.names.SvcConsumerSpec(role, r.ackWait), cfg, role)
 }
 
 // bound keeps a bind-only durable whose config is spec's and restores any other.
-func bound(spec wire.ConsumerSpec, cfg jetstream.ConsumerConfig, owner string) judgement {
+func bound(spec wire.ConsumerSpec, cfg jetstream.ConsumerConfig, owner string) decision {
 	if why := drift(spec, cfg); why != "" {
-		return judgement{verdict: restore, spec: spec, why: why, owner: owner}
+		return decision{action: restore, spec: spec, why: why, owner: owner}
 	}
-	return judgement{verdict: keep}
+	return decision{action: keep}
 }
 
 // drift says how cfg differs from spec in anything that changes what the consumer reads,
@@ -273,25 +273,25 @@ func drift(spec wire.ConsumerSpec, cfg jetstream.ConsumerConfig) string {
 	return ""
 }
 
-func (r roster) judgeWatch(stream string, cfg jetstream.ConsumerConfig) judgement {
+func (r registryView) decideWatch(stream string, cfg jetstream.ConsumerConfig) decision {
 	if !transient(cfg) {
-		return judgement{verdict: remove, why: "a watch that is not transient"}
+		return decision{action: remove, why: "a watch that is not transient"}
 	}
 	if cfg.DeliverSubject == "" {
-		return judgement{verdict: keep}
+		return decision{action: keep}
 	}
 	create := "$JS.API.CONSUMER.CREATE." + stream + ".x"
 	for inbox, p := range r.inboxes {
 		if server.SubjectMatchesFilter(cfg.DeliverSubject, inbox+".>") && mayPublish(p, create) {
-			return judgement{verdict: keep}
+			return decision{action: keep}
 		}
 	}
 	for inbox, id := range r.endedInboxes {
 		if server.SubjectMatchesFilter(cfg.DeliverSubject, inbox+".>") {
-			return judgement{verdict: remove, why: "it pushes to a revoked or expired identity", owner: id, ended: true}
+			return decision{action: remove, why: "it pushes to a revoked or expired identity", owner: id, ended: true}
 		}
 	}
-	return judgement{verdict: remove, why: "it pushes to an identity that may not watch the bucket"}
+	return decision{action: remove, why: "it pushes to an identity that may not watch the bucket"}
 }
 
 // transientPull is "" for a transient pull consumer, else why it is not one.

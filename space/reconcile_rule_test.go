@@ -22,7 +22,7 @@ func TestTheRuleKeepsExactlyTheLayoutsConsumers(t *testing.T) {
 	expired := provisioner.Record{ID: "LATE", Profile: provisioner.ProfileAgent, ExpiresAt: now.Add(-time.Hour)}
 	observer := provisioner.Record{ID: "EYES", Profile: provisioner.ProfileObserver}
 	admin := provisioner.Record{ID: "ROOT", Profile: provisioner.ProfileAdmin}
-	r := newRoster(n, []provisioner.Record{agent, revoked, expired, observer, admin}, now, ackWait, "_INBOX_DELIVERY")
+	r := newRegistryView(n, []provisioner.Record{agent, revoked, expired, observer, admin}, now, ackWait, "_INBOX_DELIVERY")
 
 	spec := jsconfig.Consumer
 	hist := func(filter string, threshold time.Duration) jetstream.ConsumerConfig {
@@ -40,7 +40,7 @@ func TestTheRuleKeepsExactlyTheLayoutsConsumers(t *testing.T) {
 	for _, tc := range []struct {
 		name, stream, consumer string
 		cfg                    jetstream.ConsumerConfig
-		want                   verdict
+		want                   action
 	}{
 		{"the delivery's fanout stays", n.ChatStream(), wire.FanoutConsumer, spec(n.FanoutConsumerSpec()), keep},
 		{"the delivery's reader stays", n.InboxStream(), wire.ReaderConsumer, spec(n.ReaderConsumerSpec()), keep},
@@ -94,8 +94,8 @@ func TestTheRuleKeepsExactlyTheLayoutsConsumers(t *testing.T) {
 		{"an observer's membership watch stays", membership, "w7", watch(wire.InboxPrefix(observer.ID)+".w", 5*time.Second), keep},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := r.judge(tc.stream, tc.consumer, tc.cfg); got.verdict != tc.want {
-				t.Fatalf("verdict %d (%s); want %d", got.verdict, got.why, tc.want)
+			if got := r.decide(tc.stream, tc.consumer, tc.cfg); got.action != tc.want {
+				t.Fatalf("action %d (%s); want %d", got.action, got.why, tc.want)
 			}
 		})
 	}
@@ -112,7 +112,7 @@ func TestTheRuleTellsARevokedCredentialsConsumersFromAnomalies(t *testing.T) {
 	revoked := provisioner.Record{ID: "GONE", Profile: provisioner.ProfileAgent, Revoked: true,
 		Grants: provisioner.Grants{Role: "builder"}}
 	expiredAdmin := provisioner.Record{ID: "ROOT", Profile: provisioner.ProfileAdmin, ExpiresAt: now.Add(-time.Hour)}
-	r := newRoster(n, []provisioner.Record{revoked, expiredAdmin}, now, ackWait, "")
+	r := newRegistryView(n, []provisioner.Record{revoked, expiredAdmin}, now, ackWait, "")
 	spec := jsconfig.Consumer
 	watch := func(deliver string) jetstream.ConsumerConfig {
 		return jetstream.ConsumerConfig{DeliverSubject: deliver, AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 5 * time.Second}
@@ -136,10 +136,10 @@ func TestTheRuleTellsARevokedCredentialsConsumersFromAnomalies(t *testing.T) {
 		{"a watch pushing into an unknown inbox is not", presence, "w2", watch("_INBOX_NOBODY.w"), false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := r.judge(tc.stream, tc.consumer, tc.cfg)
-			if got.verdict != remove || got.ended != tc.ended || got.owner != tc.owner {
-				t.Fatalf("verdict %d, ended %v, owner %q (%s); want remove, ended %v, owner %q",
-					got.verdict, got.ended, got.owner, got.why, tc.ended, tc.owner)
+			got := r.decide(tc.stream, tc.consumer, tc.cfg)
+			if got.action != remove || got.ended != tc.ended || got.owner != tc.owner {
+				t.Fatalf("action %d, ended %v, owner %q (%s); want remove, ended %v, owner %q",
+					got.action, got.ended, got.owner, got.why, tc.ended, tc.owner)
 			}
 		})
 	}

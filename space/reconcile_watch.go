@@ -111,9 +111,9 @@ func (m *Mesh) checkCreated(life context.Context, rt *spaceRuntime, c created) {
 		m.log.Error("checking a new consumer failed", "space", rt.name, "err", err)
 		return
 	}
-	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
-	j := r.judge(c.stream, c.name, c.config)
-	if j.verdict == keep {
+	r := newRegistryView(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
+	j := r.decide(c.stream, c.name, c.config)
+	if j.action == keep {
 		if c.creator == "" || !slices.Contains(rt.watchedStreams(), c.stream) {
 			return
 		}
@@ -126,7 +126,7 @@ func (m *Mesh) checkCreated(life context.Context, rt *spaceRuntime, c created) {
 	// Made just now for an identity that can no longer connect: not what its end left behind.
 	j.ended = false
 	var rep ReconcileReport
-	if err := m.act(ctx, rt, c.stream, c.name, j, &rep); err != nil {
+	if err := m.apply(ctx, rt, c.stream, c.name, j, &rep); err != nil {
 		rt.reconciled.failures.Add(1)
 		m.log.Error("acting on a new consumer failed", "space", rt.name, "err", err)
 	}

@@ -195,7 +195,7 @@ func (m *Mesh) reconcileAtStart(ctx context.Context, rt *spaceRuntime, recs []pr
 		return nil
 	}
 	var rep ReconcileReport
-	r := newRoster(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
+	r := newRegistryView(rt.names, recs, time.Now(), m.opts.AckWait, rt.deliveryInbox)
 	err := m.restoreMissing(ctx, rt, r, passCause{start: true}, map[string]bool{}, &rep)
 	rt.reconciled.passes.Add(1)
 	rt.reconciled.restored.Add(int64(rep.Restored))

@@ -13,7 +13,7 @@ import (
 // a role no agent of the registry holds waits for a worker that never comes, so a flood of
 // them (or one typo repeated) would refuse every anycast after it for good. The pass takes
 // them back, subject by subject (one per role and sender, so few), under the space's mint lock
-// with the roles read afresh, so no role can gain a holder between the judgement and the
+// with the roles read afresh, so no role can gain a holder between the decision and the
 // purge. A role is held for as long as the registry holds an agent row with it, revoked or
 // not, as a DM is kept for such a row.
 
