@@ -33,11 +33,11 @@
 // The data directory and the file decide whether the mesh authenticates at all, so neither may
 // be another local user's (SPEC §9; docs/hostile-agents.md "A local user"). Load refuses a
 // configuration file that another user (root aside) owns or that group or others may write,
-// with ErrUnsafePath: it may already be planted, so it is not repaired. SecureDir, which
-// `cotal up` and space.Start call before they put anything in the data directory, refuses a
-// directory of another user and any top-level entry of another user, and narrows the user's own
-// directory to 0700 when others may write it, returning the old mode to warn with. The
-// monitoring listener (http) must be a loopback address unless http_public is set (IsLoopback).
+// with ErrUnsafePath: it may already be planted, so it is not repaired. space.Start, and
+// `cotal up` before it, refuse a data directory of another user and any top-level entry of
+// another user, and narrow the user's own directory to 0700 when others may write it. The
+// monitoring listener (http) must be a loopback address (127.0.0.0/8, ::1, localhost) unless
+// http_public is set.
 //
 // # Where the keys go
 //

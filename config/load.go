@@ -1,9 +1,10 @@
 package config
 
 import (
+	"github.com/cotal-go/cotal/internal/local"
+
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -117,68 +118,12 @@ func findFile(opts LoadOptions, getenv func(string) string, defaultDir string) *
 	return &layer{name: "config file " + path, provider: privateFile(path), parser: yaml.Parser(), strict: true}
 }
 
-// privateFile is a configuration file that is read only when no other user could have
-// written it: a planted cotal.yaml could turn on open mode or move the listener (SPEC §9).
-// The owner and mode are checked on the open descriptor, so the file checked is the file
-// read even if its name is swapped meanwhile.
+// privateFile is a configuration file read under local.ReadPrivate's rule: a planted
+// cotal.yaml could turn on open mode or move the listener (SPEC §9).
 type privateFile string
 
-// ReadBytes is the file's content, or ErrUnsafePath when it is not a regular file owned by
-// the user (or root) that only its owner may write.
-func (p privateFile) ReadBytes() ([]byte, error) {
-	f, err := os.Open(string(p))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: it is not a regular file", ErrUnsafePath)
-	}
-	if err := private(info); err != nil {
-		return nil, err
-	}
-	return io.ReadAll(f)
-}
-
-// private is nil when info is owned by the user or root and only its owner may write it, and
-// where the system does not say who owns it; otherwise ErrUnsafePath saying what to do.
-func private(info fs.FileInfo) error {
-	uid, known := owner(info)
-	if !known {
-		return nil
-	}
-	if me := os.Geteuid(); uid != me && uid != 0 {
-		return fmt.Errorf("%w: it belongs to uid %d, not to you (uid %d) or root; remove it if you did not put it there",
-			ErrUnsafePath, uid, me)
-	}
-	if perm := info.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("%w: its mode %04o lets others write it; check its content, then chmod go-w it",
-			ErrUnsafePath, perm)
-	}
-	return nil
-}
-
-// ReadPrivate reads the file at path under the rule cotal.yaml is read under: a regular file
-// owned by the user or root that only its owner may write, checked on the open descriptor;
-// otherwise ErrUnsafePath.
-func ReadPrivate(path string) ([]byte, error) { return privateFile(path).ReadBytes() }
-
-// CheckPrivateDir applies ReadPrivate's rule to the directory at path: one another user owns
-// or may write could have its files swapped for planted ones, so it is ErrUnsafePath.
-func CheckPrivateDir(path string) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("%w: it is not a directory", ErrUnsafePath)
-	}
-	return private(info)
-}
+// ReadBytes is the file's content, or ErrUnsafePath when another user could have written it.
+func (p privateFile) ReadBytes() ([]byte, error) { return local.ReadPrivate(string(p)) }
 
 // Read is not supported: the file is parsed from ReadBytes.
 func (p privateFile) Read() (map[string]any, error) {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/cotal-go/cotal/internal/local"
+
 	"errors"
 	"fmt"
 	"net"
@@ -58,7 +60,7 @@ func (c Config) Validate() error {
 	}
 	if err := checkAddr(c.HTTP); err != nil {
 		add("http", "%q is not host:port (%v); use e.g. 127.0.0.1:8222, or \"\" to turn monitoring off", c.HTTP, err)
-	} else if c.HTTP != "" && !c.HTTPPublic && !IsLoopback(c.HTTP) {
+	} else if c.HTTP != "" && !c.HTTPPublic && !local.IsLoopback(c.HTTP) {
 		add("http", "%q binds beyond this machine, and monitoring shows the mesh's connections and accounts; use a loopback address such as 127.0.0.1:8222, or set http_public to expose it on purpose", c.HTTP)
 	}
 	if err := c.checkOpenBind(); err != nil {
@@ -183,7 +185,7 @@ func (t TLS) check() []error {
 // checkOpenBind refuses an open mesh listening beyond loopback unless open_insecure_bind says
 // the exposure is meant: nothing else would stand between the network and every message.
 func (c Config) checkOpenBind() error {
-	if !c.Open || c.OpenInsecureBind || c.Listen == "" || IsLoopback(c.Listen) || checkAddr(c.Listen) != nil {
+	if !c.Open || c.OpenInsecureBind || c.Listen == "" || local.IsLoopback(c.Listen) || checkAddr(c.Listen) != nil {
 		return nil
 	}
 	return fieldError{"listen", fmt.Sprintf("%q listens beyond loopback while open is true, so anyone who "+

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/broker"
-	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
 )
 
@@ -82,7 +82,7 @@ func (o Options) validateCluster() error {
 	return c.checkRouteTLS()
 }
 
-// checkRouteTLS applies config's loopback rule (config.IsLoopback) to the route listener and
+// checkRouteTLS applies the loopback rule (local.IsLoopback) to the route listener and
 // the peers: a route that leaves the machine carries the space in plain text, and the route
 // secret with it, unless it has TLS.
 func (c ClusterOptions) checkRouteTLS() error {
@@ -93,7 +93,7 @@ func (c ClusterOptions) checkRouteTLS() error {
 		return nil
 	}
 	for _, addr := range append([]string{c.Listen}, c.Peers...) {
-		if !config.IsLoopback(addr) {
+		if !local.IsLoopback(addr) {
 			return fmt.Errorf("%w: %s is not a loopback address; give every node a route certificate (cluster.tls_cert, "+
 				"cluster.tls_key) and the CA that signed them all (cluster.tls_ca), or keep every node on 127.0.0.1", ErrRouteTLS, addr)
 		}

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/broker"
-	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
 )
 
@@ -164,7 +164,7 @@ func (m *Mesh) openDir() error {
 		}
 		m.dir, m.tempDir = d, true
 	}
-	was, err := config.SecureDir(m.dir)
+	was, err := local.SecureDir(m.dir)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -29,7 +30,7 @@ type Options struct {
 	// TLSCert and TLSKey enable TLS on the listener; join links then use cotals:// (SPEC §10).
 	TLSCert, TLSKey string
 	// HTTP is the optional monitoring listener "host:port". It must be a loopback address
-	// (config.IsLoopback) unless HTTPPublic is set.
+	// (127.0.0.0/8, ::1, localhost) unless HTTPPublic is set.
 	HTTP string
 	// HTTPPublic allows HTTP beyond loopback. The endpoints that show identities need the
 	// bearer token of HTTPTokenFile either way; /healthz, /metrics and /varz do not.
@@ -185,7 +186,7 @@ func (o Options) validate() error {
 	if o.Expiry < 0 {
 		return fmt.Errorf("credential expiry %v is negative; use a positive duration such as 24h, or 0 for the default", o.Expiry)
 	}
-	if o.HTTP != "" && !o.HTTPPublic && !config.IsLoopback(o.HTTP) {
+	if o.HTTP != "" && !o.HTTPPublic && !local.IsLoopback(o.HTTP) {
 		return fmt.Errorf("monitoring listener %q binds beyond this machine; use a loopback address such as 127.0.0.1:8222, or set HTTPPublic", o.HTTP)
 	}
 	if err := o.Limits.validate(); err != nil {
@@ -211,9 +212,9 @@ func (o Options) validate() error {
 	return o.checkOpenBind()
 }
 
-// checkOpenBind applies config's loopback rule (config.IsLoopback) to an open mesh's listener.
+// checkOpenBind applies the loopback rule (local.IsLoopback) to an open mesh's listener.
 func (o Options) checkOpenBind() error {
-	if !o.Open || o.Listen == "" || config.IsLoopback(o.Listen) {
+	if !o.Open || o.Listen == "" || local.IsLoopback(o.Listen) {
 		return nil
 	}
 	if !o.OpenInsecureBind {

@@ -19,6 +19,7 @@ import (
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/console"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -197,9 +198,9 @@ func startConsole(ctx context.Context, con *console.Console, m *space.Mesh) (str
 }
 
 // secureDir makes the data directory the user's alone before the admin socket and the key
-// store are put in it (config.SecureDir), and warns when it had to narrow it.
+// store are put in it (local.SecureDir), and warns when it had to narrow it.
 func secureDir(cmd *cobra.Command, cfg config.Config) error {
-	was, err := config.SecureDir(cfg.Dir)
+	was, err := local.SecureDir(cfg.Dir)
 	if err != nil {
 		return err
 	}
@@ -211,7 +212,7 @@ func secureDir(cmd *cobra.Command, cfg config.Config) error {
 
 // warnSecureDir is secureDir for commands that do not log: the warning is a line on stderr.
 func warnSecureDir(cmd *cobra.Command, dir string) error {
-	was, err := config.SecureDir(dir)
+	was, err := local.SecureDir(dir)
 	if err != nil {
 		return err
 	}
