@@ -29,7 +29,7 @@ func TestMonitoringStaysOnLoopback(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := defaults(t.TempDir())
 			c.HTTP, c.HTTPPublic = tt.http, tt.public
-			err := c.Validate()
+			err := Validate(c)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("Validate = %v, want nil", err)

@@ -1,13 +1,13 @@
 package config
 
 import (
-	"github.com/cotal-go/cotal/internal/local"
-
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/cotal-go/cotal/internal/local"
 )
 
 // ErrNoDataDir means the user's data directory is unknown because the variable it derives
@@ -51,6 +51,6 @@ func dataDir(goos string, getenv func(string) string) (string, error) {
 }
 
 // ErrUnsafePath means a file or directory cotal would trust could have been written by
-// another local user; Load refuses such a configuration file with it. It is the error
-// space.Start returns for such a data directory too.
+// another local user; Load refuses such a configuration file with it. It is
+// space.ErrUnsafePath, which space.Start returns for such a data directory.
 var ErrUnsafePath = local.ErrUnsafePath

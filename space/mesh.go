@@ -225,7 +225,7 @@ func (m *Mesh) logRetiredLeaves(acct provisioner.Account) {
 
 func (m *Mesh) brokerConfig() (broker.Config, error) {
 	c := broker.DefaultConfig()
-	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey
+	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLS.Cert, m.opts.TLS.Key
 	c.DeferListen = true // opened by start once every space is ready
 	c.Sync, c.Logger, c.Open = m.opts.Sync, m.log, m.opts.Open
 	c.ViolationLogInterval = m.opts.Limits.logInterval()
