@@ -56,9 +56,9 @@ func invalid(err error) []error {
 }
 
 // Validate reports every problem of c joined with errors.Join, each naming the key and the
-// fix and wrapping ErrInvalid; nil means c is usable. Besides what space.Start checks it holds
-// the loader's own floors (sync_interval and expiry at least 1s, every key of a section set
-// together) and checks that TLS files exist, without reading them.
+// fix and wrapping ErrInvalid; nil means c is usable. Limits and Log are checked by their own
+// Validate, the rules space.Start applies too; the loader adds its own floors (sync_interval
+// and expiry at least 1s) and checks that TLS files exist, without reading them.
 func Validate(c space.Options) error {
 	var errs []error
 	add := func(key, format string, args ...any) {
