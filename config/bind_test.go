@@ -6,36 +6,6 @@ import (
 	"testing"
 )
 
-func TestIsLoopback(t *testing.T) {
-	tests := []struct {
-		addr string
-		want bool
-	}{
-		{"127.0.0.1:8222", true},
-		{"127.0.0.2:8222", true},
-		{"[::1]:8222", true},
-		{"localhost:8222", true},
-		{"LocalHost:0", true},
-		{":8222", false},
-		{"0.0.0.0:8222", false},
-		{"[::]:8222", false},
-		{"192.168.1.5:8222", false},
-		{"example.com:8222", false},
-		{"127.0.0.1", false},
-	}
-	for _, tt := range tests {
-		name := tt.addr + " binds only this machine"
-		if !tt.want {
-			name = tt.addr + " is not loopback"
-		}
-		t.Run(name, func(t *testing.T) {
-			if got := IsLoopback(tt.addr); got != tt.want {
-				t.Fatalf("IsLoopback(%q) = %v, want %v", tt.addr, got, tt.want)
-			}
-		})
-	}
-}
-
 // TestMonitoringStaysOnLoopback checks the http rule of docs/hostile-agents.md "A local user":
 // the monitoring listener shows connections and accounts, so binding it beyond loopback needs
 // http_public.
@@ -59,7 +29,7 @@ func TestMonitoringStaysOnLoopback(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := defaults(t.TempDir())
 			c.HTTP, c.HTTPPublic = tt.http, tt.public
-			err := c.Validate()
+			err := Validate(c)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("Validate = %v, want nil", err)

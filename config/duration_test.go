@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cotal-go/cotal/space"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -90,15 +92,15 @@ func TestEveryDurationKeyTakesTheOneSyntax(t *testing.T) {
 	tests := []struct {
 		name, file string
 		env        []string
-		check      func(Config) bool
+		check      func(space.Options) bool
 		wantErr    string
 	}{
 		{name: "expiry in weeks from the file", file: "expiry: 2w\n",
-			check: func(c Config) bool { return c.Expiry == 14*24*time.Hour }},
+			check: func(c space.Options) bool { return c.Expiry == 14*24*time.Hour }},
 		{name: "sync_interval in days from the environment", env: []string{"COTAL_SYNC=interval", "COTAL_SYNC_INTERVAL=1d"},
-			check: func(c Config) bool { return c.SyncInterval == 24*time.Hour }},
+			check: func(c space.Options) bool { return c.SyncInterval == 24*time.Hour }},
 		{name: "violation_log_interval of a bare 0 logs every refusal", file: "limits:\n  violation_log_interval: 0\n",
-			check: func(c Config) bool { return c.Limits.ViolationLogInterval == 0 }},
+			check: func(c space.Options) bool { return c.Limits.ViolationLogInterval < 0 }},
 		{name: "a number without a unit is refused, naming the units", file: "expiry: 3600\n",
 			wantErr: "3600 has no unit; use counts and units, s, m, h, d (24h) or w (7d)"},
 		{name: "an unknown unit names the allowed ones", file: "sync_interval: 1y\n",

@@ -32,11 +32,11 @@ func ExampleLoad() {
 	// expiry: 24h0m0s
 }
 
-// ExampleConfig_Validate shows a problem named with its key and its fix.
-func ExampleConfig_Validate() {
+// ExampleValidate shows a problem named with its key and its fix.
+func ExampleValidate() {
 	c := config.Default()
 	c.Dir = "/srv/cotal"
 	c.Sync = "sometimes"
-	fmt.Println(c.Validate())
+	fmt.Println(config.Validate(c))
 	// Output: sync: "sometimes" is not a sync mode; use always or interval
 }

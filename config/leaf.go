@@ -2,44 +2,15 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
-	"strings"
+
+	"github.com/cotal-go/cotal/space"
 )
 
-// Leaf links meshes as hub and leaf (docs/accounts.md "Leaf links"): a laptop's mesh joins a
-// hub's space by space, so its agents reach the hub's while the link is up and keep working
-// among themselves while it is down. Every key is empty by default: no link.
-type Leaf struct {
-	// Listen is a hub's leaf node listener host:port (e.g. 0.0.0.0:7422), which leaf meshes
-	// connect to. It takes TLS when the client listener does (tls.cert, tls.key).
-	Listen string `koanf:"listen"`
-	// Hub is the hub's leaf node URL this mesh connects to as a leaf: nats-leaf://host:port,
-	// or tls://host:port for a hub whose listener takes TLS.
-	Hub string `koanf:"hub"`
-	// Creds are SPACE=FILE entries, one per space linked to the hub: FILE is the .creds file
-	// the hub minted for that space with `cotal auth mint --profile leaf`, mode 0600. A space
-	// not listed stays local.
-	Creds []string `koanf:"creds"`
-}
-
-// CredsBySpace is Creds as a map from space to file; entries that are not SPACE=FILE are
-// left out (Validate reports them).
-func (l Leaf) CredsBySpace() map[string]string {
-	if len(l.Creds) == 0 {
-		return nil
-	}
-	m := map[string]string{}
-	for _, e := range l.Creds {
-		if s, file, ok := strings.Cut(e, "="); ok && s != "" && file != "" {
-			m[s] = file
-		}
-	}
-	return m
-}
-
 // checkLeaf reports the leaf keys that cannot work together, or with spaces, open and cluster.
-func (c Config) checkLeaf() []error {
+func checkLeaf(c space.Options) []error {
 	l := c.Leaf
 	var errs []error
 	add := func(key, format string, args ...any) {
@@ -69,18 +40,13 @@ func (c Config) checkLeaf() []error {
 	if c.Cluster.Name != "" {
 		add("leaf", "set on a cluster node; leaf links are not supported on a cluster node, run the hub or the leaf as a single mesh")
 	}
-	seen := map[string]bool{}
-	for _, e := range l.Creds {
-		s, file, ok := strings.Cut(e, "=")
+	for _, s := range slices.Sorted(maps.Keys(l.Creds)) {
 		switch {
-		case !ok || s == "" || file == "":
-			add("leaf.creds", "%q is not SPACE=FILE; use e.g. main=/path/to/leaf.creds", e)
+		case s == "" || l.Creds[s] == "":
+			add("leaf.creds", "%q is not SPACE=FILE; use e.g. main=/path/to/leaf.creds", s+"="+l.Creds[s])
 		case !slices.Contains(c.Spaces, s):
-			add("leaf.creds", "%q names space %s, which is not in spaces; add the space or drop the entry", e, s)
-		case seen[s]:
-			add("leaf.creds", "space %s is listed twice; keep one file per space", s)
+			add("leaf.creds", "%s=%s names space %s, which is not in spaces; add the space or drop the entry", s, l.Creds[s], s)
 		}
-		seen[s] = true
 	}
 	return errs
 }

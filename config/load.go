@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +16,9 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/cotal-go/cotal/internal/local"
+	"github.com/cotal-go/cotal/space"
 )
 
 // FileName is the configuration file Load looks for in the data directory.
@@ -45,15 +47,16 @@ type layer struct {
 	name     string
 	provider koanf.Provider
 	parser   koanf.Parser
-	// strict makes a key Config does not have an error.
+	// strict makes a key space.Options does not have an error.
 	strict bool
 }
 
-// Load merges defaults < file < environment < flags into a Config and validates it; on any
-// error it returns the zero Config. Errors name the layer they come from: the file's path,
+// Load merges defaults < file < environment < flags into space.Options and validates them;
+// on any error it returns the zero Options. Fields that are not configuration (Logger,
+// Console, Memory...) are left zero for the caller to set. Errors name the layer they come from: the file's path,
 // "COTAL_* environment" or "flags"; validation problems wrap ErrInvalid, and a file another
 // user owns or may write is refused with ErrUnsafePath.
-func Load(opts LoadOptions) (Config, error) {
+func Load(opts LoadOptions) (space.Options, error) {
 	environ := opts.Env
 	if environ == nil {
 		environ = os.Environ()
@@ -62,7 +65,7 @@ func Load(opts LoadOptions) (Config, error) {
 	dir, _ := dataDir(runtime.GOOS, getenv)
 	known := configKeys()
 
-	layers := []layer{{name: "defaults", provider: confmap.Provider(defaults(dir).values(), ".")}}
+	layers := []layer{{name: "defaults", provider: confmap.Provider(Values(defaults(dir)), ".")}}
 	if fileLayer := findFile(opts, getenv, dir); fileLayer != nil {
 		layers = append(layers, *fileLayer)
 	}
@@ -75,18 +78,18 @@ func Load(opts LoadOptions) (Config, error) {
 	for _, l := range layers {
 		k, err := l.load(known)
 		if err != nil {
-			return Config{}, err
+			return space.Options{}, err
 		}
 		if err := merged.Merge(k); err != nil {
-			return Config{}, fmt.Errorf("%s: %w", l.name, err)
+			return space.Options{}, fmt.Errorf("%s: %w", l.name, err)
 		}
 	}
-	var c Config
+	var c space.Options
 	if err := decode(merged, &c); err != nil {
-		return Config{}, fmt.Errorf("decoding configuration: %w", err)
+		return space.Options{}, fmt.Errorf("decoding configuration: %w", err)
 	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
+	if err := Validate(c); err != nil {
+		return space.Options{}, err
 	}
 	return c, nil
 }
@@ -117,68 +120,12 @@ func findFile(opts LoadOptions, getenv func(string) string, defaultDir string) *
 	return &layer{name: "config file " + path, provider: privateFile(path), parser: yaml.Parser(), strict: true}
 }
 
-// privateFile is a configuration file that is read only when no other user could have
-// written it: a planted cotal.yaml could turn on open mode or move the listener (SPEC §9).
-// The owner and mode are checked on the open descriptor, so the file checked is the file
-// read even if its name is swapped meanwhile.
+// privateFile is a configuration file read under local.ReadPrivate's rule: a planted
+// cotal.yaml could turn on open mode or move the listener (SPEC §9).
 type privateFile string
 
-// ReadBytes is the file's content, or ErrUnsafePath when it is not a regular file owned by
-// the user (or root) that only its owner may write.
-func (p privateFile) ReadBytes() ([]byte, error) {
-	f, err := os.Open(string(p))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: it is not a regular file", ErrUnsafePath)
-	}
-	if err := private(info); err != nil {
-		return nil, err
-	}
-	return io.ReadAll(f)
-}
-
-// private is nil when info is owned by the user or root and only its owner may write it, and
-// where the system does not say who owns it; otherwise ErrUnsafePath saying what to do.
-func private(info fs.FileInfo) error {
-	uid, known := owner(info)
-	if !known {
-		return nil
-	}
-	if me := os.Geteuid(); uid != me && uid != 0 {
-		return fmt.Errorf("%w: it belongs to uid %d, not to you (uid %d) or root; remove it if you did not put it there",
-			ErrUnsafePath, uid, me)
-	}
-	if perm := info.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("%w: its mode %04o lets others write it; check its content, then chmod go-w it",
-			ErrUnsafePath, perm)
-	}
-	return nil
-}
-
-// ReadPrivate reads the file at path under the rule cotal.yaml is read under: a regular file
-// owned by the user or root that only its owner may write, checked on the open descriptor;
-// otherwise ErrUnsafePath.
-func ReadPrivate(path string) ([]byte, error) { return privateFile(path).ReadBytes() }
-
-// CheckPrivateDir applies ReadPrivate's rule to the directory at path: one another user owns
-// or may write could have its files swapped for planted ones, so it is ErrUnsafePath.
-func CheckPrivateDir(path string) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("%w: it is not a directory", ErrUnsafePath)
-	}
-	return private(info)
-}
+// ReadBytes is the file's content, or ErrUnsafePath when another user could have written it.
+func (p privateFile) ReadBytes() ([]byte, error) { return local.ReadPrivate(string(p)) }
 
 // Read is not supported: the file is parsed from ReadBytes.
 func (p privateFile) Read() (map[string]any, error) {
@@ -199,17 +146,61 @@ func (l layer) load(known keySet) (*koanf.Koanf, error) {
 			}
 		}
 	}
-	var scratch Config
+	var scratch space.Options
 	if err := decode(k, &scratch); err != nil {
 		return nil, fmt.Errorf("%s: %w", l.name, err)
 	}
 	return k, nil
 }
 
-// decode unmarshals k into c, reading every duration key with ParseDuration.
-func decode(k *koanf.Koanf, c *Config) error {
-	return k.UnmarshalWithConf("", c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
-		DecodeHook: mapstructure.ComposeDecodeHookFunc(durationHook, numberHook), WeaklyTypedInput: true}})
+// decode unmarshals k into c, reading every duration key with ParseDuration and the file
+// encodings Values writes: a limits.violation_log_interval of 0, which logs every refusal,
+// becomes a negative interval, and leaf.creds' SPACE=FILE entries a map. A zero interval can
+// only come from a layer that wrote it, since the defaults layer holds the default.
+func decode(k *koanf.Koanf, c *space.Options) error {
+	err := k.UnmarshalWithConf("", c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(durationHook, numberHook, credsHook), WeaklyTypedInput: true}})
+	if c.Limits.ViolationLogInterval == 0 {
+		c.Limits.ViolationLogInterval = -1
+	}
+	return err
+}
+
+// credsHook reads leaf.creds, the one map of space.Options, from its SPACE=FILE entries: a
+// list in the file and the flags, one entry in COTAL_LEAF_CREDS. An entry that is not
+// SPACE=FILE, or a space listed twice, is refused.
+func credsHook(_, to reflect.Type, data any) (any, error) {
+	if to != reflect.TypeFor[map[string]string]() {
+		return data, nil
+	}
+	var entries []string
+	switch v := data.(type) {
+	case string:
+		entries = []string{v}
+	case []string:
+		entries = v
+	case []any:
+		for _, e := range v {
+			entries = append(entries, fmt.Sprint(e))
+		}
+	default:
+		return data, nil
+	}
+	if len(entries) == 0 {
+		return map[string]string(nil), nil
+	}
+	creds := make(map[string]string, len(entries))
+	for _, e := range entries {
+		s, file, ok := strings.Cut(e, "=")
+		switch {
+		case !ok || s == "" || file == "":
+			return nil, fieldError{leafCreds, fmt.Sprintf("%q is not SPACE=FILE; use e.g. main=/path/to/leaf.creds", e)}
+		case creds[s] != "":
+			return nil, fieldError{leafCreds, fmt.Sprintf("space %s is listed twice; keep one file per space", s)}
+		}
+		creds[s] = file
+	}
+	return creds, nil
 }
 
 // numberHook refuses a count or size written with a unit or as words before mapstructure's

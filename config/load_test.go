@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/space"
 )
 
 // writeFile writes content to dir/name and returns its path.
@@ -28,13 +31,13 @@ func TestLoadPrecedence(t *testing.T) {
 		file  string // cotal.yaml in the search dir; "" writes none
 		env   []string
 		flags map[string]any
-		want  func(*Config)
+		want  func(*space.Options)
 	}{
-		{name: "defaults apply when nothing is set", want: func(*Config) {}},
+		{name: "defaults apply when nothing is set", want: func(*space.Options) {}},
 		{
 			name: "the file overrides the defaults",
 			file: "listen: 127.0.0.1:5000\nspaces: [main, ops]\nsync: interval\nsync_interval: 30s\nlog:\n  level: debug\n",
-			want: func(c *Config) {
+			want: func(c *space.Options) {
 				c.Listen, c.Spaces, c.Sync, c.SyncInterval = "127.0.0.1:5000", []string{"main", "ops"}, "interval", 30*time.Second
 				c.Log.Level = "debug"
 			},
@@ -43,39 +46,39 @@ func TestLoadPrecedence(t *testing.T) {
 			name: "the environment overrides the file",
 			file: "listen: 127.0.0.1:5000\nlog:\n  level: debug\n",
 			env:  []string{"COTAL_LISTEN=127.0.0.1:6000", "COTAL_LOG_LEVEL=warn"},
-			want: func(c *Config) { c.Listen, c.Log.Level = "127.0.0.1:6000", "warn" },
+			want: func(c *space.Options) { c.Listen, c.Log.Level = "127.0.0.1:6000", "warn" },
 		},
 		{
 			name:  "flags override the environment",
 			file:  "listen: 127.0.0.1:5000\n",
 			env:   []string{"COTAL_LISTEN=127.0.0.1:6000", "COTAL_SPACES=a,b"},
 			flags: map[string]any{"listen": "127.0.0.1:7000", "spaces": []string{"c"}},
-			want:  func(c *Config) { c.Listen, c.Spaces = "127.0.0.1:7000", []string{"c"} },
+			want:  func(c *space.Options) { c.Listen, c.Spaces = "127.0.0.1:7000", []string{"c"} },
 		},
 		{
 			name: "every environment variable reaches its key",
 			env: []string{"COTAL_DIR=/srv/cotal", "COTAL_HTTP=127.0.0.1:8222", "COTAL_SPACES=main, ops",
 				"COTAL_SYNC=interval", "COTAL_SYNC_INTERVAL=10s", "COTAL_OPEN=true", "COTAL_LOG_FORMAT=json",
 				"COTAL_LOG_LEVEL=error", "COTAL_EXPIRY=1h"},
-			want: func(c *Config) {
+			want: func(c *space.Options) {
 				c.Dir, c.HTTP, c.Spaces, c.Sync, c.SyncInterval = "/srv/cotal", "127.0.0.1:8222", []string{"main", "ops"}, "interval", 10*time.Second
-				c.Open, c.Log, c.Expiry = true, Log{Format: "json", Level: "error"}, time.Hour
+				c.Open, c.Log, c.Expiry = true, space.LogOptions{Format: "json", Level: "error"}, time.Hour
 			},
 		},
 		{
 			name: "an empty COTAL_LISTEN turns the TCP listener off",
 			env:  []string{"COTAL_LISTEN="},
-			want: func(c *Config) { c.Listen = "" },
+			want: func(c *space.Options) { c.Listen = "" },
 		},
 		{
 			name: "client variables such as COTAL_LINK and COTAL_CREDS do not disturb Load",
 			env:  []string{"COTAL_LINK=cotal://localhost/main", "COTAL_CREDS=/tmp/alice.creds", "COTAL_NOPE=1"},
-			want: func(*Config) {},
+			want: func(*space.Options) {},
 		},
 		{
 			name: "an empty file changes nothing",
 			file: "# nothing set\n",
-			want: func(*Config) {},
+			want: func(*space.Options) {},
 		},
 	}
 	for _, tt := range tests {
@@ -218,30 +221,66 @@ func TestLoadMissingExplicitFile(t *testing.T) {
 	}
 }
 
-// TestLoadRoundTrip passes every key as a flag; a field missing from values, or a key that
-// does not reach its field, comes back with its default and fails the comparison.
+// TestLoadRoundTrip passes every key as a flag, written by Values; a key that does not reach
+// its field comes back with its default and fails the comparison.
 func TestLoadRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	want := Config{
-		Dir:              dir,
-		Listen:           ":0",
-		HTTP:             "127.0.0.1:8222",
-		Spaces:           []string{"a", "b-2"},
-		TLS:              TLS{Cert: writeFile(t, dir, "cert.pem", "cert"), Key: writeFile(t, dir, "key.pem", "key")},
-		Sync:             "interval",
-		SyncInterval:     5 * time.Second,
-		Open:             true,
-		OpenInsecureBind: true,
-		Log:              Log{Format: "json", Level: "debug"},
-		Expiry:           time.Minute,
-		Limits: Limits{Connections: 20, ConnectionsPerIdentity: 7, Subscriptions: 30, Payload: 4096, SpaceBytes: 3 << 30,
+	tlsFiles := space.TLSOptions{Cert: writeFile(t, dir, "cert.pem", "cert"), Key: writeFile(t, dir, "key.pem", "key")}
+	base := space.Options{
+		Dir: dir, Listen: "127.0.0.1:0", HTTP: "127.0.0.1:8222", Spaces: []string{"a", "b-2"}, TLS: tlsFiles,
+		Sync: broker.SyncInterval, SyncInterval: 5 * time.Second, Log: space.LogOptions{Format: "json", Level: "debug"},
+		Expiry: time.Minute,
+		Limits: space.Limits{Connections: 20, ConnectionsPerIdentity: 7, Subscriptions: 30, Payload: 4096, SpaceBytes: 3 << 30,
 			DMBytes: 2 << 20, TaskBytes: 3 << 20, PerSubject: 5, WatchConsumers: 40, WatchesPerIdentity: 3, ChannelsPerIdentity: 50,
 			ViolationLogInterval: time.Minute},
 	}
-	got, err := Load(LoadOptions{Env: []string{}, Flags: want.values()})
-	if err != nil {
-		t.Fatalf("Load: %v", err)
+	tests := []struct {
+		name string
+		edit func(*space.Options)
+	}{
+		{"every top-level and limits key", func(o *space.Options) {
+			o.Listen, o.HTTPPublic, o.Open, o.OpenInsecureBind = ":0", true, true, true
+		}},
+		{"logging every refusal", func(o *space.Options) { o.Limits.ViolationLogInterval = -1 }},
+		{"a cluster node", func(o *space.Options) {
+			o.Cluster = space.ClusterOptions{Name: "east", Listen: "127.0.0.1:6222", Peers: []string{"127.0.0.1:6222", "127.0.0.1:6223"},
+				ServerName: "n1", Trust: "/t.json", Backstop: "/b.json", TLSCert: "/c.pem", TLSKey: "/k.pem", TLSCA: "/ca.pem"}
+		}},
+		{"a leaf", func(o *space.Options) {
+			o.Leaf = space.LeafOptions{Hub: "nats-leaf://hub:7422", Creds: map[string]string{"a": "/a.creds", "b-2": "/b=2.creds"}}
+		}},
+		{"a hub", func(o *space.Options) { o.Leaf.Listen = "127.0.0.1:7422" }},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := base
+			tt.edit(&want)
+			got, err := Load(LoadOptions{Env: []string{}, Flags: Values(want)})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Load =\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}
+
+// TestAFileFromBeforeKeepsItsMeaning loads a cotal.yaml written for the loader's earlier
+// Config type: its keys, and the two values space.Options holds in another form (a 0
+// violation_log_interval, SPACE=FILE leaf credentials), must mean what they meant.
+func TestAFileFromBeforeKeepsItsMeaning(t *testing.T) {
+	dir := t.TempDir()
+	got, err := Load(LoadOptions{File: filepath.Join("testdata", "before-one-options.yaml"), Env: []string{"HOME=" + dir},
+		Flags: map[string]any{"dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := defaults(dir)
+	want.Listen, want.Spaces, want.Sync, want.SyncInterval = "127.0.0.1:5222", []string{"main", "ops"}, broker.SyncInterval, 30*time.Second
+	want.Log, want.Expiry = space.LogOptions{Format: "json", Level: "debug"}, 2*time.Hour
+	want.Limits.Connections, want.Limits.ViolationLogInterval = 500, -1
+	want.Leaf = space.LeafOptions{Hub: "nats-leaf://hub.example:7422", Creds: map[string]string{"main": "/k/main.creds", "ops": "/k/ops.creds"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Load =\n%+v\nwant\n%+v", got, want)
 	}

@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cotal-go/cotal/wire"
+	"github.com/cotal-go/cotal/broker"
+	"github.com/cotal-go/cotal/internal/local"
+	"github.com/cotal-go/cotal/space"
 )
 
 // spaceToken is a space name SPEC §3 sanitization leaves unchanged; notToken is one character
@@ -23,17 +25,6 @@ var (
 // resolution, and a sub-second fsync interval is "always" in all but name.
 const minDuration = time.Second
 
-// otherStreamBytes is what a space's streams other than DM and TASK take (CHAT, INBOX, DLV and
-// the KV buckets), from the layout's own total.
-var otherStreamBytes = func() int64 {
-	l := wire.DefaultStreamLimits()
-	return l.Total() - l.DMBytes - l.TaskBytes
-}()
-
-// maxPayload is nats-server's default max_payload, which the broker keeps: a credential's
-// payload limit above it changes nothing.
-const maxPayload = 1 << 20
-
 // fieldError is one problem with one key; it wraps ErrInvalid.
 type fieldError struct {
 	key, problem string
@@ -42,10 +33,33 @@ type fieldError struct {
 func (e fieldError) Error() string { return e.key + ": " + e.problem }
 func (e fieldError) Unwrap() error { return ErrInvalid }
 
+// invalidError is a problem space reports about its own options; it wraps ErrInvalid too.
+type invalidError struct{ err error }
+
+func (e invalidError) Error() string   { return e.err.Error() }
+func (e invalidError) Unwrap() []error { return []error{ErrInvalid, e.err} }
+
+// invalid splits err, as errors.Join builds it, into its problems, each wrapping ErrInvalid.
+func invalid(err error) []error {
+	if err == nil {
+		return nil
+	}
+	problems := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		problems = j.Unwrap()
+	}
+	out := make([]error, len(problems))
+	for i, p := range problems {
+		out[i] = invalidError{p}
+	}
+	return out
+}
+
 // Validate reports every problem of c joined with errors.Join, each naming the key and the
-// fix and wrapping ErrInvalid; nil means c is usable. It checks that TLS files exist but does
-// not read them.
-func (c Config) Validate() error {
+// fix and wrapping ErrInvalid; nil means c is usable. Limits and Log are checked by their own
+// Validate, the rules space.Start applies too; the loader adds its own floors (sync_interval
+// and expiry at least 1s) and checks that TLS files exist, without reading them.
+func Validate(c space.Options) error {
 	var errs []error
 	add := func(key, format string, args ...any) {
 		errs = append(errs, fieldError{key: key, problem: fmt.Sprintf(format, args...)})
@@ -58,65 +72,28 @@ func (c Config) Validate() error {
 	}
 	if err := checkAddr(c.HTTP); err != nil {
 		add("http", "%q is not host:port (%v); use e.g. 127.0.0.1:8222, or \"\" to turn monitoring off", c.HTTP, err)
-	} else if c.HTTP != "" && !c.HTTPPublic && !IsLoopback(c.HTTP) {
+	} else if c.HTTP != "" && !c.HTTPPublic && !local.IsLoopback(c.HTTP) {
 		add("http", "%q binds beyond this machine, and monitoring shows the mesh's connections and accounts; use a loopback address such as 127.0.0.1:8222, or set http_public to expose it on purpose", c.HTTP)
 	}
-	if err := c.checkOpenBind(); err != nil {
+	if err := checkOpenBind(c); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, c.checkSpaces()...)
-	errs = append(errs, c.TLS.check()...)
-	if c.Sync != "always" && c.Sync != "interval" {
+	errs = append(errs, checkSpaces(c.Spaces)...)
+	errs = append(errs, checkTLS(c.TLS)...)
+	if c.Sync != broker.SyncAlways && c.Sync != broker.SyncInterval {
 		add("sync", "%q is not a sync mode; use always or interval", c.Sync)
 	}
 	if c.SyncInterval < minDuration {
 		add("sync_interval", "%v is too short; use at least %v, e.g. 2m", c.SyncInterval, minDuration)
 	}
-	if c.Log.Format != "text" && c.Log.Format != "json" {
-		add("log.format", "%q is not a log format; use text or json", c.Log.Format)
-	}
-	if _, ok := logLevels[c.Log.Level]; !ok {
-		add("log.level", "%q is not a log level; use debug, info, warn or error", c.Log.Level)
-	}
+	errs = append(errs, invalid(c.Log.Validate())...)
 	if c.Expiry < minDuration {
 		add("expiry", "%v is too short for a credential lifetime; use at least %v, e.g. 24h", c.Expiry, minDuration)
 	}
-	errs = append(errs, c.Limits.check()...)
-	errs = append(errs, c.Cluster.check()...)
-	errs = append(errs, c.checkLeaf()...)
+	errs = append(errs, invalid(c.Limits.Validate())...)
+	errs = append(errs, checkCluster(c.Cluster)...)
+	errs = append(errs, checkLeaf(c)...)
 	return errors.Join(errs...)
-}
-
-// check reports every limit below its floor, or the storage of a space too small for its
-// DM and task streams.
-func (l Limits) check() []error {
-	var errs []error
-	atLeast := func(key string, v, least int64, example string) {
-		if v < least {
-			errs = append(errs, fieldError{key, fmt.Sprintf("%d is below the least useful value %d; use e.g. %s", v, least, example)})
-		}
-	}
-	atLeast("limits.connections", int64(l.Connections), 10, "1000")
-	atLeast("limits.connections_per_identity", int64(l.ConnectionsPerIdentity), 1, "32")
-	atLeast("limits.subscriptions", int64(l.Subscriptions), 10, "1000")
-	atLeast("limits.payload", int64(l.Payload), 1<<10, "1048576")
-	atLeast("limits.dm_bytes", l.DMBytes, 1<<20, "268435456")
-	atLeast("limits.task_bytes", l.TaskBytes, 1<<20, "268435456")
-	atLeast("limits.per_subject", l.PerSubject, 1, "1000")
-	atLeast("limits.watch_consumers", int64(l.WatchConsumers), 10, "2000")
-	atLeast("limits.watches_per_identity", int64(l.WatchesPerIdentity), 2, "8")
-	atLeast("limits.channels_per_identity", int64(l.ChannelsPerIdentity), 10, "1000")
-	if l.Payload > maxPayload {
-		errs = append(errs, fieldError{"limits.payload", fmt.Sprintf("%d is above the broker's own maximum %d; use at most that", l.Payload, maxPayload)})
-	}
-	if need := l.DMBytes + l.TaskBytes + otherStreamBytes; l.SpaceBytes < need {
-		errs = append(errs, fieldError{"limits.space_bytes", fmt.Sprintf("%d does not hold the space's streams: limits.dm_bytes + limits.task_bytes + %d for the others = %d; use at least that",
-			l.SpaceBytes, otherStreamBytes, need)})
-	}
-	if l.ViolationLogInterval < 0 {
-		errs = append(errs, fieldError{"limits.violation_log_interval", fmt.Sprintf("%v is negative; use e.g. 10s, or 0 to log every refusal", l.ViolationLogInterval)})
-	}
-	return errs
 }
 
 // checkAddr accepts "" (off) or host:port with a numeric port; the host may be empty, meaning
@@ -135,13 +112,13 @@ func checkAddr(addr string) error {
 	return nil
 }
 
-func (c Config) checkSpaces() []error {
-	if len(c.Spaces) == 0 {
+func checkSpaces(spaces []string) []error {
+	if len(spaces) == 0 {
 		return []error{fieldError{"spaces", "none given; name at least one space, e.g. main"}}
 	}
 	var errs []error
-	seen := make(map[string]bool, len(c.Spaces))
-	for i, s := range c.Spaces {
+	seen := make(map[string]bool, len(spaces))
+	for i, s := range spaces {
 		switch {
 		case s == "":
 			errs = append(errs, fieldError{"spaces", fmt.Sprintf("name %d is empty; remove it or name the space", i+1)})
@@ -156,7 +133,7 @@ func (c Config) checkSpaces() []error {
 	return errs
 }
 
-func (t TLS) check() []error {
+func checkTLS(t space.TLSOptions) []error {
 	switch {
 	case t.Cert == "" && t.Key == "":
 		return nil
@@ -182,8 +159,8 @@ func (t TLS) check() []error {
 
 // checkOpenBind refuses an open mesh listening beyond loopback unless open_insecure_bind says
 // the exposure is meant: nothing else would stand between the network and every message.
-func (c Config) checkOpenBind() error {
-	if !c.Open || c.OpenInsecureBind || c.Listen == "" || IsLoopback(c.Listen) || checkAddr(c.Listen) != nil {
+func checkOpenBind(c space.Options) error {
+	if !c.Open || c.OpenInsecureBind || c.Listen == "" || local.IsLoopback(c.Listen) || checkAddr(c.Listen) != nil {
 		return nil
 	}
 	return fieldError{"listen", fmt.Sprintf("%q listens beyond loopback while open is true, so anyone who "+

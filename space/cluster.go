@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/broker"
-	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
 )
 
-// ClusterOptions make the mesh one node of a NATS cluster of cotal nodes. One
+// ClusterOptions make the mesh one node of a NATS cluster of cotal nodes; the koanf tags are
+// the keys of the cluster section of cotal.yaml, all empty by default. One
 // node holds the key store: it mints and revokes, provisions every space's streams and
 // buckets, and runs the durable backstop. The others start from its cluster trust file
 // (Trust, written as DIR/cluster-trust.json by that node) and hold no keys: they serve agents
@@ -22,28 +23,30 @@ import (
 // resolver.
 type ClusterOptions struct {
 	// Name is the cluster name every node shares; empty runs the mesh alone.
-	Name string
+	Name string `koanf:"name"`
 	// Listen is this node's route listener "host:port".
-	Listen string
+	Listen string `koanf:"listen"`
 	// Peers are the route listeners of every node, this one included: the same list on each
 	// node. Three or more make every stream and bucket R3; fewer keep them R1.
-	Peers []string
+	Peers []string `koanf:"peers"`
 	// ServerName names this node, unique in the cluster; default "cotal-" + Listen's port.
-	ServerName string
+	ServerName string `koanf:"server_name"`
 	// Trust is the cluster trust file of the node that holds the key store; set on every
 	// other node.
-	Trust string
+	Trust string `koanf:"trust"`
 	// Backstop is the cluster backstop file of the node that holds the key store (written as
 	// DIR/cluster-backstop.json, BackstopFile), copied beside Trust. With it this node may take
 	// over each space's durable backstop when the node running it dies; without it, it never
 	// runs one. Set only with Trust.
-	Backstop string
+	Backstop string `koanf:"backstop"`
 	// TLSCert and TLSKey are this node's certificate and key for its routes, and TLSCA the CA
 	// that signed every node's; all three or none, and the same choice on every node. Without
 	// them routes run TLS with the certificate the trust file carries, which is valid for
 	// loopback addresses only: a node whose Listen or any of whose Peers is not a loopback
 	// address refuses to start without them.
-	TLSCert, TLSKey, TLSCA string
+	TLSCert string `koanf:"tls_cert"`
+	TLSKey  string `koanf:"tls_key"`
+	TLSCA   string `koanf:"tls_ca"`
 }
 
 // ErrRouteTLS is returned by Start for a cluster node whose routes would leave this machine
@@ -82,7 +85,7 @@ func (o Options) validateCluster() error {
 	return c.checkRouteTLS()
 }
 
-// checkRouteTLS applies config's loopback rule (config.IsLoopback) to the route listener and
+// checkRouteTLS applies the loopback rule (local.IsLoopback) to the route listener and
 // the peers: a route that leaves the machine carries the space in plain text, and the route
 // secret with it, unless it has TLS.
 func (c ClusterOptions) checkRouteTLS() error {
@@ -93,7 +96,7 @@ func (c ClusterOptions) checkRouteTLS() error {
 		return nil
 	}
 	for _, addr := range append([]string{c.Listen}, c.Peers...) {
-		if !config.IsLoopback(addr) {
+		if !local.IsLoopback(addr) {
 			return fmt.Errorf("%w: %s is not a loopback address; give every node a route certificate (cluster.tls_cert, "+
 				"cluster.tls_key) and the CA that signed them all (cluster.tls_ca), or keep every node on 127.0.0.1", ErrRouteTLS, addr)
 		}

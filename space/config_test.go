@@ -2,12 +2,8 @@ package space_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +12,6 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 
-	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
@@ -24,184 +19,49 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// configKeys lists the koanf keys of t's fields by reflection, sections joined with "."
-// ("tls.cert"), so a key added to config.Config shows up here without anyone listing it.
-func configKeys(t reflect.Type, prefix string) []string {
-	var keys []string
-	for f := range t.Fields() {
-		key := prefix + f.Tag.Get("koanf")
-		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[time.Duration]() {
-			keys = append(keys, configKeys(f.Type, key+".")...)
-			continue
-		}
-		keys = append(keys, key)
+// TestLimitsValidate checks the floors of Limits where both the loader and Start apply them:
+// a zero field is its default, and a space's storage must hold exactly what its streams take
+// (wire.StreamLimits.Total).
+func TestLimitsValidate(t *testing.T) {
+	total := func(dm, task int64) int64 {
+		l := wire.DefaultStreamLimits()
+		l.DMBytes, l.TaskBytes = dm, task
+		return l.Total()
 	}
-	return keys
-}
-
-// keyRow sets one config key to a value other than its default, as a command-line flag
-// would, and says whether that value reached the mapped Options (logs is where their logger
-// writes).
-type keyRow struct {
-	flags  map[string]any
-	landed func(o space.Options, logs *bytes.Buffer) bool
-}
-
-func keyRows(t *testing.T) map[string]keyRow {
-	tlsDir := t.TempDir()
-	cert, key := filepath.Join(tlsDir, "cert.pem"), filepath.Join(tlsDir, "key.pem")
-	for _, p := range []string{cert, key} {
-		if err := os.WriteFile(p, []byte("PEM"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	tests := []struct {
+		name   string
+		limits space.Limits
+		want   string // "" means valid
+	}{
+		{"the zero Limits is the defaults", space.Limits{}, ""},
+		{"the defaults are valid", space.DefaultLimits(), ""},
+		{"space storage equal to its streams' total is valid",
+			space.Limits{DMBytes: 8 << 20, TaskBytes: 4 << 20, SpaceBytes: total(8<<20, 4<<20)}, ""},
+		{"space storage one byte short is refused",
+			space.Limits{DMBytes: 8 << 20, TaskBytes: 4 << 20, SpaceBytes: total(8<<20, 4<<20) - 1}, "limits.space_bytes"},
+		{"logging every refusal is valid", space.Limits{ViolationLogInterval: -1}, ""},
+		{"a limit below its floor is refused, naming its key", space.Limits{Connections: 5},
+			"limits.connections: 5 is below the least useful value 10"},
+		{"a negative limit is refused", space.Limits{WatchesPerIdentity: -1}, "limits.watches_per_identity: -1 is below"},
+		{"a payload above the broker's maximum is refused", space.Limits{Payload: 2 << 20}, "limits.payload"},
+		{"a negative handoff bound is refused", space.Limits{HandoffPerSubject: -1}, "HandoffPerSubject"},
 	}
-	tlsFlags := map[string]any{"tls.cert": cert, "tls.key": key}
-	other := filepath.Join(tlsDir, "elsewhere")
-	return map[string]keyRow{
-		"dir": {map[string]any{"dir": other},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Dir == other }},
-		"listen": {map[string]any{"listen": "127.0.0.1:5999"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Listen == "127.0.0.1:5999" }},
-		"http": {map[string]any{"http": "127.0.0.1:8999"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.HTTP == "127.0.0.1:8999" }},
-		"http_public": {map[string]any{"http_public": "true"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.HTTPPublic }},
-		"spaces": {map[string]any{"spaces": []string{"ops", "dev"}},
-			func(o space.Options, _ *bytes.Buffer) bool { return slices.Equal(o.Spaces, []string{"ops", "dev"}) }},
-		"tls.cert": {tlsFlags, func(o space.Options, _ *bytes.Buffer) bool { return o.TLSCert == cert }},
-		"tls.key":  {tlsFlags, func(o space.Options, _ *bytes.Buffer) bool { return o.TLSKey == key }},
-		"sync": {map[string]any{"sync": "interval"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Sync == broker.SyncInterval }},
-		"sync_interval": {map[string]any{"sync_interval": "30s"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.SyncInterval == 30*time.Second }},
-		"open": {map[string]any{"open": "true"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Open }},
-		"open_insecure_bind": {map[string]any{"open_insecure_bind": "true"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.OpenInsecureBind }},
-		"log.format": {map[string]any{"log.format": "json"}, func(o space.Options, logs *bytes.Buffer) bool {
-			o.Logger.Info("probe")
-			return json.Valid(bytes.TrimSpace(logs.Bytes()))
-		}},
-		"log.level": {map[string]any{"log.level": "debug"},
-			func(o space.Options, _ *bytes.Buffer) bool {
-				return o.Logger.Enabled(context.Background(), slog.LevelDebug)
-			}},
-		"cluster.name": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Name == "east" }},
-		"cluster.listen": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6333", "cluster.peers": []string{"127.0.0.1:6333"}},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Listen == "127.0.0.1:6333" }},
-		"cluster.peers": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222", "10.0.0.2:6222"}},
-			func(o space.Options, _ *bytes.Buffer) bool {
-				return slices.Equal(o.Cluster.Peers, []string{"127.0.0.1:6222", "10.0.0.2:6222"})
-			}},
-		"cluster.server_name": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.server_name": "n1"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.ServerName == "n1" }},
-		"cluster.trust": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.trust": other},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Trust == other }},
-		"cluster.backstop": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.trust": other, "cluster.backstop": other},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.Backstop == other }},
-		"cluster.tls_cert": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.tls_cert": other, "cluster.tls_key": other, "cluster.tls_ca": other},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.TLSCert == other }},
-		"cluster.tls_key": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.tls_cert": other, "cluster.tls_key": other, "cluster.tls_ca": other},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.TLSKey == other }},
-		"cluster.tls_ca": {map[string]any{"cluster.name": "east", "cluster.listen": "127.0.0.1:6222", "cluster.peers": []string{"127.0.0.1:6222"}, "cluster.tls_cert": other, "cluster.tls_key": other, "cluster.tls_ca": other},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Cluster.TLSCA == other }},
-		"leaf.listen": {map[string]any{"leaf.listen": "127.0.0.1:7422"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Leaf.Listen == "127.0.0.1:7422" }},
-		"leaf.hub": {map[string]any{"leaf.hub": "nats-leaf://hub:7422", "leaf.creds": []string{"main=" + other}},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Leaf.Hub == "nats-leaf://hub:7422" }},
-		"leaf.creds": {map[string]any{"leaf.hub": "nats-leaf://hub:7422", "leaf.creds": []string{"main=" + other}},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Leaf.Creds["main"] == other }},
-		"expiry": {map[string]any{"expiry": "2h"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Expiry == 2*time.Hour }},
-		"limits.connections": {map[string]any{"limits.connections": 77},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Connections == 77 }},
-		"limits.connections_per_identity": {map[string]any{"limits.connections_per_identity": 11},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ConnectionsPerIdentity == 11 }},
-		"limits.subscriptions": {map[string]any{"limits.subscriptions": 88},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Subscriptions == 88 }},
-		"limits.payload": {map[string]any{"limits.payload": 4096},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.Payload == 4096 }},
-		"limits.space_bytes": {map[string]any{"limits.space_bytes": 3 << 30},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.SpaceBytes == 3<<30 }},
-		"limits.dm_bytes": {map[string]any{"limits.dm_bytes": 5 << 20},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.DMBytes == 5<<20 }},
-		"limits.task_bytes": {map[string]any{"limits.task_bytes": 6 << 20},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.TaskBytes == 6<<20 }},
-		"limits.per_subject": {map[string]any{"limits.per_subject": 9},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.PerSubject == 9 }},
-		"limits.watch_consumers": {map[string]any{"limits.watch_consumers": 99},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.WatchConsumers == 99 }},
-		"limits.watches_per_identity": {map[string]any{"limits.watches_per_identity": 5},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.WatchesPerIdentity == 5 }},
-		"limits.channels_per_identity": {map[string]any{"limits.channels_per_identity": 77},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ChannelsPerIdentity == 77 }},
-		"limits.violation_log_interval": {map[string]any{"limits.violation_log_interval": "0s"},
-			func(o space.Options, _ *bytes.Buffer) bool { return o.Limits.ViolationLogInterval < 0 }},
-	}
-}
-
-// config refuses limits.space_bytes below what the streams take exactly where the mesh would:
-// its floor is wire.StreamLimits.Total.
-func TestConfigSpaceBytesFloorIsTheLayouts(t *testing.T) {
-	c := config.Default()
-	c.Dir = t.TempDir()
-	c.Limits.DMBytes, c.Limits.TaskBytes = 8<<20, 4<<20
-	l := wire.DefaultStreamLimits()
-	l.DMBytes, l.TaskBytes = c.Limits.DMBytes, c.Limits.TaskBytes
-	c.Limits.SpaceBytes = l.Total()
-	if err := c.Validate(); err != nil {
-		t.Fatalf("space_bytes equal to the streams' total %d: %v", l.Total(), err)
-	}
-	c.Limits.SpaceBytes--
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "limits.space_bytes") {
-		t.Fatalf("space_bytes one below the streams' total: %v; want a limits.space_bytes problem", err)
-	}
-}
-
-// The defaults config documents are the defaults a zero space.Options takes.
-func TestConfigDefaultLimitsAreTheMeshDefaults(t *testing.T) {
-	c := config.Default()
-	c.Dir = t.TempDir()
-	if got := space.OptionsFromConfig(c, nil).Limits; got != space.DefaultLimits() {
-		t.Fatalf("config.Default() limits map to %+v; space.DefaultLimits() is %+v", got, space.DefaultLimits())
-	}
-}
-
-// TestOptionsFromConfigCarriesEveryKey loads each key of config.Config through config.Load,
-// as `cotal up` does, and checks that OptionsFromConfig carries it. A key without a row fails,
-// and so does a row whose value the defaults already satisfy, since it would prove nothing.
-func TestOptionsFromConfigCarriesEveryKey(t *testing.T) {
-	home := t.TempDir()
-	load := func(t *testing.T, flags map[string]any) config.Config {
-		t.Helper()
-		c, err := config.Load(config.LoadOptions{Dir: home, Env: []string{"HOME=" + home}, Flags: flags})
-		if err != nil {
-			t.Fatalf("load %v: %v", flags, err)
-		}
-		return c
-	}
-	rows := keyRows(t)
-	keys := configKeys(reflect.TypeFor[config.Config](), "")
-	for _, key := range keys {
-		t.Run("config key "+key+" reaches space.Options", func(t *testing.T) {
-			row, ok := rows[key]
-			if !ok {
-				t.Fatalf("no row for config key %q: map it in space.OptionsFromConfig and add a row here", key)
-			}
-			var defaultLogs, logs bytes.Buffer
-			if row.landed(space.OptionsFromConfig(load(t, nil), &defaultLogs), &defaultLogs) {
-				t.Fatalf("the defaults already pass the check for %q; pick a value other than the default", key)
-			}
-			if !row.landed(space.OptionsFromConfig(load(t, row.flags), &logs), &logs) {
-				t.Fatalf("%v loaded but did not reach space.Options", row.flags)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.limits.Validate()
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tt.want)
 			}
 		})
 	}
-	for key := range rows {
-		if !slices.Contains(keys, key) {
-			t.Errorf("row %q names no key of config.Config (keys: %s)", key, strings.Join(keys, ", "))
-		}
+}
+
+// Start refuses a limit below its floor with Limits.Validate's problem, before it creates
+// anything.
+func TestStartRefusesALimitBelowItsFloor(t *testing.T) {
+	_, err := space.Start(t.Context(), space.Options{Memory: true, Limits: space.Limits{Subscriptions: 3}})
+	if err == nil || !strings.Contains(err.Error(), "limits.subscriptions: 3 is below") {
+		t.Fatalf("Start = %v; want the limits.subscriptions floor", err)
 	}
 }
 
@@ -226,7 +86,7 @@ func TestConfiguredExpiryReachesTheMintedJWT(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := spacetest.New(t, func(o *space.Options) {
-				*o = space.OptionsFromConfig(cfg, nil)
+				*o = cfg
 				o.Memory = true
 			})
 			cred := mintWith(t, m, provisioner.MintRequest{Space: "main", Name: "alice", Profile: provisioner.ProfileAgent})
@@ -254,7 +114,8 @@ func TestMeshRunsWithTheConfiguredValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	m := spacetest.New(t, func(o *space.Options) { *o = space.OptionsFromConfig(cfg, logs) })
+	cfg.Logger = cfg.Log.Logger(logs)
+	m := spacetest.New(t, func(o *space.Options) { *o = cfg })
 	js := m.Broker().Server().JetStreamConfig()
 	checks := []struct {
 		name string

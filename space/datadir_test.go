@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
@@ -54,7 +53,7 @@ func TestStartRefusesADataDirectoryOfAnotherUser(t *testing.T) {
 		_ = m.Close(ctx)
 		t.Fatal("Start succeeded on a directory uid 65534 owns")
 	}
-	if !strings.Contains(err.Error(), "belongs to uid 65534") || !errors.Is(err, config.ErrUnsafePath) {
+	if !strings.Contains(err.Error(), "belongs to uid 65534") || !errors.Is(err, space.ErrUnsafePath) {
 		t.Fatalf("Start = %v; want ErrUnsafePath", err)
 	}
 }

@@ -26,15 +26,16 @@ type LeafOptions struct {
 	// Listen is a hub's leaf node listener "host:port", which leaf meshes connect to with a
 	// credential of the leaf profile (provisioner.ProfileLeaf). It takes TLS when the client
 	// listener does. Empty: the mesh accepts no leaf.
-	Listen string
+	Listen string `koanf:"listen"`
 	// Hub is the hub's leaf node URL this mesh connects to as a leaf, e.g.
 	// nats-leaf://hub.example:7422 (tls://... for a hub with TLS). Empty: the mesh is no leaf.
-	Hub string
+	Hub string `koanf:"hub"`
 	// Creds maps each space linked to the hub to the .creds file of the leaf credential the
 	// hub minted for it; a space not listed stays local. Each file must be readable and not
 	// readable by others (mode 0600): it lets its holder speak on the hub for every agent of
-	// the space that no other side speaks for, and hear what the hub sends down.
-	Creds map[string]string
+	// the space that no other side speaks for, and hear what the hub sends down. cotal.yaml
+	// writes it as a list of SPACE=FILE entries.
+	Creds map[string]string `koanf:"creds"`
 }
 
 // LeafDomain is the JetStream domain of a leaf mesh. JetStream traffic never crosses a leaf

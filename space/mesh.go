@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/broker"
-	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
 )
 
@@ -166,7 +166,7 @@ func (m *Mesh) openDir() error {
 		}
 		m.dir, m.tempDir = d, true
 	}
-	was, err := config.SecureDir(m.dir)
+	was, err := local.SecureDir(m.dir)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (m *Mesh) logRetiredLeaves(acct provisioner.Account) {
 
 func (m *Mesh) brokerConfig() (broker.Config, error) {
 	c := broker.DefaultConfig()
-	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLSCert, m.opts.TLSKey
+	c.Listen, c.TLSCert, c.TLSKey = m.opts.Listen, m.opts.TLS.Cert, m.opts.TLS.Key
 	c.DeferListen = true // opened by start once every space is ready
 	c.Sync, c.Logger, c.Open = m.opts.Sync, m.log, m.opts.Open
 	c.ViolationLogInterval = m.opts.Limits.logInterval()

@@ -3,119 +3,99 @@ package space
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/cotal-go/cotal/broker"
-	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
 
-// Options configures a mesh started by Start. The zero value is a valid per-test mesh: a
+// Options configures a mesh started by Start; it is also what cotal.yaml, the COTAL_*
+// environment and the flags of `cotal up` load into (package config), so embedding a mesh and
+// running one from a file share one type. The zero value is a valid per-test mesh: a
 // temporary directory, one space "main", no TCP listener, authentication on.
+//
+// A field's koanf tag is its key in cotal.yaml ("tls.cert" for TLS.Cert); a field tagged "-"
+// is not configuration and only a program embedding the mesh sets it. Start fills a zero
+// field with the default its comment gives; the loader's defaults differ where the comment
+// says so.
 type Options struct {
 	// Dir is the data directory (keys.db, the JetStream store). Empty means a
 	// temporary directory that Close removes; its key store is never fsynced, since nothing
-	// in it outlives Close.
-	Dir string
-	// Spaces are the spaces to provision; default ["main"]. Each is one NATS account (SPEC §9).
-	Spaces []string
+	// in it outlives Close. The loader's default is the user's data directory + "/cotal".
+	Dir string `koanf:"dir"`
+	// Spaces are the spaces to provision; default ["main"]. Each is one NATS account (SPEC §9)
+	// named by a token SPEC §3 sanitization leaves unchanged: letters, digits, _ and -.
+	Spaces []string `koanf:"spaces"`
 	// Listen is the TCP client listener "host:port"; empty means in-process connections only.
-	Listen string
-	// TLSCert and TLSKey enable TLS on the listener; join links then use cotals:// (SPEC §10).
-	TLSCert, TLSKey string
+	// The loader's default is "127.0.0.1:4222", SPEC §10's default port.
+	Listen string `koanf:"listen"`
+	// TLS enables TLS on the listener; join links then use cotals:// (SPEC §10).
+	TLS TLSOptions `koanf:"tls"`
 	// HTTP is the optional monitoring listener "host:port". It must be a loopback address
-	// (config.IsLoopback) unless HTTPPublic is set.
-	HTTP string
+	// (127.0.0.0/8, ::1, localhost) unless HTTPPublic is set.
+	HTTP string `koanf:"http"`
 	// HTTPPublic allows HTTP beyond loopback. The endpoints that show identities need the
 	// bearer token of HTTPTokenFile either way; /healthz, /metrics and /varz do not.
-	HTTPPublic bool
+	HTTPPublic bool `koanf:"http_public"`
 	// Console, when set, answers every path of the HTTP listener that no ops route takes,
-	// from "/" down (the web console); it is not configuration, so OptionsFromConfig leaves it.
-	Console http.Handler
-	// Sync is the JetStream durability mode; default broker.SyncAlways.
-	Sync broker.SyncMode
-	// SyncInterval is the flush period under broker.SyncInterval.
-	SyncInterval time.Duration
+	// from "/" down (the web console).
+	Console http.Handler `koanf:"-"`
+	// Sync is the JetStream durability mode: broker.SyncAlways (the default, "always") fsyncs
+	// every write, so an acknowledged publish survives power loss; broker.SyncInterval
+	// ("interval") fsyncs every SyncInterval, faster but may lose the last interval on a crash.
+	Sync broker.SyncMode `koanf:"sync"`
+	// SyncInterval is the flush period under broker.SyncInterval; the loader's default is 2m,
+	// at least 1s.
+	SyncInterval time.Duration `koanf:"sync_interval"`
 	// Memory keeps every stream in memory: nothing survives Close. Fastest for tests.
-	Memory bool
+	Memory bool `koanf:"-"`
 	// Open runs without authentication (dev mode; SPEC §9 claims do not hold). Start refuses
 	// it with a Listen beyond loopback (ErrOpenBind) unless OpenInsecureBind is set.
-	Open bool
+	Open bool `koanf:"open"`
 	// OpenInsecureBind lets an Open mesh listen beyond loopback, where anyone who reaches the
 	// listener reads and writes everything; Start then logs a warning.
-	OpenInsecureBind bool
+	OpenInsecureBind bool `koanf:"open_insecure_bind"`
+	// Log is the format and level of the log `cotal up` writes (LogOptions.Logger). Start does
+	// not read it: it logs to Logger.
+	Log LogOptions `koanf:"log"`
 	// Logger receives the mesh's and nats-server's logs; nil discards them.
-	Logger *slog.Logger
+	Logger *slog.Logger `koanf:"-"`
 	// AckWait is how long the bind-only dm_, svc_ and dlv_ consumers wait for an ack before
 	// redelivering (SPEC §8: 60 s, the default). A crashed receiver's unacked message reaches
 	// the next binding after this long; tests shorten it.
-	AckWait time.Duration
+	AckWait time.Duration `koanf:"-"`
 	// ReconcileInterval is how often every consumer of each space is re-checked against the
 	// registry (Mesh.Reconcile); zero means 30 s. Each consumer create is also checked as it
 	// happens. A negative value turns both off; the passes at start, after every revoke and
 	// after every mint that runs one (Mesh.Mint) still run.
-	ReconcileInterval time.Duration
+	ReconcileInterval time.Duration `koanf:"-"`
 	// Expiry is the lifetime of a credential minted with no expiry of its own (the exp of
-	// the SPEC §9 user JWT is issue time + Expiry). Zero means 24 h, provisioner's default.
-	Expiry time.Duration
+	// the SPEC §9 user JWT is issue time + Expiry). Zero means 24 h, provisioner's default;
+	// the loader wants at least 1s, since JWT expiry has whole-second resolution.
+	Expiry time.Duration `koanf:"expiry"`
 	// Limits bound each space and each minted credential; a zero field takes its
 	// DefaultLimits value.
-	Limits Limits
+	Limits Limits `koanf:"limits"`
 	// Cluster makes the mesh one node of a NATS cluster of cotal nodes (ClusterOptions); the
 	// zero value runs it alone.
-	Cluster ClusterOptions
+	Cluster ClusterOptions `koanf:"cluster"`
 	// Leaf makes the mesh a hub that leaf meshes connect to, or a leaf of one (LeafOptions);
 	// the zero value runs no leaf link.
-	Leaf LeafOptions
+	Leaf LeafOptions `koanf:"leaf"`
 }
 
-// OptionsFromConfig is the one mapping from a loaded config.Config to Options; `cotal up`,
-// `cotal auth` and every other command that reads the configuration go through it, and a test
-// enumerating Config's keys by reflection checks that each one lands here. Log output goes to
-// logs in c.Log's format and level; nil discards it. Fields that are not configuration
-// (Memory, AckWait) stay zero for the caller to set.
-//
-// It lives in space rather than config so the import graph stays acyclic and pointing down:
-// config is a leaf that imports only koanf (ARCHITECTURE.md), so loading a configuration never
-// links the broker, while space, which owns Options, already sits above it.
-func OptionsFromConfig(c config.Config, logs io.Writer) Options {
-	o := Options{
-		Dir:              c.Dir,
-		Spaces:           c.Spaces,
-		Listen:           c.Listen,
-		TLSCert:          c.TLS.Cert,
-		TLSKey:           c.TLS.Key,
-		HTTP:             c.HTTP,
-		HTTPPublic:       c.HTTPPublic,
-		Sync:             broker.SyncMode(c.Sync),
-		SyncInterval:     c.SyncInterval,
-		Open:             c.Open,
-		OpenInsecureBind: c.OpenInsecureBind,
-		Expiry:           c.Expiry,
-		Limits: Limits{Connections: c.Limits.Connections, ConnectionsPerIdentity: c.Limits.ConnectionsPerIdentity,
-			Subscriptions: c.Limits.Subscriptions,
-			Payload:       c.Limits.Payload, SpaceBytes: c.Limits.SpaceBytes, DMBytes: c.Limits.DMBytes,
-			TaskBytes: c.Limits.TaskBytes, PerSubject: c.Limits.PerSubject, WatchConsumers: c.Limits.WatchConsumers,
-			WatchesPerIdentity: c.Limits.WatchesPerIdentity, ChannelsPerIdentity: c.Limits.ChannelsPerIdentity,
-			FloodCheck: DefaultFloodCheck, ViolationLogInterval: c.Limits.ViolationLogInterval},
-		Cluster: ClusterOptions{Name: c.Cluster.Name, Listen: c.Cluster.Listen, Peers: c.Cluster.Peers,
-			ServerName: c.Cluster.ServerName, Trust: c.Cluster.Trust, Backstop: c.Cluster.Backstop,
-			TLSCert: c.Cluster.TLSCert, TLSKey: c.Cluster.TLSKey, TLSCA: c.Cluster.TLSCA},
-		Leaf: LeafOptions{Listen: c.Leaf.Listen, Hub: c.Leaf.Hub, Creds: c.Leaf.CredsBySpace()},
-	}
-	if c.Limits.ViolationLogInterval == 0 {
-		// The config's 0 logs every refusal; a zero Options field would take the default.
-		o.Limits.ViolationLogInterval = -1
-	}
-	if logs != nil {
-		o.Logger = c.Log.Logger(logs)
-	}
-	return o
+// TLSOptions name the PEM certificate (chain) and private key of the client listener: both
+// or neither.
+type TLSOptions struct {
+	// Cert is the path of the PEM certificate (chain).
+	Cert string `koanf:"cert"`
+	// Key is the path of the PEM private key; it is read, never logged.
+	Key string `koanf:"key"`
 }
 
 // storeOptions are the key store options of a mesh run with o: provisioner.DefaultOptions
@@ -147,6 +127,11 @@ func (o Options) storeOptions() provisioner.Options {
 
 // ErrNoSuchSpace is returned for a space the mesh was not started with.
 var ErrNoSuchSpace = errors.New("no such space")
+
+// ErrUnsafePath is returned by Start for a data directory, or an entry at its top level, that
+// another local user owns: it could hold a planted key store (SPEC §9 assumes the data
+// directory is the user's). It is config.ErrUnsafePath too.
+var ErrUnsafePath = local.ErrUnsafePath
 
 // ErrOpenBind is returned by Start for an Open mesh whose Listen reaches beyond loopback
 // without OpenInsecureBind: with no authentication and no TLS, anyone who reaches such a
@@ -185,10 +170,10 @@ func (o Options) validate() error {
 	if o.Expiry < 0 {
 		return fmt.Errorf("credential expiry %v is negative; use a positive duration such as 24h, or 0 for the default", o.Expiry)
 	}
-	if o.HTTP != "" && !o.HTTPPublic && !config.IsLoopback(o.HTTP) {
+	if o.HTTP != "" && !o.HTTPPublic && !local.IsLoopback(o.HTTP) {
 		return fmt.Errorf("monitoring listener %q binds beyond this machine; use a loopback address such as 127.0.0.1:8222, or set HTTPPublic", o.HTTP)
 	}
-	if err := o.Limits.validate(); err != nil {
+	if err := o.Limits.Validate(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}
@@ -211,9 +196,9 @@ func (o Options) validate() error {
 	return o.checkOpenBind()
 }
 
-// checkOpenBind applies config's loopback rule (config.IsLoopback) to an open mesh's listener.
+// checkOpenBind applies the loopback rule (local.IsLoopback) to an open mesh's listener.
 func (o Options) checkOpenBind() error {
-	if !o.Open || o.Listen == "" || config.IsLoopback(o.Listen) {
+	if !o.Open || o.Listen == "" || local.IsLoopback(o.Listen) {
 		return nil
 	}
 	if !o.OpenInsecureBind {

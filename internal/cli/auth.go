@@ -148,7 +148,7 @@ func readIdentitySeed(path string) (string, error) {
 // written; should the write fail anyway, the credential is revoked, so no active registry entry
 // is left whose seed nobody has.
 func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON bool) error {
-	opts, err := meshOptions(cmd, dirConfigFlags)
+	opts, err := loadConfig(cmd, dirConfigFlags)
 	if err != nil {
 		return err
 	}
@@ -426,9 +426,9 @@ func credentialID(cmd *cobra.Command, dir, spaceName, who string) (string, error
 		len(ids), who, spaceName, strings.Join(ids, ", "))
 }
 
-// dataDir resolves the data directory the way `cotal up` does, through meshOptions, from
+// dataDir resolves the data directory the way `cotal up` does, through loadConfig, from
 // --config, --dir and COTAL_DIR only: a command's other flags are not configuration keys.
 func dataDir(cmd *cobra.Command) (string, error) {
-	opts, err := meshOptions(cmd, dirConfigFlags)
+	opts, err := loadConfig(cmd, dirConfigFlags)
 	return opts.Dir, err
 }

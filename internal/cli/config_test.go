@@ -11,7 +11,9 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/space"
 )
 
 // credsLifetime reads a .creds file and returns exp - iat of its user JWT (SPEC §9), to the minute.
@@ -89,10 +91,10 @@ func TestRunningMeshMintsWithItsConfiguredExpiry(t *testing.T) {
 }
 
 // TestUpFlagsReachTheirConfigKeys runs a command with `cotal up`'s flag map under the real
-// root, so the persistent --log-* flags count too, and checks each set flag lands in Config.
+// root, so the persistent --log-* flags count too, and checks each set flag lands in its field.
 func TestUpFlagsReachTheirConfigKeys(t *testing.T) {
 	dir := t.TempDir()
-	var got config.Config
+	var got space.Options
 	probe := &cobra.Command{Use: "probe", RunE: func(cmd *cobra.Command, _ []string) error {
 		var err error
 		got, err = loadConfig(cmd, upConfigFlags)
@@ -113,7 +115,8 @@ func TestUpFlagsReachTheirConfigKeys(t *testing.T) {
 	}
 	want := config.Default()
 	want.Dir, want.Listen, want.HTTP, want.Spaces = dir, "127.0.0.1:5999", "127.0.0.1:8999", []string{"ops", "dev"}
-	want.Sync, want.Open, want.Log = "interval", true, config.Log{Format: "json", Level: "debug"}
+	want.Sync, want.Open, want.Log = broker.SyncInterval, true, space.LogOptions{Format: "json", Level: "debug"}
+	got.Logger = nil // built from Log, which is compared
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("loaded %+v\nwant   %+v", got, want)
 	}

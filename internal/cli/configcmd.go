@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/space"
 )
 
 // configEntry is one key of the effective configuration and the layer it came from.
@@ -137,7 +137,7 @@ func effectiveConfig(cmd *cobra.Command) ([]configEntry, error) {
 
 // configFileDir is the directory up looks in for cotal.yaml: --dir, else COTAL_DIR, else the
 // effective data directory.
-func configFileDir(cmd *cobra.Command, cfg config.Config) string {
+func configFileDir(cmd *cobra.Command, cfg space.Options) string {
 	if d, _ := cmd.Flags().GetString("dir"); d != "" {
 		return d
 	}
@@ -170,22 +170,12 @@ func withoutCotalEnv(environ []string) []string {
 	return out
 }
 
-// configValues flattens c by its koanf keys ("tls.cert"), each value as text.
-func configValues(c config.Config) map[string]string {
+// configValues is c by its koanf keys ("tls.cert"), each value as text the file would hold.
+func configValues(c space.Options) map[string]string {
 	out := map[string]string{}
-	var walk func(prefix string, v reflect.Value)
-	walk = func(prefix string, v reflect.Value) {
-		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			key := prefix + f.Tag.Get("koanf")
-			if f.Type.Kind() == reflect.Struct {
-				walk(key+".", v.Field(i))
-				continue
-			}
-			out[key] = valueText(v.Field(i).Interface())
-		}
+	for key, v := range config.Values(c) {
+		out[key] = valueText(v)
 	}
-	walk("", reflect.ValueOf(c))
 	return out
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/internal/suggest"
 	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/wire"
@@ -39,7 +39,7 @@ func contextsDir() (string, error) {
 	return filepath.Join(base, "cotal", "contexts"), nil
 }
 
-// readPrivate reads name in contextsDir under config's rule for cotal.yaml (config.ReadPrivate),
+// readPrivate reads name in contextsDir under config's rule for cotal.yaml (local.ReadPrivate),
 // the directory under the same rule: a context another user could write would send the
 // user's credential, or the user's messages, to a mesh of theirs.
 func readPrivate(name string) ([]byte, error) {
@@ -47,11 +47,11 @@ func readPrivate(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := config.CheckPrivateDir(dir); err != nil {
+	if err := local.CheckPrivateDir(dir); err != nil {
 		return nil, fmt.Errorf("saved contexts %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, name)
-	data, err := config.ReadPrivate(path)
+	data, err := local.ReadPrivate(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("saved context %s: %w", path, err)
 	}
@@ -233,7 +233,7 @@ func checkContextName(name string) error {
 }
 
 // writePrivate writes data to name in contextsDir, mode 0600, creating the directory 0700;
-// an existing directory must pass config.CheckPrivateDir. The file is written whole or not
+// an existing directory must pass local.CheckPrivateDir. The file is written whole or not
 // at all (a temporary file renamed over it).
 func writePrivate(name string, data []byte) error {
 	dir, err := contextsDir()
@@ -243,7 +243,7 @@ func writePrivate(name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("saved contexts: %w", err)
 	}
-	if err := config.CheckPrivateDir(dir); err != nil {
+	if err := local.CheckPrivateDir(dir); err != nil {
 		return fmt.Errorf("saved contexts %s: %w", dir, err)
 	}
 	tmp, err := os.CreateTemp(dir, ".tmp-")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -46,11 +47,14 @@ func checkUpFlags(cmd *cobra.Command) error {
 	}
 	str("listen", &c.Listen)
 	str("http", &c.HTTP)
-	str("sync", &c.Sync)
+	if fs.Changed("sync") {
+		sync, _ := fs.GetString("sync")
+		c.Sync = broker.SyncMode(sync)
+	}
 	if fs.Changed("space") {
 		c.Spaces, _ = fs.GetStringSlice("space")
 	}
-	err := c.Validate()
+	err := config.Validate(c)
 	if err == nil {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/space"
 )
 
 // listener is one TCP listener `cotal up` opens: what it is, where, and the flag that moves it.
@@ -16,7 +16,7 @@ type listener struct {
 }
 
 // listeners are cfg's TCP listeners with a fixed port; a port 0 is chosen free at bind time.
-func listeners(cfg config.Config) []listener {
+func listeners(cfg space.Options) []listener {
 	var ls []listener
 	for _, l := range []listener{
 		{"client listener", cfg.Listen, "--listen"},
@@ -36,7 +36,7 @@ func listeners(cfg config.Config) []listener {
 // to change, instead of after the key store was created and nats-server printed its banner.
 // Two listeners on one port are told apart from another process. A port taken between this
 // check and the mesh's own bind still fails the start, with nats-server's error.
-func checkPorts(cfg config.Config) error {
+func checkPorts(cfg space.Options) error {
 	var held []net.Listener
 	defer func() {
 		for _, ln := range held {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/internal/termsafe"
+	"github.com/cotal-go/cotal/space"
 )
 
 // Exit codes of run.
@@ -129,8 +129,8 @@ func checkLogFlags(format, level string) error {
 	return nil
 }
 
-// newLogger returns a logger writing to w as config.Log.Logger builds it: JSON lines when
+// newLogger returns a logger writing to w as space.LogOptions.Logger builds it: JSON lines when
 // format is "json", otherwise text. An unknown level logs at info.
 func newLogger(format, level string, w io.Writer) *slog.Logger {
-	return config.Log{Format: format, Level: level}.Logger(w)
+	return space.LogOptions{Format: format, Level: level}.Logger(w)
 }

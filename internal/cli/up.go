@@ -20,6 +20,7 @@ import (
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/console"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/space"
 )
 
@@ -41,9 +42,10 @@ var upConfigFlags = map[string]string{
 // their own flags (auth mint's --space names one credential's space) are not config keys.
 var dirConfigFlags = map[string]string{"dir": "dir"}
 
-// loadConfig loads config.Config from --config, the data directory, COTAL_* and those of the
-// flags the user set on cmd that keys maps to config keys.
-func loadConfig(cmd *cobra.Command, keys map[string]string) (config.Config, error) {
+// loadConfig loads space.Options from --config, the data directory, COTAL_* and those of the
+// flags the user set on cmd that keys maps to config keys. Logs go to stderr, in the
+// configured format and level, so stdout stays for results.
+func loadConfig(cmd *cobra.Command, keys map[string]string) (space.Options, error) {
 	overrides := map[string]any{}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		key, ok := keys[f.Name]
@@ -62,18 +64,11 @@ func loadConfig(cmd *cobra.Command, keys map[string]string) (config.Config, erro
 	}
 	file, _ := cmd.Flags().GetString("config")
 	cfg, err := config.Load(config.LoadOptions{File: file, Flags: overrides})
-	return cfg, cleanConfigError(err)
-}
-
-// meshOptions loads the configuration as loadConfig does and maps it with
-// space.OptionsFromConfig, the one mapping every command shares; logs go to stderr so stdout
-// stays for results.
-func meshOptions(cmd *cobra.Command, keys map[string]string) (space.Options, error) {
-	cfg, err := loadConfig(cmd, keys)
 	if err != nil {
-		return space.Options{}, err
+		return space.Options{}, cleanConfigError(err)
 	}
-	return space.OptionsFromConfig(cfg, cmd.ErrOrStderr()), nil
+	cfg.Logger = cfg.Log.Logger(cmd.ErrOrStderr())
+	return cfg, nil
 }
 
 func addConfigFlags(f *pflag.FlagSet) {
@@ -148,7 +143,7 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return errors.Join(err, closeAdmin(srv))
 	}
-	opts := space.OptionsFromConfig(cfg, cmd.ErrOrStderr())
+	opts := cfg
 	opts.Console = con
 	logs := newMeshLog(opts.Logger.Handler())
 	opts.Logger = slog.New(logs)
@@ -198,21 +193,21 @@ func startConsole(ctx context.Context, con *console.Console, m *space.Mesh) (str
 }
 
 // secureDir makes the data directory the user's alone before the admin socket and the key
-// store are put in it (config.SecureDir), and warns when it had to narrow it.
-func secureDir(cmd *cobra.Command, cfg config.Config) error {
-	was, err := config.SecureDir(cfg.Dir)
+// store are put in it (local.SecureDir), and warns when it had to narrow it.
+func secureDir(cmd *cobra.Command, cfg space.Options) error {
+	was, err := local.SecureDir(cfg.Dir)
 	if err != nil {
 		return err
 	}
 	if was != 0 {
-		cfg.Log.Logger(cmd.ErrOrStderr()).Warn(narrowedDir, "dir", cfg.Dir, "was", fmt.Sprintf("%04o", was))
+		cfg.Logger.Warn(narrowedDir, "dir", cfg.Dir, "was", fmt.Sprintf("%04o", was))
 	}
 	return nil
 }
 
 // warnSecureDir is secureDir for commands that do not log: the warning is a line on stderr.
 func warnSecureDir(cmd *cobra.Command, dir string) error {
-	was, err := config.SecureDir(dir)
+	was, err := local.SecureDir(dir)
 	if err != nil {
 		return err
 	}
@@ -240,7 +235,7 @@ func runMesh(ctx context.Context, m *space.Mesh) error {
 }
 
 // printClusterBanner says which cluster the node is part of and how the others join it.
-func printClusterBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
+func printClusterBanner(w io.Writer, m *space.Mesh, cfg space.Options) {
 	c := cfg.Cluster
 	if c.Name == "" {
 		return
@@ -257,7 +252,7 @@ func printClusterBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 }
 
 // printLeafBanner says which side of a leaf link the mesh is, and how a laptop joins a hub.
-func printLeafBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
+func printLeafBanner(w io.Writer, m *space.Mesh, cfg space.Options) {
 	l := cfg.Leaf
 	switch {
 	case l.Listen != "":
@@ -265,7 +260,7 @@ func printLeafBanner(w io.Writer, m *space.Mesh, cfg config.Config) {
 		fmt.Fprintf(w, "  a laptop's link credential, per space (keep it secret, like a .creds file):\n    cotal auth mint --dir %s --profile leaf --name laptop --no-expiry --out laptop-leaf.creds\n", m.Dir())
 	case l.Hub != "":
 		fmt.Fprintf(w, "  leaf:     leaf of %s, spaces %s (agents here keep working while it is unreachable; cotal status shows the link)\n",
-			l.Hub, strings.Join(slices.Sorted(maps.Keys(l.CredsBySpace())), ", "))
+			l.Hub, strings.Join(slices.Sorted(maps.Keys(l.Creds)), ", "))
 	}
 }
 
@@ -284,7 +279,7 @@ func syncLine(mode broker.SyncMode, every time.Duration) string {
 	return "sync: always (fsync on every write: nothing acknowledged is lost on power failure; slower)"
 }
 
-func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL string) {
+func printBanner(w io.Writer, m *space.Mesh, cfg space.Options, consoleURL string) {
 	if cfg.Open {
 		fmt.Fprintln(w, "!!! OPEN MODE: authentication is OFF. Anyone who can reach the listener can read and")
 		fmt.Fprintln(w, "!!! write everything. Use only on a machine you alone use, never on a network.")
@@ -307,7 +302,7 @@ func printBanner(w io.Writer, m *space.Mesh, cfg config.Config, consoleURL strin
 	} else {
 		fmt.Fprintln(w, "  auth:     decentralized JWT (operator mode); every client needs a .creds file")
 	}
-	fmt.Fprintf(w, "  %s\n", syncLine(broker.SyncMode(cfg.Sync), cfg.SyncInterval))
+	fmt.Fprintf(w, "  %s\n", syncLine(cfg.Sync, cfg.SyncInterval))
 	if u := m.HTTPURL(); u != "" {
 		fmt.Fprintf(w, "  health:   %s/healthz   metrics: %s/metrics   monitoring: %s/varz\n", u, u, u)
 		fmt.Fprintf(w, "  /connz /accountz /subsz /accstatz /jsz need: Authorization: Bearer $(cat %s)\n", filepath.Join(m.Dir(), space.HTTPTokenFile))

@@ -1,4 +1,4 @@
-package config
+package space_test
 
 import (
 	"bytes"
@@ -7,20 +7,22 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/cotal-go/cotal/space"
 )
 
-func TestLogLogger(t *testing.T) {
+func TestLogOptionsLogger(t *testing.T) {
 	tests := []struct {
 		name      string
-		log       Log
+		log       space.LogOptions
 		lowest    slog.Level // the lowest level that passes
 		jsonLines bool
 	}{
-		{"debug text lets debug records through", Log{Format: "text", Level: "debug"}, slog.LevelDebug, false},
-		{"info json drops debug and writes JSON lines", Log{Format: "json", Level: "info"}, slog.LevelInfo, true},
-		{"warn drops info", Log{Format: "text", Level: "warn"}, slog.LevelWarn, false},
-		{"error drops warn", Log{Format: "json", Level: "error"}, slog.LevelError, true},
-		{"a level Validate refuses logs at info", Log{Format: "text", Level: "loud"}, slog.LevelInfo, false},
+		{"debug text lets debug records through", space.LogOptions{Format: "text", Level: "debug"}, slog.LevelDebug, false},
+		{"info json drops debug and writes JSON lines", space.LogOptions{Format: "json", Level: "info"}, slog.LevelInfo, true},
+		{"warn drops info", space.LogOptions{Format: "text", Level: "warn"}, slog.LevelWarn, false},
+		{"error drops warn", space.LogOptions{Format: "json", Level: "error"}, slog.LevelError, true},
+		{"a level Validate refuses logs at info", space.LogOptions{Format: "text", Level: "loud"}, slog.LevelInfo, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
