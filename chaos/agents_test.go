@@ -5,13 +5,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/testlog"
 )
 
 // agentProc is one agentproc process.
 type agentProc struct {
 	name   string
 	cmd    *exec.Cmd
-	out    *lockedBuffer
+	out    *testlog.Buffer
 	exited chan struct{}
 	code   int
 }
@@ -19,7 +21,7 @@ type agentProc struct {
 // startAgent runs agentproc with args; the test's cleanup kills it.
 func startAgent(t *testing.T, b bins, name string, args ...string) *agentProc {
 	t.Helper()
-	a := &agentProc{name: name, cmd: exec.Command(b.agent, args...), out: &lockedBuffer{}, exited: make(chan struct{})}
+	a := &agentProc{name: name, cmd: exec.Command(b.agent, args...), out: &testlog.Buffer{}, exited: make(chan struct{})}
 	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
 	if err := a.cmd.Start(); err != nil {
 		t.Fatalf("start agentproc %s: %v", name, err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -28,7 +29,7 @@ type meshProc struct {
 	wrap   []string // command prefix that runs the binary, if any (ip netns exec NS)
 	extra  []string
 	listen string // host:port, fixed by the first start
-	out    *lockedBuffer
+	out    *testlog.Buffer
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -57,7 +58,7 @@ func startMesh(t *testing.T, b bins, dir string, extra ...string) *meshProc {
 // node prints it only once the other nodes are up. ready waits for it.
 func launchMesh(t *testing.T, b bins, dir string, extra ...string) *meshProc {
 	t.Helper()
-	m := &meshProc{t: t, bin: b.cotal, dir: dir, extra: extra, listen: "127.0.0.1:0", out: &lockedBuffer{}}
+	m := &meshProc{t: t, bin: b.cotal, dir: dir, extra: extra, listen: "127.0.0.1:0", out: &testlog.Buffer{}}
 	t.Cleanup(m.kill)
 	m.launch()
 	return m
@@ -67,7 +68,7 @@ func launchMesh(t *testing.T, b bins, dir string, extra ...string) *meshProc {
 // wrap (`ip netns exec NS`, which execs the binary, so a signal to the process reaches it).
 func launchMeshAt(t *testing.T, b bins, dir, listen string, wrap []string, extra ...string) *meshProc {
 	t.Helper()
-	m := &meshProc{t: t, bin: b.cotal, dir: dir, wrap: wrap, extra: extra, listen: listen, out: &lockedBuffer{}}
+	m := &meshProc{t: t, bin: b.cotal, dir: dir, wrap: wrap, extra: extra, listen: listen, out: &testlog.Buffer{}}
 	t.Cleanup(m.kill)
 	m.launch()
 	return m
@@ -133,7 +134,7 @@ func (m *meshProc) ready() {
 // bannerWriter is the stdout of `cotal up`: it keeps the output and reports the join link
 // and the health URL once the banner is complete.
 type bannerWriter struct {
-	out          *lockedBuffer
+	out          *testlog.Buffer
 	partial      []byte
 	link, health string
 	ready        chan [2]string
@@ -217,7 +218,7 @@ func mintCLI(t *testing.T, b bins, dir, name string, flags ...string) minted {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.cotal, args...)
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -445,7 +446,7 @@ func TestAStandaloneDataDirectoryIsRefusedAsAClusterNode(t *testing.T) {
 // route of its pool; it logs the first failure at ERROR and then one in
 // broker.ReconnectErrorReports, the dials between at debug only.
 func TestALostPeerIsNotLoggedAtEveryDial(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	nodes := startClusterWith(t, func(i int, o *space.Options) {
 		if i == 0 {
 			o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -1,18 +1,17 @@
 package space_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/jwt/v2"
 
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -113,7 +112,7 @@ func TestMeshRunsWithTheConfiguredValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cfg.Logger = cfg.Log.Logger(logs)
 	m := spacetest.New(t, func(o *space.Options) { *o = cfg })
 	js := m.Broker().Server().JetStreamConfig()
@@ -138,22 +137,4 @@ func TestMeshRunsWithTheConfiguredValues(t *testing.T) {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// syncBuffer is a bytes.Buffer the mesh's goroutines may log into while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
@@ -23,7 +24,7 @@ func TestStartNarrowsAWorldWritableDataDirectory(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	spacetest.New(t, func(o *space.Options) {
 		o.Dir, o.Logger = dir, slog.New(slog.NewTextHandler(logs, nil))
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/jsconfig"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -36,9 +37,9 @@ func limitedMesh(t *testing.T, change func(*space.Limits)) (m *space.Mesh, attac
 }
 
 // loggedMesh is a test mesh with change applied to its options and its log lines kept.
-func loggedMesh(t *testing.T, change func(*space.Options)) (*space.Mesh, *syncBuffer) {
+func loggedMesh(t *testing.T, change func(*space.Options)) (*space.Mesh, *testlog.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	m := spacetest.New(t, func(o *space.Options) {
 		change(o)
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
@@ -47,7 +48,7 @@ func loggedMesh(t *testing.T, change func(*space.Options)) (*space.Mesh, *syncBu
 }
 
 // limitedMeshLogged is limitedMesh with the mesh's log lines kept.
-func limitedMeshLogged(t *testing.T, change func(*space.Limits)) (m *space.Mesh, attacker, victim *provisioner.Credential, logs *syncBuffer) {
+func limitedMeshLogged(t *testing.T, change func(*space.Limits)) (m *space.Mesh, attacker, victim *provisioner.Credential, logs *testlog.Buffer) {
 	t.Helper()
 	m, logs = loggedMesh(t, func(o *space.Options) { change(&o.Limits) })
 	grants := provisioner.Grants{Subscribe: []string{"general"}, AllowPublish: []string{"general"}, Role: "builder"}
@@ -420,7 +421,7 @@ func TestConnectionsPastTheIdentityLimitAreClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	m, err := space.Start(ctx, space.Options{Dir: dir, Memory: true, Limits: space.Limits{ConnectionsPerIdentity: limit},
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
@@ -685,7 +686,7 @@ func TestAMeshStartsAndFansOutUnderAFullPresenceConsumerCap(t *testing.T) {
 // in full.
 func TestDeniedPublishesWriteBoundedLogLines(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	// An interval longer than the flood: on a loaded machine 20 000 publishes have taken 19 s,
 	// past the default 10 s, which rightly wrote a second summary.
 	m := spacetest.New(t, func(o *space.Options) {

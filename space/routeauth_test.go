@@ -18,6 +18,7 @@ import (
 	"github.com/cotal-go/cotal/broker"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/testcert"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -203,7 +204,7 @@ func TestANodeStartedBeforeTheTrustFileWaitsForIt(t *testing.T) {
 	defer cancel()
 	peers := []string{spacetest.FreeAddr(t), spacetest.FreeAddr(t), spacetest.FreeAddr(t)}
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	meshes := make([]*space.Mesh, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
@@ -37,7 +38,7 @@ func TestADataDirectoryFromBeforeTheAccountSplitStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := oldCredential(t, filepath.Join(dir, "alice.creds.old"))
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	m, err := space.Start(ctx, space.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatalf("start on the old layout: %v", err)
@@ -97,7 +98,7 @@ func TestADataDirectoryFromBeforeTheAccountSplitStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logs = &syncBuffer{}
+	logs = &testlog.Buffer{}
 	again, err := space.Start(ctx, space.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatalf("second start: %v", err)

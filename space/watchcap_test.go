@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -26,7 +27,7 @@ import (
 func TestAnIdentityKeepsOnlyItsShareOfThePresenceWatches(t *testing.T) {
 	t.Parallel()
 	const perIdentity, bucketCap, tries = 4, 20, 3 * 20
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	m := spacetest.New(t, func(o *space.Options) {
 		o.Limits.WatchesPerIdentity, o.Limits.WatchConsumers = perIdentity, bucketCap
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/testlog"
 )
 
 // TestChannelsRmConfirms: rm asks on a terminal, saying how many messages go, and removes only
@@ -41,8 +42,8 @@ func rmOnTerminal(t *testing.T, bin, question, answer string, args []string) (st
 	t.Helper()
 	ptm, pts := openPTY(t)
 	cmd := exec.Command(bin, args...)
-	stderr := &lockedBuffer{}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, &lockedBuffer{}, stderr
+	stderr := &testlog.Buffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, &testlog.Buffer{}, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
@@ -23,7 +24,7 @@ import (
 // waits on.
 type streamProc struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testlog.Buffer
 	done   chan struct{} // closed once the process exited and its output is read
 
 	mu    sync.Mutex
@@ -34,7 +35,7 @@ type streamProc struct {
 // startStream runs bin with args and collects its stdout line by line.
 func startStream(t *testing.T, bin string, args ...string) *streamProc {
 	t.Helper()
-	p := &streamProc{cmd: exec.Command(bin, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &streamProc{cmd: exec.Command(bin, args...), stderr: &testlog.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {

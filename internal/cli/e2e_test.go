@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
@@ -79,25 +80,8 @@ func cotalBin(t *testing.T) string {
 type upProcess struct {
 	cmd   *exec.Cmd
 	link  string
-	out   *lockedBuffer
+	out   *testlog.Buffer
 	found chan string // the join link, once the banner prints it
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 var linkLine = regexp.MustCompile(`join link: (cotals?://\S+)`)
@@ -119,7 +103,7 @@ func launchUp(t *testing.T, bin, dir string, extra ...string) *upProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &upProcess{cmd: cmd, out: &lockedBuffer{}, found: make(chan string, 1)}
+	p := &upProcess{cmd: cmd, out: &testlog.Buffer{}, found: make(chan string, 1)}
 	cmd.Stderr = p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -369,7 +353,7 @@ func TestMintAsSoonAsThePortAnswers(t *testing.T) {
 	for i := range 10 {
 		dir, addr := t.TempDir(), spacetest.FreeAddr(t)
 		up := exec.Command(bin, "up", "--dir", dir, "--listen", addr)
-		out := &lockedBuffer{}
+		out := &testlog.Buffer{}
 		up.Stdout, up.Stderr = out, out
 		if err := up.Start(); err != nil {
 			t.Fatal(err)
@@ -418,8 +402,8 @@ func TestAuthWaitsForAMeshThatHoldsTheKeyStore(t *testing.T) {
 	}
 	defer store.Close()
 	cmd := exec.Command(bin, "auth", "mint", "--dir", dir, "--name", "alice", "--out", filepath.Join(dir, "alice.creds"))
-	stderr := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = &lockedBuffer{}, stderr
+	stderr := &testlog.Buffer{}
+	cmd.Stdout, cmd.Stderr = &testlog.Buffer{}, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

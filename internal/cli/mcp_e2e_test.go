@@ -15,6 +15,7 @@ import (
 
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/mcpserver"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
@@ -22,7 +23,7 @@ import (
 type mcpAgent struct {
 	name    string
 	cs      *mcp.ClientSession
-	stderr  *lockedBuffer
+	stderr  *testlog.Buffer
 	updates chan string // URIs of resource-updated notifications
 }
 
@@ -41,7 +42,7 @@ func mintAgent(t *testing.T, bin, dir, name string, extra ...string) string {
 // startMCP runs `cotal mcp` as an agent runtime does and connects an MCP client to it.
 func startMCP(t *testing.T, bin, link, creds, name string) *mcpAgent {
 	t.Helper()
-	a := &mcpAgent{name: name, stderr: &lockedBuffer{}, updates: make(chan string, 64)}
+	a := &mcpAgent{name: name, stderr: &testlog.Buffer{}, updates: make(chan string, 64)}
 	cmd := exec.Command(bin, "mcp", "--link", link, "--creds", creds)
 	cmd.Stderr = a.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

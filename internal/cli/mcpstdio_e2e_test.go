@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/testlog"
 )
 
 // rawMCP is a `cotal mcp` process driven line by line over its stdin and stdout, so a test
@@ -16,14 +18,14 @@ type rawMCP struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *lockedBuffer
+	stderr *testlog.Buffer
 	exited chan error
 }
 
 func startRawMCP(t *testing.T, bin, link, creds string) *rawMCP {
 	t.Helper()
 	p := &rawMCP{cmd: exec.Command(bin, "mcp", "--link", link, "--creds", creds), lines: make(chan string, 16),
-		stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+		stderr: &testlog.Buffer{}, exited: make(chan error, 1)}
 	p.cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

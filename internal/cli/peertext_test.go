@@ -13,6 +13,7 @@ import (
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/mcpserver"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -140,7 +141,7 @@ func checkPeerText(t *testing.T, name, out string) {
 // messages again live once it follows, and returns what it printed on stdout and stderr.
 func tailPeerText(t *testing.T, ctx context.Context, dir string, mallory *endpoint.Endpoint) string {
 	t.Helper()
-	var out, errOut lockedBuffer
+	var out, errOut testlog.Buffer
 	tctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/testlog"
 )
 
 // TestACommandBesideAStoppedMeshSaysItIsNotAnswering: with `cotal up` stopped (SIGSTOP), its
@@ -22,7 +24,7 @@ func TestACommandBesideAStoppedMeshSaysItIsNotAnswering(t *testing.T) {
 	t.Cleanup(func() { _ = up.cmd.Process.Signal(syscall.SIGCONT) })
 
 	who := exec.Command(bin, "who", "--dir", dir)
-	stderr := &lockedBuffer{}
+	stderr := &testlog.Buffer{}
 	who.Stderr = stderr
 	if err := who.Start(); err != nil {
 		t.Fatal(err)
