@@ -98,7 +98,7 @@ func (c clusterDM) run(ctx context.Context, run int) (figures, error) {
 	start, cpu := time.Now(), startCPU()
 	pending := make([]*endpoint.PendingReceipt, 0, msgs)
 	for range msgs {
-		p, err := sender.PublishAsync(build())
+		p, err := sender.SendDMAsync(recv.ID(), []wire.Part{wire.TextPart(c.text)})
 		if err != nil {
 			return nil, err
 		}

@@ -135,6 +135,13 @@ func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
 	if _, err := bob.Send(ctxT(t), "team", text("read-only here")); !errors.Is(err, endpoint.ErrPublishRefused) {
 		t.Fatalf("publish outside allowPublish: %v, want ErrPublishRefused", err)
 	}
+	p, err := bob.SendAsync("team", text("read-only here too"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctxT(t)); !errors.Is(err, endpoint.ErrPublishRefused) {
+		t.Fatalf("asynchronous publish outside allowPublish: %v, want ErrPublishRefused", err)
+	}
 	if _, err := bob.Request(ctxT(t), "admin", "ping", nil); !errors.Is(err, endpoint.ErrPublishRefused) &&
 		!errors.Is(err, endpoint.ErrReplyRefused) {
 		t.Fatalf("control request to a service outside the grants: %v, want a refusal", err)

@@ -52,6 +52,8 @@ const (
 	DefaultMaxReconnects  = 60
 	DefaultReconnectWait  = 2 * time.Second
 	DefaultControlTimeout = 5 * time.Second
+	// DefaultMaxPendingAsync is nats.go's own bound on unacknowledged asynchronous publishes.
+	DefaultMaxPendingAsync = 4000
 )
 
 // Options configure an Endpoint. The zero value plus a transport (Link or InProcess + Space)
@@ -113,6 +115,11 @@ type Options struct {
 	// ControlTimeout bounds a control Request whose context has no deadline, including the
 	// durable-join request (SPEC §7); default DefaultControlTimeout.
 	ControlTimeout time.Duration
+	// MaxPendingAsync bounds the asynchronous sends (SendAsync, SendDMAsync, SendAnycastAsync)
+	// awaiting their acknowledgement; default DefaultMaxPendingAsync. A send past it waits up
+	// to 200 ms for an acknowledgement to make room, then fails with ErrTooManyPending. It is
+	// a safety bound, not a pacing: a sender keeps its own window below it.
+	MaxPendingAsync int
 	// Logger receives the Endpoint's logs; default discards. Secrets are never logged.
 	Logger *slog.Logger
 	// MaxReconnects bounds reconnect attempts (default DefaultMaxReconnects); reconnects are
@@ -149,6 +156,8 @@ func (o *Options) Validate() error {
 		return bad("MaxReconnects must not be negative: reconnects are bounded")
 	case o.DedupWindow < 0:
 		return bad("DedupWindow must not be negative")
+	case o.MaxPendingAsync < 0:
+		return bad("MaxPendingAsync must not be negative")
 	case o.ID != "" && wire.Sanitize(o.ID) != o.ID:
 		return bad("ID %q has characters outside [A-Za-z0-9_-]", o.ID)
 	}
@@ -178,6 +187,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.ReconnectWait == 0 {
 		o.ReconnectWait = DefaultReconnectWait
+	}
+	if o.MaxPendingAsync == 0 {
+		o.MaxPendingAsync = DefaultMaxPendingAsync
 	}
 }
 
@@ -377,7 +389,7 @@ func (e *Endpoint) adoptIdentity(cred *credential) error {
 // start runs everything after the connection is up, in the order SPEC §10 and §6 want: the
 // JetStream handles, the first presence write, the roster, the bound consumers, then joins.
 func (e *Endpoint) start(ctx context.Context, channels []string) error {
-	js, err := jetstream.New(e.nc)
+	js, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(e.opts.MaxPendingAsync))
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
