@@ -218,6 +218,7 @@ type Endpoint struct {
 
 	nc         *nats.Conn
 	js         jetstream.JetStream
+	binds      []binding // the bound consumers, set before Connect returns
 	presenceKV jetstream.KeyValue
 	channelsKV jetstream.KeyValue
 
@@ -246,8 +247,10 @@ type Endpoint struct {
 
 // Connect authenticates, announces presence, starts the roster and the bound consumers, and
 // joins the configured channels (SPEC §2, §6, §8, §10). The instance inbox prefix is set on
-// the connection before any request, pull or watch (SPEC §10). On error nothing is left
-// running.
+// the connection before any request, pull or watch (SPEC §10). When it returns, each bound
+// consumer (dm_, dlv_ and, with a role, svc_) is consuming, or did not exist yet, was reported
+// with EventConsumerMissing and is bound as soon as the mesh creates it; Backlog says which.
+// On error nothing is left running.
 func Connect(ctx context.Context, opts Options) (*Endpoint, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -420,7 +423,9 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 			return fmt.Errorf("announce presence: %w", err)
 		}
 		e.spawn(e.heartbeatLoop)
-		e.startBindings()
+		if err := e.startBindings(ctx); err != nil {
+			return err
+		}
 	}
 	for _, ch := range channels {
 		if _, err := e.Join(ctx, ch); err != nil {
