@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/space/spacetest"
 )
 
 // warnings is a slog.Handler that keeps the records at WARN and above.
@@ -134,4 +137,31 @@ func TestBacklogCountsWhatTheDMConsumerStillOwes(t *testing.T) {
 	await.True(t, settle, "bob's dm_ to owe the three DMs", func() bool { return owed() == 3 })
 	close(release)
 	await.True(t, settle, "bob's dm_ to owe nothing once handled", func() bool { return owed() == 0 })
+}
+
+func TestConnectJoinsTheCredentialsBootChannels(t *testing.T) {
+	m := spacetest.New(t)
+	for i, tc := range []struct {
+		name      string
+		configure func(*endpoint.Options)
+		want      []string
+	}{
+		{"by default, the --subscribe channels and not the rest of the read ACL", nil, []string{"general", "team.b"}},
+		{"after Options.Channels", func(o *endpoint.Options) { o.Channels = []string{"ops"} }, []string{"general", "ops", "team.b"}},
+		{"none with SkipCredentialChannels", func(o *endpoint.Options) { o.SkipCredentialChannels = true }, nil},
+		{"none when passive", func(o *endpoint.Options) { o.Passive = true }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var configure []func(*endpoint.Options)
+			if tc.configure != nil {
+				configure = append(configure, tc.configure)
+			}
+			spec := space.MintSpec{Name: fmt.Sprintf("alice%d", i), Subscribe: []string{"team.b", "general"},
+				AllowSubscribe: []string{"general", "ops", "team.>"}}
+			p := meshAgent(t, m, spec, configure...)
+			if got := p.Joined(); !slices.Equal(got, tc.want) {
+				t.Errorf("joined %v as Connect returns, want %v", got, tc.want)
+			}
+		})
+	}
 }

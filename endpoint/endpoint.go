@@ -106,8 +106,13 @@ type Options struct {
 	Heartbeat time.Duration
 	// LivenessWindow marks a peer offline when its ts is older; default DefaultLivenessWindow.
 	LivenessWindow time.Duration
-	// Channels are joined at connect, in order.
+	// Channels are joined at connect, in order, then the link's, then the credential's
+	// boot channels (its --subscribe channels, Credential.Subscribe), as cotal mcp joins them.
+	// A passive Endpoint joins no boot channels.
 	Channels []string
+	// SkipCredentialChannels leaves the credential's boot channels unjoined, for a program
+	// that reads only the channels it names (cotal tail).
+	SkipCredentialChannels bool
 	// EchoOwn surfaces the Endpoint's own channel messages; by default they are dropped.
 	EchoOwn bool
 	// DedupWindow is how many handled message ids are remembered; default DefaultDedupWindow.
@@ -321,6 +326,9 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 		e.passive = cred.Profile == wire.ProfileObserver || cred.Profile == wire.ProfileAdmin
 	}
 	e.passive = e.passive || o.Passive
+	if cred != nil && !e.passive && !o.SkipCredentialChannels {
+		channels = append(channels, cred.Subscribe...)
+	}
 	e.card = wire.AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
 		Description: o.Description, Tags: o.Tags, ProtocolVersion: wire.ProtocolVersion}
 	return url, natsOpts, channels, nil
