@@ -146,7 +146,7 @@ func (h *hostile) dmSubject() string { return h.names.InstSubject(h.bob.ID(), h.
 func (h *hostile) terminated(t *testing.T, before uint64) {
 	t.Helper()
 	await.True(t, 30*time.Second, "bob terminating the copy as malformed-json", func() bool {
-		return h.bob.Stats().Terminated[wire.ReasonMalformedJSON] > before
+		return h.bob.Stats().Terminated.Of(wire.ReasonMalformedJSON) > before
 	})
 }
 
@@ -235,7 +235,7 @@ func rawConnect(t *testing.T, addr, userJWT string, kp nkeys.KeyPair) (net.Conn,
 func nested(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
 
 func deepJSON(t *testing.T, h *hostile) string {
-	before := h.bob.Stats().Terminated[wire.ReasonMalformedJSON]
+	before := h.bob.Stats().Terminated.Of(wire.ReasonMalformedJSON)
 	fanout, err := h.m.Delivery("main")
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func deepButValidJSON(t *testing.T, h *hostile) string {
 }
 
 func invalidUTF8(t *testing.T, h *hostile) string {
-	before := h.bob.Stats().Terminated[wire.ReasonMalformedJSON]
+	before := h.bob.Stats().Terminated.Of(wire.ReasonMalformedJSON)
 	h.publishRaw(t, h.dmSubject(), h.raw("", "[{\"kind\":\"text\",\"text\":\"\xff\xfe\xfd\"}]"))
 	h.terminated(t, before)
 	return "invalid UTF-8 on the wire: terminated (malformed-json)"

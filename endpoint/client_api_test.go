@@ -165,3 +165,13 @@ func TestConnectJoinsTheCredentialsBootChannels(t *testing.T) {
 		})
 	}
 }
+
+func TestStatsAllocatesNothing(t *testing.T) {
+	h := newHarness(t)
+	p := h.connect("alice")
+	var st endpoint.Stats
+	if n := testing.AllocsPerRun(100, func() { st = p.Stats() }); n != 0 {
+		t.Errorf("Stats allocates %v times per call, want 0", n)
+	}
+	_ = st
+}

@@ -222,7 +222,7 @@ func TestReceiveHandlerErrorRedeliversAndSuccessAcks(t *testing.T) {
 		return info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream > 0
 	})
 	st := bob.Stats()
-	if st.Naks != 1 || st.HandlerErrors != 1 || st.Redeliveries != 1 || st.Surfaced[endpoint.MetaDM] != 1 {
+	if st.Naks != 1 || st.HandlerErrors != 1 || st.Redeliveries != 1 || st.Surfaced.DM != 1 {
 		t.Errorf("stats %+v, want one nak, one handler error, one redelivery, one surfaced DM", st)
 	}
 }
