@@ -151,7 +151,7 @@ func (h *hostile) terminated(t *testing.T, before uint64) {
 }
 
 func oversizedEndpoint(t *testing.T, h *hostile) string {
-	big := strings.Repeat("x", int(h.alice.Conn().MaxPayload()))
+	big := strings.Repeat("x", int(h.malloryNC.MaxPayload()))
 	_, err := h.alice.SendDM(context.Background(), h.bob.ID(), text(big))
 	if !errors.Is(err, endpoint.ErrTooLarge) {
 		t.Fatalf("oversized SendDM: %v, want ErrTooLarge", err)

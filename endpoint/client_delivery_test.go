@@ -109,7 +109,7 @@ func TestSendRefusesWhatItMustNotPublish(t *testing.T) {
 			return err
 		}, wire.ErrInvalidMessage},
 		{"a message for another space is refused", func() error {
-			m := wire.NewChannelMessage("other", alice.Ref(), "team", wire.TextPart("x"))
+			m := wire.NewChannelMessage("other", endpoint.Ref(alice.Endpoint), "team", wire.TextPart("x"))
 			_, err := alice.Publish(ctxT(t), m)
 			return err
 		}, wire.ErrInvalidMessage},

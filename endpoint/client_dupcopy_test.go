@@ -104,7 +104,7 @@ func TestReceiveCopyWithASeenHeaderButOtherBytesIsCheckedInFull(t *testing.T) {
 	})
 	t.Run("a new message under a surfaced id surfaces", func(t *testing.T) {
 		seen := send("two")
-		fresh := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("new"))
+		fresh := wire.NewChannelMessage(h.space, endpoint.Ref(alice.Endpoint), "team", wire.TextPart("new"))
 		data, err := json.Marshal(fresh)
 		if err != nil {
 			t.Fatal(err)
@@ -137,8 +137,8 @@ func TestReceiveForgedHeaderOnANewMessageDoesNotSuppressTheRealOne(t *testing.T)
 		}
 		return b
 	}
-	forged := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("forged"))
-	real := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("real"))
+	forged := wire.NewChannelMessage(h.space, endpoint.Ref(alice.Endpoint), "team", wire.TextPart("forged"))
+	real := wire.NewChannelMessage(h.space, endpoint.Ref(alice.Endpoint), "team", wire.TextPart("real"))
 
 	// The forged copy carries the real message's id in its header before the real message
 	// exists anywhere: it surfaces as itself and must not claim the real message's id.

@@ -109,7 +109,7 @@ func TestReceiveDurableCopyAndLiveCopySurfaceOnce(t *testing.T) {
 	}
 
 	// A durable copy of a message bob never saw live surfaces as durable, kind channel.
-	missed := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("missed live"))
+	missed := wire.NewChannelMessage(h.space, endpoint.Ref(alice.Endpoint), "team", wire.TextPart("missed live"))
 	data, err := json.Marshal(missed)
 	if err != nil {
 		t.Fatal(err)

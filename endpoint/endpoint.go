@@ -485,27 +485,25 @@ func (e *Endpoint) Name() string { return e.card.Name }
 // Space is the space name as configured.
 func (e *Endpoint) Space() string { return e.space }
 
-// Role is the service role, empty without one.
-func (e *Endpoint) Role() string { return e.role }
-
-// Card returns a copy of the AgentCard announced in presence (SPEC §6).
+// Card returns a copy of the AgentCard announced in presence (SPEC §6), which also holds the
+// service role.
 func (e *Endpoint) Card() wire.AgentCard {
 	c := e.card
 	c.Tags = append([]string(nil), e.card.Tags...)
 	return c
 }
 
-// Ref is the EndpointRef this instance signs its messages with (SPEC §5).
-func (e *Endpoint) Ref() wire.EndpointRef {
+// ref is the EndpointRef this instance signs its messages with (SPEC §5).
+func (e *Endpoint) ref() wire.EndpointRef {
 	return wire.EndpointRef{ID: e.id, Name: e.card.Name, Role: e.role}
 }
 
 // Roster is the live presence directory of the space (SPEC §6).
 func (e *Endpoint) Roster() *Roster { return e.roster }
 
-// Conn is the underlying NATS connection, for diagnostics. Do not close it; close the
-// Endpoint.
-func (e *Endpoint) Conn() *nats.Conn { return e.nc }
+// Connected reports whether the connection to the broker is up. While it is down the Endpoint
+// reconnects (Options.MaxReconnects) and calls fail or wait; Done says when it gave up.
+func (e *Endpoint) Connected() bool { return e.nc.IsConnected() }
 
 // Done is closed when the Endpoint stops: after Close, or when the connection is lost for
 // good (reconnects exhausted, or refused before authentication). Err then says why.

@@ -96,22 +96,22 @@ func WithMessageID(id string) SendOption { return func(m *wire.CotalMessage) { m
 
 // Send multicasts parts on a concrete channel (SPEC §4) and returns where JetStream stored it.
 func (e *Endpoint) Send(ctx context.Context, channel string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
-	return e.Publish(ctx, e.build(wire.NewChannelMessage(e.space, e.Ref(), channel, parts...), opts))
+	return e.Publish(ctx, e.build(wire.NewChannelMessage(e.space, e.ref(), channel, parts...), opts))
 }
 
 // SendDM unicasts parts to the instance id to (SPEC §4). A to that is not an instance id, a
-// user nkey public key (SPEC §2), is refused with ErrNotInstanceID; SendDMByName addresses by
-// display name.
+// user nkey public key (SPEC §2), is refused with ErrNotInstanceID; ResolveName finds the id of
+// a display name.
 func (e *Endpoint) SendDM(ctx context.Context, to string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
 	if err := checkInstanceID(to); err != nil {
 		return Receipt{}, err
 	}
-	return e.Publish(ctx, e.build(wire.NewDirectMessage(e.space, e.Ref(), to, parts...), opts))
+	return e.Publish(ctx, e.build(wire.NewDirectMessage(e.space, e.ref(), to, parts...), opts))
 }
 
 // SendAnycast sends parts to exactly one holder of role (SPEC §4).
 func (e *Endpoint) SendAnycast(ctx context.Context, role string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
-	return e.Publish(ctx, e.build(wire.NewServiceMessage(e.space, e.Ref(), role, parts...), opts))
+	return e.Publish(ctx, e.build(wire.NewServiceMessage(e.space, e.ref(), role, parts...), opts))
 }
 
 func (e *Endpoint) build(m *wire.CotalMessage, opts []SendOption) *wire.CotalMessage {
@@ -191,7 +191,7 @@ func retryablePublish(err error) bool {
 func (e *Endpoint) prepare(m *wire.CotalMessage, buf []byte) (*nats.Msg, error) {
 	switch {
 	case m.From.ID == "":
-		m.From = e.Ref()
+		m.From = e.ref()
 	case m.From.ID != e.id:
 		return nil, fmt.Errorf("%w: from.id is %s, this instance is %s", ErrNotOwnSender, m.From.ID, e.id)
 	}
@@ -306,7 +306,7 @@ func (p *PendingReceipt) Wait(ctx context.Context) (Receipt, error) {
 // handed to the connection. At most Options.MaxPendingAsync sends await their acknowledgement;
 // past that a send waits briefly for room and then fails with ErrTooManyPending.
 func (e *Endpoint) SendAsync(channel string, parts []wire.Part, opts ...SendOption) (*PendingReceipt, error) {
-	return e.publishAsync(e.build(wire.NewChannelMessage(e.space, e.Ref(), channel, parts...), opts))
+	return e.publishAsync(e.build(wire.NewChannelMessage(e.space, e.ref(), channel, parts...), opts))
 }
 
 // SendDMAsync is SendDM without waiting for the acknowledgement, as SendAsync.
@@ -314,12 +314,12 @@ func (e *Endpoint) SendDMAsync(to string, parts []wire.Part, opts ...SendOption)
 	if err := checkInstanceID(to); err != nil {
 		return nil, err
 	}
-	return e.publishAsync(e.build(wire.NewDirectMessage(e.space, e.Ref(), to, parts...), opts))
+	return e.publishAsync(e.build(wire.NewDirectMessage(e.space, e.ref(), to, parts...), opts))
 }
 
 // SendAnycastAsync is SendAnycast without waiting for the acknowledgement, as SendAsync.
 func (e *Endpoint) SendAnycastAsync(role string, parts []wire.Part, opts ...SendOption) (*PendingReceipt, error) {
-	return e.publishAsync(e.build(wire.NewServiceMessage(e.space, e.Ref(), role, parts...), opts))
+	return e.publishAsync(e.build(wire.NewServiceMessage(e.space, e.ref(), role, parts...), opts))
 }
 
 // publishAsync publishes m and follows its acknowledgement on a goroutine of the Endpoint,
