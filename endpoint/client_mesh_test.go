@@ -148,6 +148,21 @@ func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
 	}
 }
 
+func TestAsyncSendsPastMaxPendingAsyncFailWithErrTooManyPending(t *testing.T) {
+	m := spacetest.New(t)
+	// A refused publish is never acknowledged, so it holds its place until the ack wait ends.
+	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}},
+		func(o *endpoint.Options) { o.MaxPendingAsync = 1 })
+	p, err := bob.SendAsync("team", text("refused"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if _, err := bob.SendAsync("team", text("no room")); !errors.Is(err, endpoint.ErrTooManyPending) {
+		t.Fatalf("an asynchronous send past MaxPendingAsync: %v, want ErrTooManyPending", err)
+	}
+}
+
 func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
 	m := spacetest.New(t)
 	var peers []*peer

@@ -122,8 +122,9 @@ type Options struct {
 	ControlTimeout time.Duration
 	// MaxPendingAsync bounds the asynchronous sends (SendAsync, SendDMAsync, SendAnycastAsync)
 	// awaiting their acknowledgement; default DefaultMaxPendingAsync. A send past it waits up
-	// to 200 ms for an acknowledgement to make room, then fails with ErrTooManyPending. It is
-	// a safety bound, not a pacing: a sender keeps its own window below it.
+	// to 200 ms for an acknowledgement to make room, then fails with ErrTooManyPending; a send
+	// that is never acknowledged (refused by the broker) holds its place for 30 s. It is a
+	// safety bound, not a pacing: a sender keeps its own window below it.
 	MaxPendingAsync int
 	// Logger receives the Endpoint's logs; default discards. Secrets are never logged.
 	Logger *slog.Logger
@@ -400,7 +401,8 @@ func (e *Endpoint) adoptIdentity(cred *credential) error {
 // start runs everything after the connection is up, in the order SPEC §10 and §6 want: the
 // JetStream handles, the first presence write, the roster, the bound consumers, then joins.
 func (e *Endpoint) start(ctx context.Context, channels []string) error {
-	js, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(e.opts.MaxPendingAsync))
+	js, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(e.opts.MaxPendingAsync),
+		jetstream.WithPublishAsyncTimeout(asyncAckWait))
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}

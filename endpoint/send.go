@@ -248,6 +248,11 @@ func (e *Endpoint) subjectFor(m *wire.CotalMessage) (string, error) {
 // and none was acknowledged within asyncStallWait; wait on earlier receipts before sending more.
 var ErrTooManyPending = errors.New("too many asynchronous sends await their acknowledgement")
 
+// asyncAckWait bounds the wait for the acknowledgement of an asynchronous send. A send the
+// broker refuses is never acknowledged; without a bound it would hold its place under
+// Options.MaxPendingAsync for the rest of the connection.
+const asyncAckWait = 30 * time.Second
+
 // asyncStallWait is how long an asynchronous send past Options.MaxPendingAsync waits for an
 // earlier one to be acknowledged before failing with ErrTooManyPending (nats.go's default).
 const asyncStallWait = 200 * time.Millisecond
@@ -270,8 +275,9 @@ func (p *PendingReceipt) Done() <-chan struct{} { return p.done }
 
 // Err is nil until Done is closed, and then nil if JetStream stored the message, or why it did
 // not: a refused or rejected message (ErrPublishRefused, ErrStoreFull), a connection lost
-// before the acknowledgement (nats.ErrDisconnected: the outcome is unknown, send again with
-// WithMessageID and the same id), or ErrClosed.
+// before the acknowledgement or none within 30 s (nats.ErrDisconnected,
+// jetstream.ErrAsyncPublishTimeout: the outcome is unknown, send again with WithMessageID and
+// the same id), or ErrClosed.
 func (p *PendingReceipt) Err() error {
 	select {
 	case <-p.done:
