@@ -44,7 +44,7 @@ func checkInstanceID(to string) error {
 // mentions do (SPEC §4). No such instance is ErrUnknownName; several are ErrAmbiguousName,
 // whose message lists their ids.
 func (e *Endpoint) ResolveName(ctx context.Context, name string) (string, error) {
-	ids, err := e.MintedAgents(ctx, name)
+	ids, err := e.mintedAgents(ctx, name)
 	switch {
 	case errors.Is(err, ErrNoMintedNames):
 		ids, err = e.onlineNamed(ctx, name)
