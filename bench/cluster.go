@@ -85,11 +85,9 @@ func (c clusterDM) run(ctx context.Context, run int) (figures, error) {
 		return nil, err
 	}
 	eps = append(eps, sender)
-	build := func() *wire.CotalMessage {
-		return wire.NewDirectMessage(benchSpace, sender.Ref(), recv.ID(), wire.TextPart(c.text))
-	}
+	parts := []wire.Part{wire.TextPart(c.text)}
 	lat, err := pr.rounds(ctx, c.s.cfg.LatencyRounds, 1,
-		func(ctx context.Context) error { _, err := sender.Publish(ctx, build()); return err })
+		func(ctx context.Context) error { _, err := sender.SendDM(ctx, recv.ID(), parts); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +96,7 @@ func (c clusterDM) run(ctx context.Context, run int) (figures, error) {
 	start, cpu := time.Now(), startCPU()
 	pending := make([]*endpoint.PendingReceipt, 0, msgs)
 	for range msgs {
-		p, err := sender.PublishAsync(build())
+		p, err := sender.SendDMAsync(recv.ID(), parts)
 		if err != nil {
 			return nil, err
 		}

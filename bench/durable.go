@@ -118,7 +118,7 @@ func (d durable) cotal(ctx context.Context, run int) (figures, error) {
 		for int64(i)-fannedOut() > maxAhead {
 			time.Sleep(100 * time.Microsecond) // closed loop: the fan-out is the pace, see maxAhead
 		}
-		p, err := pub.PublishAsync(wire.NewChannelMessage(benchSpace, pub.Ref(), channel, wire.TextPart(d.text)))
+		p, err := pub.SendAsync(channel, []wire.Part{wire.TextPart(d.text)})
 		if err != nil {
 			return nil, err
 		}

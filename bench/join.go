@@ -143,8 +143,8 @@ func startPublishers(ctx context.Context, pubs []*endpoint.Endpoint, channels []
 					return
 				case <-tick.C:
 				}
-				m := wire.NewChannelMessage(benchSpace, pub.Ref(), channels[n%len(channels)], wire.TextPart("load"))
-				if _, err := pub.Publish(ctx, m); err != nil && ctx.Err() == nil {
+				_, err := pub.Send(ctx, channels[n%len(channels)], []wire.Part{wire.TextPart("load")})
+				if err != nil && ctx.Err() == nil {
 					errs[i] = err
 					return
 				}

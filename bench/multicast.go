@@ -32,7 +32,7 @@ func multicastCases(c Config) []Case {
 }
 
 // multicast: one publisher, subs subscribers on a live channel (SPEC §4). cotal publishes
-// with Send/PublishAsync and its subscribers surface through their Handler; raw publishes
+// with Send/SendAsync and its subscribers surface through their Handler; raw publishes
 // through JetStream to a stream like CHAT and its subscribers are core subscriptions.
 func (s *suite) multicast(ctx context.Context, size, subs int) ([]Row, error) {
 	env, err := newEnv(ctx, envOptions{})

@@ -14,7 +14,7 @@ import (
 func publishChannel(ctx context.Context, pub *endpoint.Endpoint, channel, text string, n int) error {
 	pending := make([]*endpoint.PendingReceipt, 0, n)
 	for range n {
-		p, err := pub.PublishAsync(wire.NewChannelMessage(benchSpace, pub.Ref(), channel, wire.TextPart(text)))
+		p, err := pub.SendAsync(channel, []wire.Part{wire.TextPart(text)})
 		if err != nil {
 			return err
 		}

@@ -109,21 +109,19 @@ func (q queue) cotal(ctx context.Context, run int) (figures, error) {
 	eps = append(eps, sender)
 	n := q.env.names
 	stream, consumer := n.DMStream(), n.DMConsumer(eps[0].ID())
-	build := func() *wire.CotalMessage {
-		return wire.NewDirectMessage(benchSpace, sender.Ref(), eps[0].ID(), wire.TextPart(q.text))
-	}
+	parts := []wire.Part{wire.TextPart(q.text)}
+	send := func(ctx context.Context) error { _, err := sender.SendDM(ctx, eps[0].ID(), parts); return err }
+	sendAsync := func() (*endpoint.PendingReceipt, error) { return sender.SendDMAsync(eps[0].ID(), parts) }
 	if role != "" {
 		stream, consumer = n.TaskStream(), n.SvcConsumer(role)
-		build = func() *wire.CotalMessage {
-			return wire.NewServiceMessage(benchSpace, sender.Ref(), role, wire.TextPart(q.text))
-		}
+		send = func(ctx context.Context) error { _, err := sender.SendAnycast(ctx, role, parts); return err }
+		sendAsync = func() (*endpoint.PendingReceipt, error) { return sender.SendAnycastAsync(role, parts) }
 	}
-	return q.measure(ctx, &got, pr, stream, consumer,
-		func(ctx context.Context) error { _, err := sender.Publish(ctx, build()); return err },
+	return q.measure(ctx, &got, pr, stream, consumer, send,
 		func(ctx context.Context) error {
 			pending := make([]*endpoint.PendingReceipt, 0, q.msgs)
 			for range q.msgs {
-				p, err := sender.PublishAsync(build())
+				p, err := sendAsync()
 				if err != nil {
 					return err
 				}

@@ -146,12 +146,12 @@ func (h *hostile) dmSubject() string { return h.names.InstSubject(h.bob.ID(), h.
 func (h *hostile) terminated(t *testing.T, before uint64) {
 	t.Helper()
 	await.True(t, 30*time.Second, "bob terminating the copy as malformed-json", func() bool {
-		return h.bob.Stats().Terminated[wire.ReasonMalformedJSON] > before
+		return h.bob.Stats().Terminated.Of(wire.ReasonMalformedJSON) > before
 	})
 }
 
 func oversizedEndpoint(t *testing.T, h *hostile) string {
-	big := strings.Repeat("x", int(h.alice.Conn().MaxPayload()))
+	big := strings.Repeat("x", int(h.malloryNC.MaxPayload()))
 	_, err := h.alice.SendDM(context.Background(), h.bob.ID(), text(big))
 	if !errors.Is(err, endpoint.ErrTooLarge) {
 		t.Fatalf("oversized SendDM: %v, want ErrTooLarge", err)
@@ -235,7 +235,7 @@ func rawConnect(t *testing.T, addr, userJWT string, kp nkeys.KeyPair) (net.Conn,
 func nested(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
 
 func deepJSON(t *testing.T, h *hostile) string {
-	before := h.bob.Stats().Terminated[wire.ReasonMalformedJSON]
+	before := h.bob.Stats().Terminated.Of(wire.ReasonMalformedJSON)
 	fanout := spacetest.DeliveryStats(t, h.m, "main")
 	skipped := fanout().FanoutSkipped
 	parts := `[{"kind":"data","data":` + nested(20000) + `}]`
@@ -266,7 +266,7 @@ func deepButValidJSON(t *testing.T, h *hostile) string {
 }
 
 func invalidUTF8(t *testing.T, h *hostile) string {
-	before := h.bob.Stats().Terminated[wire.ReasonMalformedJSON]
+	before := h.bob.Stats().Terminated.Of(wire.ReasonMalformedJSON)
 	h.publishRaw(t, h.dmSubject(), h.raw("", "[{\"kind\":\"text\",\"text\":\"\xff\xfe\xfd\"}]"))
 	h.terminated(t, before)
 	return "invalid UTF-8 on the wire: terminated (malformed-json)"

@@ -336,7 +336,7 @@ func (a *loadAgent) narrow(t *testing.T, r *rand.Rand) {
 		return
 	}
 	a.w.count("remint")
-	if !await.Until(10*time.Second, func() bool { return !old.ep.Conn().IsConnected() }) {
+	if !await.Until(10*time.Second, func() bool { return !old.ep.Connected() }) {
 		a.w.violate("%s is still connected 10 s after its credential was revoked by a re-mint", old.name)
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -64,7 +64,7 @@ func (r *recovery) add(t *testing.T, killed time.Time, alice, bob *endpoint.Endp
 	t.Helper()
 	since := func() time.Duration { return time.Since(killed) }
 	await.True(t, recoverWithin, "both endpoints reconnected", func() bool {
-		return alice.Conn().IsConnected() && bob.Conn().IsConnected()
+		return alice.Connected() && bob.Connected()
 	})
 	r.reconnect = append(r.reconnect, since())
 	await.True(t, recoverWithin, "each endpoint online in the other's roster", func() bool {

@@ -116,12 +116,18 @@ func flood(t *testing.T, pub *endpoint.Endpoint, payload string, n int, got *ato
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for sent := 0; sent < n; {
-		var window []*wire.CotalMessage
+		window := make([]*endpoint.PendingReceipt, 0, 64)
 		for ; sent < n && len(window) < 64; sent++ {
-			window = append(window, wire.NewChannelMessage("main", pub.Ref(), "flood", wire.TextPart(payload)))
+			p, err := pub.SendAsync("flood", []wire.Part{wire.TextPart(payload)})
+			if err != nil {
+				t.Fatalf("flood: %v", err)
+			}
+			window = append(window, p)
 		}
-		if _, err := pub.PublishBatch(ctx, window); err != nil {
-			t.Fatalf("flood: %v", err)
+		for _, p := range window {
+			if _, err := p.Wait(ctx); err != nil {
+				t.Fatalf("flood: %v", err)
+			}
 		}
 	}
 	await.True(t, 3*time.Minute, "the fast member surfacing the whole flood", func() bool { return got.Load() >= want })

@@ -30,7 +30,7 @@ func checkInstanceID(to string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w: DM target %q is not a user nkey public key (U and 55 more characters); "+
-		"to address an instance by its display name, use SendDMByName", wire.ErrInvalidMessage, ErrNotInstanceID, to)
+		"to address an instance by its display name, look its id up with ResolveName", wire.ErrInvalidMessage, ErrNotInstanceID, to)
 }
 
 // ResolveName returns the id of the one instance, other than this one, that name stands for.
@@ -44,7 +44,7 @@ func checkInstanceID(to string) error {
 // mentions do (SPEC §4). No such instance is ErrUnknownName; several are ErrAmbiguousName,
 // whose message lists their ids.
 func (e *Endpoint) ResolveName(ctx context.Context, name string) (string, error) {
-	ids, err := e.MintedAgents(ctx, name)
+	ids, err := e.mintedAgents(ctx, name)
 	switch {
 	case errors.Is(err, ErrNoMintedNames):
 		ids, err = e.onlineNamed(ctx, name)
@@ -57,7 +57,7 @@ func (e *Endpoint) ResolveName(ctx context.Context, name string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	ids = slices.DeleteFunc(ids, func(id string) bool { return id == e.ID() })
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == e.id })
 	switch len(ids) {
 	case 0:
 		return "", fmt.Errorf("%w: %q", ErrUnknownName, name)
@@ -97,14 +97,4 @@ func (e *Endpoint) notMinted(ctx context.Context, ids []string) ([]string, error
 		}
 	}
 	return out, nil
-}
-
-// SendDMByName unicasts parts to the one instance name stands for, as ResolveName finds it,
-// and returns where JetStream stored the DM.
-func (e *Endpoint) SendDMByName(ctx context.Context, name string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
-	id, err := e.ResolveName(ctx, name)
-	if err != nil {
-		return Receipt{}, err
-	}
-	return e.SendDM(ctx, id, parts, opts...)
 }

@@ -22,7 +22,7 @@ func TestSendDMRefusesATargetThatIsNotAnInstanceID(t *testing.T) {
 	}
 }
 
-func TestSendDMByNameResolvesThroughTheRoster(t *testing.T) {
+func TestResolveNameFindsTheOneInstanceOfAName(t *testing.T) {
 	h := newHarness(t)
 	alice := h.connect("alice")
 	bob := h.connect("bob")
@@ -39,9 +39,13 @@ func TestSendDMByNameResolvesThroughTheRoster(t *testing.T) {
 	})
 
 	t.Run("a unique name, in any case, reaches its instance", func(t *testing.T) {
-		r, err := alice.SendDMByName(ctxT(t), "BOB", text("by name"))
-		if err != nil || r.Seq == 0 {
-			t.Fatalf("SendDMByName(BOB) = %+v, %v", r, err)
+		id, err := alice.ResolveName(ctxT(t), "BOB")
+		if err != nil || id != bob.ID() {
+			t.Fatalf("ResolveName(BOB) = %s, %v; want %s", id, err, bob.ID())
+		}
+		r, err := alice.SendDM(ctxT(t), id, text("by name"))
+		if err != nil {
+			t.Fatal(err)
 		}
 		await.True(t, settle, "bob receives the DM", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
 	})
@@ -55,8 +59,8 @@ func TestSendDMByNameResolvesThroughTheRoster(t *testing.T) {
 		{"its own name does not resolve to itself", "alice", endpoint.ErrUnknownName},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := alice.SendDMByName(ctxT(t), c.to, text("x")); !errors.Is(err, c.want) {
-				t.Fatalf("SendDMByName(%q) = %v, want %v", c.to, err, c.want)
+			if _, err := alice.ResolveName(ctxT(t), c.to); !errors.Is(err, c.want) {
+				t.Fatalf("ResolveName(%q) = %v, want %v", c.to, err, c.want)
 			}
 		})
 	}

@@ -65,7 +65,7 @@ func TestACrashBeforeAckRedeliversToTheNextBinding(t *testing.T) {
 			t.Fatal("the DM and the durable copy never both reached the crashing handler")
 		}
 	}
-	crashing.Conn().Close() // the process dies: no ack, no nak, no final presence
+	endpoint.Conn(crashing.Endpoint).Close() // the process dies: no ack, no nak, no final presence
 
 	next := meshConnect(t, m, bobCred)
 	for id, kind := range want {

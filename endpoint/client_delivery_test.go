@@ -109,7 +109,7 @@ func TestSendRefusesWhatItMustNotPublish(t *testing.T) {
 			return err
 		}, wire.ErrInvalidMessage},
 		{"a message for another space is refused", func() error {
-			m := wire.NewChannelMessage("other", alice.Ref(), "team", wire.TextPart("x"))
+			m := wire.NewChannelMessage("other", endpoint.Ref(alice.Endpoint), "team", wire.TextPart("x"))
 			_, err := alice.Publish(ctxT(t), m)
 			return err
 		}, wire.ErrInvalidMessage},
@@ -139,24 +139,62 @@ func TestSendSameIDTwiceStoresOnce(t *testing.T) {
 	}
 }
 
-func TestSendBatchReturnsReceiptsInOrder(t *testing.T) {
+func TestSendAsyncReceiptsAreSelectableAndInOrder(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice", func(o *endpoint.Options) { o.Role = "reviewer" })
+	bob := h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"bulk"} })
+	for _, tc := range []struct {
+		name string
+		send func(i int) (*endpoint.PendingReceipt, error)
+	}{
+		{"channel", func(i int) (*endpoint.PendingReceipt, error) { return alice.SendAsync("bulk", text(fmt.Sprint(i))) }},
+		{"dm", func(i int) (*endpoint.PendingReceipt, error) { return alice.SendDMAsync(bob.ID(), text(fmt.Sprint(i))) }},
+		{"anycast", func(i int) (*endpoint.PendingReceipt, error) {
+			return alice.SendAnycastAsync("reviewer", text(fmt.Sprint(i)))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pending := make([]*endpoint.PendingReceipt, 50)
+			for i := range pending {
+				p, err := tc.send(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pending[i] = p
+			}
+			var prev uint64
+			for i, p := range pending {
+				select {
+				case <-p.Done():
+				case <-ctxT(t).Done():
+					t.Fatalf("receipt %d never done", i)
+				}
+				r := p.Receipt()
+				if p.Err() != nil || r.ID != p.ID() || r.Seq <= prev {
+					t.Fatalf("receipt %d is %+v, %v; want message %s stored after seq %d", i, r, p.Err(), p.ID(), prev)
+				}
+				if again, err := p.Wait(ctxT(t)); err != nil || again != r {
+					t.Fatalf("Wait after Done = %+v, %v; want %+v", again, err, r)
+				}
+				prev = r.Seq
+			}
+		})
+	}
+	await.True(t, settle, "bob got the channel messages and DMs", func() bool { return len(bob.rec.all()) == 100 })
+}
+
+func TestSendAsyncRefusesAWrongTargetBeforeSending(t *testing.T) {
 	h := newHarness(t)
 	alice := h.connect("alice")
-	bob := h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"bulk"} })
-	msgs := make([]*wire.CotalMessage, 50)
-	for i := range msgs {
-		msgs[i] = wire.NewChannelMessage(h.space, alice.Ref(), "bulk", wire.TextPart(fmt.Sprint(i)))
+	if _, err := alice.SendDMAsync("bob", text("x")); !errors.Is(err, endpoint.ErrNotInstanceID) {
+		t.Errorf("SendDMAsync to a name: %v, want ErrNotInstanceID", err)
 	}
-	receipts, err := alice.PublishBatch(ctxT(t), msgs)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := alice.SendAnycastAsync("two words", text("x")); !errors.Is(err, wire.ErrInvalidMessage) {
+		t.Errorf("SendAnycastAsync to an invalid role: %v, want ErrInvalidMessage", err)
 	}
-	for i, r := range receipts {
-		if r.ID != msgs[i].ID || r.Seq == 0 || (i > 0 && r.Seq <= receipts[i-1].Seq) {
-			t.Fatalf("receipt %d is %+v, want message %s stored after the previous one", i, r, msgs[i].ID)
-		}
+	if got := alice.Stats().Published; got != 0 {
+		t.Errorf("Published = %d after refused sends, want 0", got)
 	}
-	await.True(t, settle, "bob got the batch", func() bool { return len(bob.rec.all()) == len(msgs) })
 }
 
 func TestReceiveHandlerErrorRedeliversAndSuccessAcks(t *testing.T) {
@@ -184,7 +222,7 @@ func TestReceiveHandlerErrorRedeliversAndSuccessAcks(t *testing.T) {
 		return info.NumAckPending == 0 && info.NumPending == 0 && info.AckFloor.Stream > 0
 	})
 	st := bob.Stats()
-	if st.Naks != 1 || st.HandlerErrors != 1 || st.Redeliveries != 1 || st.Surfaced[endpoint.MetaDM] != 1 {
+	if st.Naks != 1 || st.HandlerErrors != 1 || st.Redeliveries != 1 || st.Surfaced.DM != 1 {
 		t.Errorf("stats %+v, want one nak, one handler error, one redelivery, one surfaced DM", st)
 	}
 }

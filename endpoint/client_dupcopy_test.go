@@ -72,7 +72,7 @@ func TestReceiveDurableCopyOfASurfacedMessageIsAckedUndecoded(t *testing.T) {
 	if n := len(bob.rec.withID(r.ID)); n != 1 {
 		t.Fatalf("message surfaced %d times, want once", n)
 	}
-	if len(st.Terminated) != 0 || st.Naks != 0 {
+	if st.Terminated.Total() != 0 || st.Naks != 0 {
 		t.Fatalf("terminated %v, %d naks; want none", st.Terminated, st.Naks)
 	}
 }
@@ -99,12 +99,12 @@ func TestReceiveCopyWithASeenHeaderButOtherBytesIsCheckedInFull(t *testing.T) {
 		seen := send("one")
 		h.publishWithID(dlv, seen+":"+bob.ID(), []byte(`{"id":"`+seen+`", not json`))
 		await.True(t, settle, "the termination", func() bool {
-			return bob.Stats().Terminated[wire.ReasonMalformedJSON] == 1 && h.dlvClean(bob)
+			return bob.Stats().Terminated.Of(wire.ReasonMalformedJSON) == 1 && h.dlvClean(bob)
 		})
 	})
 	t.Run("a new message under a surfaced id surfaces", func(t *testing.T) {
 		seen := send("two")
-		fresh := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("new"))
+		fresh := wire.NewChannelMessage(h.space, endpoint.Ref(alice.Endpoint), "team", wire.TextPart("new"))
 		data, err := json.Marshal(fresh)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestReceiveCopyWithASeenHeaderButOtherBytesIsCheckedInFull(t *testing.T) {
 		mallory := newID(t)
 		h.publishWithID(h.names.ChatSubject(mallory, "team"), seen, h.storedBytes(t, seen))
 		await.True(t, settle, "the sender mismatch", func() bool {
-			return bob.Stats().Terminated[wire.ReasonSenderMismatch] == 1
+			return bob.Stats().Terminated.Of(wire.ReasonSenderMismatch) == 1
 		})
 	})
 	if n := endpoint.UncheckedDuplicates(bob.Endpoint); n != 0 {
@@ -137,8 +137,8 @@ func TestReceiveForgedHeaderOnANewMessageDoesNotSuppressTheRealOne(t *testing.T)
 		}
 		return b
 	}
-	forged := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("forged"))
-	real := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("real"))
+	forged := wire.NewChannelMessage(h.space, endpoint.Ref(alice.Endpoint), "team", wire.TextPart("forged"))
+	real := wire.NewChannelMessage(h.space, endpoint.Ref(alice.Endpoint), "team", wire.TextPart("real"))
 
 	// The forged copy carries the real message's id in its header before the real message
 	// exists anywhere: it surfaces as itself and must not claim the real message's id.
@@ -148,7 +148,7 @@ func TestReceiveForgedHeaderOnANewMessageDoesNotSuppressTheRealOne(t *testing.T)
 	h.publishWithID(h.names.ChatSubject(alice.ID(), "team"), real.ID, encode(real))
 	await.True(t, settle, "the real message", func() bool { return len(bob.rec.withID(real.ID)) == 1 })
 	st := bob.Stats()
-	if st.Duplicates != 0 || endpoint.UncheckedDuplicates(bob.Endpoint) != 0 || len(st.Terminated) != 0 {
+	if st.Duplicates != 0 || endpoint.UncheckedDuplicates(bob.Endpoint) != 0 || st.Terminated.Total() != 0 {
 		t.Fatalf("duplicates %d (undecoded %d), terminated %v; want none", st.Duplicates,
 			endpoint.UncheckedDuplicates(bob.Endpoint), st.Terminated)
 	}

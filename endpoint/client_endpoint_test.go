@@ -80,8 +80,8 @@ func TestEndpointAdoptsTheCredentialsIdentity(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close(context.Background())
-			if e.ID() != id || e.Name() != "alice" || e.Role() != "reviewer" || e.Card().ID != id {
-				t.Fatalf("identity %s/%s/%s, want %s/alice/reviewer", e.ID(), e.Name(), e.Role(), id)
+			if e.ID() != id || e.Name() != "alice" || e.Card().Role != "reviewer" || e.Card().ID != id {
+				t.Fatalf("identity %s/%s/%s, want %s/alice/reviewer", e.ID(), e.Name(), e.Card().Role, id)
 			}
 		})
 	}
@@ -232,7 +232,7 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 			}
 		}
 	})
-	cid, err := bob.Conn().GetClientID()
+	cid, err := endpoint.Conn(bob.Endpoint).GetClientID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 	}
 	// Live copies are at-most-once (SPEC §4): one published before the server has processed
 	// bob's re-sent SUB is rightly lost. The flush round-trip orders after those SUBs.
-	if err := bob.Conn().FlushTimeout(5 * time.Second); err != nil {
+	if err := endpoint.Conn(bob.Endpoint).FlushTimeout(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	dm, err := alice.SendDM(ctxT(t), bob.ID(), text("after reconnect"))
@@ -309,7 +309,7 @@ func TestEndpointReconnectsForeverOnlyWhenAsked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := h.connect("alice", tc.opts)
-			if got := e.Conn().Opts.MaxReconnect; got != tc.want {
+			if got := endpoint.Conn(e.Endpoint).Opts.MaxReconnect; got != tc.want {
 				t.Errorf("the connection's MaxReconnects is %d, want %d", got, tc.want)
 			}
 		})

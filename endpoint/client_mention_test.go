@@ -64,14 +64,14 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 	if st := svc(); st.FannedOutMention != 2 {
 		t.Fatalf("mention entries written = %d, want 2 (carol and the dup minted so: eve is unauthorized)", st.FannedOutMention)
 	}
-	if err := dup2.Conn().Flush(); err != nil {
+	if err := endpoint.Conn(dup2.Endpoint).Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if got := dup2.rec.withID(sent.ID); len(got) != 0 {
 		t.Fatalf("the instance only calling itself dup got %d copies (%+v), want none", len(got), got)
 	}
 	eve := meshConnect(t, m, eveCred)
-	if err := eve.Conn().Flush(); err != nil {
+	if err := endpoint.Conn(eve.Endpoint).Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if got := eve.rec.withID(sent.ID); len(got) != 0 {

@@ -135,9 +135,31 @@ func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
 	if _, err := bob.Send(ctxT(t), "team", text("read-only here")); !errors.Is(err, endpoint.ErrPublishRefused) {
 		t.Fatalf("publish outside allowPublish: %v, want ErrPublishRefused", err)
 	}
+	p, err := bob.SendAsync("team", text("read-only here too"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctxT(t)); !errors.Is(err, endpoint.ErrPublishRefused) {
+		t.Fatalf("asynchronous publish outside allowPublish: %v, want ErrPublishRefused", err)
+	}
 	if _, err := bob.Request(ctxT(t), "admin", "ping", nil); !errors.Is(err, endpoint.ErrPublishRefused) &&
 		!errors.Is(err, endpoint.ErrReplyRefused) {
 		t.Fatalf("control request to a service outside the grants: %v, want a refusal", err)
+	}
+}
+
+func TestAsyncSendsPastMaxPendingAsyncFailWithErrTooManyPending(t *testing.T) {
+	m := spacetest.New(t)
+	// A refused publish is never acknowledged, so it holds its place until the ack wait ends.
+	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}},
+		func(o *endpoint.Options) { o.MaxPendingAsync = 1 })
+	p, err := bob.SendAsync("team", text("refused"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if _, err := bob.SendAsync("team", text("no room")); !errors.Is(err, endpoint.ErrTooManyPending) {
+		t.Fatalf("an asynchronous send past MaxPendingAsync: %v, want ErrTooManyPending", err)
 	}
 }
 

@@ -251,9 +251,9 @@ func TestFollowTapsLiveTrafficWithinTheGrants(t *testing.T) {
 			if !tt.dms && len(c.withID(dm.ID)) != 0 {
 				t.Fatal("a DM reached a follow without Unicast")
 			}
-			before := r.Conn().NumSubscriptions()
+			before := endpoint.Conn(r.Endpoint).NumSubscriptions()
 			cancel()
-			await.True(t, settle, "the follow's subscriptions to end", func() bool { return r.Conn().NumSubscriptions() < before })
+			await.True(t, settle, "the follow's subscriptions to end", func() bool { return endpoint.Conn(r.Endpoint).NumSubscriptions() < before })
 		})
 	}
 }
@@ -276,12 +276,12 @@ func TestFollowOutsideTheGrantsIsRefused(t *testing.T) {
 			case <-ctxT(t).Done():
 				t.Fatal("the roster never loaded")
 			}
-			before := r.Conn().NumSubscriptions()
+			before := endpoint.Conn(r.Endpoint).NumSubscriptions()
 			err := r.Follow(ctxT(t), tt.opts, func(endpoint.Delivery) {})
 			if !errors.Is(err, endpoint.ErrReadRefused) {
 				t.Fatalf("follow: %v, want ErrReadRefused", err)
 			}
-			if after := r.Conn().NumSubscriptions(); after != before {
+			if after := endpoint.Conn(r.Endpoint).NumSubscriptions(); after != before {
 				t.Fatalf("a refused follow left %d subscriptions behind", after-before)
 			}
 		})

@@ -39,9 +39,9 @@ func TestReceiveTerminatesPermanentAnomaliesOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := bob.Stats().Terminated[tt.reason]
+			before := bob.Stats().Terminated.Of(tt.reason)
 			h.publishRaw(tt.subject, tt.data)
-			await.True(t, settle, "the termination", func() bool { return bob.Stats().Terminated[tt.reason] == before+1 })
+			await.True(t, settle, "the termination", func() bool { return bob.Stats().Terminated.Of(tt.reason) == before+1 })
 			await.True(t, settle, "nothing pending on dm_bob", func() bool {
 				info := h.consumerInfo(h.names.DMStream(), h.names.DMConsumer(bob.ID()))
 				return info.NumAckPending == 0 && info.NumPending == 0 && info.NumRedelivered == 0
@@ -67,7 +67,7 @@ func TestReceiveSpoofedLiveChannelCopyIsDroppedAndCounted(t *testing.T) {
 	}
 	h.publishRaw(h.names.ChatSubject(mallory, "team"), data)
 	await.True(t, settle, "the sender mismatch counted", func() bool {
-		return bob.Stats().Terminated[wire.ReasonSenderMismatch] == 1
+		return bob.Stats().Terminated.Of(wire.ReasonSenderMismatch) == 1
 	})
 	if len(bob.rec.all()) != 0 {
 		t.Fatal("bob surfaced a spoofed channel message")
@@ -109,7 +109,7 @@ func TestReceiveDurableCopyAndLiveCopySurfaceOnce(t *testing.T) {
 	}
 
 	// A durable copy of a message bob never saw live surfaces as durable, kind channel.
-	missed := wire.NewChannelMessage(h.space, alice.Ref(), "team", wire.TextPart("missed live"))
+	missed := wire.NewChannelMessage(h.space, endpoint.Ref(alice.Endpoint), "team", wire.TextPart("missed live"))
 	data, err := json.Marshal(missed)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestReceiveDurableCopyThatIsNotAChannelMessageIsTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.publishRaw(h.names.DLVSubject(bob.ID()), dm)
-	await.True(t, settle, "the termination", func() bool { return bob.Stats().Terminated[wire.ReasonMalformedJSON] == 1 })
+	await.True(t, settle, "the termination", func() bool { return bob.Stats().Terminated.Of(wire.ReasonMalformedJSON) == 1 })
 	if len(bob.rec.all()) != 0 {
 		t.Fatal("a unicast message surfaced from the durable path")
 	}

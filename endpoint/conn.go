@@ -1,10 +1,12 @@
 package endpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/cotal-go/cotal/wire"
 	"io"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -145,8 +147,14 @@ func (e *Endpoint) onAsyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
 	}
 }
 
+// onDisconnect reports a lost connection. Close disconnects too, with no error: that is the
+// Endpoint's own doing and no warning.
 func (e *Endpoint) onDisconnect(_ *nats.Conn, err error) {
-	e.log.Warn("disconnected", "err", err)
+	level := slog.LevelWarn
+	if e.ctx.Err() != nil {
+		level = slog.LevelDebug
+	}
+	e.log.Log(context.Background(), level, "disconnected", "err", err)
 	e.emit(Event{Kind: EventDisconnected, Err: err})
 }
 

@@ -3,6 +3,9 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,31 +40,56 @@ type binding struct {
 	src      source
 	stream   string
 	consumer string
+	state    *bindState
 }
+
+// bindState is what the rest of the Endpoint knows of a binding: Connect waits for it to
+// settle, Backlog reports whether it is bound.
+type bindState struct {
+	settled chan struct{} // closed once the first attempt bound it or found it missing
+	once    sync.Once
+	bound   atomic.Bool // consuming now
+}
+
+func newBindState() *bindState { return &bindState{settled: make(chan struct{})} }
+
+func (s *bindState) settle() { s.once.Do(func() { close(s.settled) }) }
 
 // bindings lists the durables of this instance: DMs always, durable copies always, anycasts
 // only with a role (SPEC §8; docs/storage.md "Consumers").
 func (e *Endpoint) bindings() []binding {
 	b := []binding{
-		{srcDM, e.names.DMStream(), e.names.DMConsumer(e.id)},
-		{srcDurable, e.names.DLVStream(), e.names.DLVConsumer(e.id)},
+		{srcDM, e.names.DMStream(), e.names.DMConsumer(e.id), newBindState()},
+		{srcDurable, e.names.DLVStream(), e.names.DLVConsumer(e.id), newBindState()},
 	}
 	if e.role != "" {
-		b = append(b, binding{srcAnycast, e.names.TaskStream(), e.names.SvcConsumer(e.role)})
+		b = append(b, binding{srcAnycast, e.names.TaskStream(), e.names.SvcConsumer(e.role), newBindState()})
 	}
 	return b
 }
 
-func (e *Endpoint) startBindings() {
-	for _, b := range e.bindings() {
+// startBindings binds every durable of this instance and waits, within ctx, until each is
+// consuming or found missing (reported with EventConsumerMissing).
+func (e *Endpoint) startBindings(ctx context.Context) error {
+	e.binds = e.bindings()
+	for _, b := range e.binds {
 		e.spawn(func(ctx context.Context) { e.runBinding(ctx, b) })
 	}
+	for _, b := range e.binds {
+		select {
+		case <-b.state.settled:
+		case <-ctx.Done():
+			return fmt.Errorf("bind %s: %w", b.consumer, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // runBinding binds b and consumes it until ctx ends. A consumer that does not exist yet is
 // reported once and looked up again with capped backoff; a consumer lost later (deleted, or
 // gone after a reconnect) is bound again.
 func (e *Endpoint) runBinding(ctx context.Context, b binding) {
+	defer b.state.settle() // Close before the first attempt ended
 	retry := newBackoff(time.Second, bindRetryMax)
 	missing := false
 	for ctx.Err() == nil {
@@ -74,6 +102,7 @@ func (e *Endpoint) runBinding(ctx context.Context, b binding) {
 				missing = true
 				e.reportMissing(b, err)
 			}
+			b.state.settle()
 			retry.wait(ctx)
 			continue
 		}
@@ -83,7 +112,9 @@ func (e *Endpoint) runBinding(ctx context.Context, b binding) {
 		missing = false
 		retry.reset()
 		e.emit(Event{Kind: EventConsumerBound, Consumer: b.consumer})
-		if err := e.consume(ctx, b, cons); err != nil && ctx.Err() == nil {
+		err = e.consume(ctx, b, cons)
+		b.state.settle() // bound, or failed to start: either way no longer pending
+		if err != nil && ctx.Err() == nil {
 			e.log.Warn("lost consumer; binding again", "consumer", b.consumer, "err", err)
 			retry.wait(ctx)
 		}
@@ -119,7 +150,10 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 		finish()
 		return err
 	}
+	b.state.bound.Store(true)
+	b.state.settle()
 	defer func() {
+		b.state.bound.Store(false)
 		stop(ctx, cc, e.nc.IsConnected())
 		select {
 		case <-cc.Closed():

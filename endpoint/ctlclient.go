@@ -30,7 +30,7 @@ func (e *Endpoint) Request(ctx context.Context, service, op string, args any) (*
 
 // request sends one control request and waits for its answer.
 func (e *Endpoint) request(ctx context.Context, service, op string, args any) (*wire.ControlReply, error) {
-	req, err := wire.NewControlRequest(op, args, e.Ref())
+	req, err := wire.NewControlRequest(op, args, e.ref())
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,8 @@
 //     message was stored, never that it was delivered. A publish lost in a broker restart is
 //     retried with the same id, which JetStream deduplicates. A DM or task that its space's
 //     full store refuses fails with ErrStoreFull, naming the store; it is not retried.
+//     SendAsync, SendDMAsync and SendAnycastAsync return before the acknowledgement with a
+//     PendingReceipt to select on (Done) or wait for, at most Options.MaxPendingAsync at once.
 //   - Receive: one pipeline for live channel copies, dm_<id>, svc_<role>, dlv_<id> and
 //     backfill: kind from the subject, sender checked, deduplicated by id across every path
 //     (a copy byte for byte one already surfaced is dropped before it is decoded),
@@ -26,6 +28,9 @@
 //     three permanent anomalies (counted in Stats, never surfaced). Once Close has begun
 //     nothing more is surfaced: the bound consumers are drained and each copy they had pulled
 //     but not surfaced is nak'd, so it is redelivered at once, not after its ack wait.
+//   - Readiness: Connect returns with dm_<id>, dlv_<id> and svc_<role> consuming, or
+//     reported missing, and the credential's --subscribe channels joined; Backlog reads what
+//     each bound consumer still owes the instance.
 //   - Channels (SPEC §7): Join takes the CHAT frontier as watermark, subscribes, confirms the
 //     broker accepted the subscription, backfills history up to the watermark, and on a
 //     durable channel asks the delivery service for membership; JoinResult says honestly

@@ -52,6 +52,8 @@ const (
 	DefaultMaxReconnects  = 60
 	DefaultReconnectWait  = 2 * time.Second
 	DefaultControlTimeout = 5 * time.Second
+	// DefaultMaxPendingAsync is nats.go's own bound on unacknowledged asynchronous publishes.
+	DefaultMaxPendingAsync = 4000
 )
 
 // Options configure an Endpoint. The zero value plus a transport (Link or InProcess + Space)
@@ -104,8 +106,13 @@ type Options struct {
 	Heartbeat time.Duration
 	// LivenessWindow marks a peer offline when its ts is older; default DefaultLivenessWindow.
 	LivenessWindow time.Duration
-	// Channels are joined at connect, in order.
+	// Channels are joined at connect, in order, then the link's, then the credential's
+	// boot channels (its --subscribe channels, Credential.Subscribe), as cotal mcp joins them.
+	// A passive Endpoint joins no boot channels.
 	Channels []string
+	// SkipCredentialChannels leaves the credential's boot channels unjoined, for a program
+	// that reads only the channels it names (cotal tail).
+	SkipCredentialChannels bool
 	// EchoOwn surfaces the Endpoint's own channel messages; by default they are dropped.
 	EchoOwn bool
 	// DedupWindow is how many handled message ids are remembered; default DefaultDedupWindow.
@@ -113,6 +120,12 @@ type Options struct {
 	// ControlTimeout bounds a control Request whose context has no deadline, including the
 	// durable-join request (SPEC §7); default DefaultControlTimeout.
 	ControlTimeout time.Duration
+	// MaxPendingAsync bounds the asynchronous sends (SendAsync, SendDMAsync, SendAnycastAsync)
+	// awaiting their acknowledgement; default DefaultMaxPendingAsync. A send past it waits up
+	// to 200 ms for an acknowledgement to make room, then fails with ErrTooManyPending; a send
+	// that is never acknowledged (refused by the broker) holds its place for 30 s. It is a
+	// safety bound, not a pacing: a sender keeps its own window below it.
+	MaxPendingAsync int
 	// Logger receives the Endpoint's logs; default discards. Secrets are never logged.
 	Logger *slog.Logger
 	// MaxReconnects bounds reconnect attempts (default DefaultMaxReconnects); reconnects are
@@ -149,6 +162,8 @@ func (o *Options) Validate() error {
 		return bad("MaxReconnects must not be negative: reconnects are bounded")
 	case o.DedupWindow < 0:
 		return bad("DedupWindow must not be negative")
+	case o.MaxPendingAsync < 0:
+		return bad("MaxPendingAsync must not be negative")
 	case o.ID != "" && wire.Sanitize(o.ID) != o.ID:
 		return bad("ID %q has characters outside [A-Za-z0-9_-]", o.ID)
 	}
@@ -179,6 +194,9 @@ func (o *Options) setDefaults() {
 	if o.ReconnectWait == 0 {
 		o.ReconnectWait = DefaultReconnectWait
 	}
+	if o.MaxPendingAsync == 0 {
+		o.MaxPendingAsync = DefaultMaxPendingAsync
+	}
 }
 
 // Endpoint is a connected Cotal instance (SPEC §12): it announces presence, keeps a roster,
@@ -206,6 +224,7 @@ type Endpoint struct {
 
 	nc         *nats.Conn
 	js         jetstream.JetStream
+	binds      []binding // the bound consumers, set before Connect returns
 	presenceKV jetstream.KeyValue
 	channelsKV jetstream.KeyValue
 
@@ -234,8 +253,10 @@ type Endpoint struct {
 
 // Connect authenticates, announces presence, starts the roster and the bound consumers, and
 // joins the configured channels (SPEC §2, §6, §8, §10). The instance inbox prefix is set on
-// the connection before any request, pull or watch (SPEC §10). On error nothing is left
-// running.
+// the connection before any request, pull or watch (SPEC §10). When it returns, each bound
+// consumer (dm_, dlv_ and, with a role, svc_) is consuming, or did not exist yet, was reported
+// with EventConsumerMissing and is bound as soon as the mesh creates it; Backlog says which.
+// On error nothing is left running.
 func Connect(ctx context.Context, opts Options) (*Endpoint, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -306,6 +327,9 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 		e.passive = cred.Profile == wire.ProfileObserver || cred.Profile == wire.ProfileAdmin
 	}
 	e.passive = e.passive || o.Passive
+	if cred != nil && !e.passive && !o.SkipCredentialChannels {
+		channels = append(channels, cred.Subscribe...)
+	}
 	e.card = wire.AgentCard{ID: e.id, Name: e.card.Name, Kind: o.Kind, Role: e.role,
 		Description: o.Description, Tags: o.Tags, ProtocolVersion: wire.ProtocolVersion}
 	return url, natsOpts, channels, nil
@@ -377,7 +401,8 @@ func (e *Endpoint) adoptIdentity(cred *credential) error {
 // start runs everything after the connection is up, in the order SPEC §10 and §6 want: the
 // JetStream handles, the first presence write, the roster, the bound consumers, then joins.
 func (e *Endpoint) start(ctx context.Context, channels []string) error {
-	js, err := jetstream.New(e.nc)
+	js, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(e.opts.MaxPendingAsync),
+		jetstream.WithPublishAsyncTimeout(asyncAckWait))
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
@@ -408,7 +433,9 @@ func (e *Endpoint) start(ctx context.Context, channels []string) error {
 			return fmt.Errorf("announce presence: %w", err)
 		}
 		e.spawn(e.heartbeatLoop)
-		e.startBindings()
+		if err := e.startBindings(ctx); err != nil {
+			return err
+		}
 	}
 	for _, ch := range channels {
 		if _, err := e.Join(ctx, ch); err != nil {
@@ -460,27 +487,25 @@ func (e *Endpoint) Name() string { return e.card.Name }
 // Space is the space name as configured.
 func (e *Endpoint) Space() string { return e.space }
 
-// Role is the service role, empty without one.
-func (e *Endpoint) Role() string { return e.role }
-
-// Card returns a copy of the AgentCard announced in presence (SPEC §6).
+// Card returns a copy of the AgentCard announced in presence (SPEC §6), which also holds the
+// service role.
 func (e *Endpoint) Card() wire.AgentCard {
 	c := e.card
 	c.Tags = append([]string(nil), e.card.Tags...)
 	return c
 }
 
-// Ref is the EndpointRef this instance signs its messages with (SPEC §5).
-func (e *Endpoint) Ref() wire.EndpointRef {
+// ref is the EndpointRef this instance signs its messages with (SPEC §5).
+func (e *Endpoint) ref() wire.EndpointRef {
 	return wire.EndpointRef{ID: e.id, Name: e.card.Name, Role: e.role}
 }
 
 // Roster is the live presence directory of the space (SPEC §6).
 func (e *Endpoint) Roster() *Roster { return e.roster }
 
-// Conn is the underlying NATS connection, for diagnostics. Do not close it; close the
-// Endpoint.
-func (e *Endpoint) Conn() *nats.Conn { return e.nc }
+// Connected reports whether the connection to the broker is up. While it is down the Endpoint
+// reconnects (Options.MaxReconnects) and calls fail or wait; Done says when it gave up.
+func (e *Endpoint) Connected() bool { return e.nc.IsConnected() }
 
 // Done is closed when the Endpoint stops: after Close, or when the connection is lost for
 // good (reconnects exhausted, or refused before authentication). Err then says why.

@@ -22,7 +22,7 @@ import (
 // seen after at most this long.
 const identityTTL = 30 * time.Second
 
-// ErrNoMintedNames is returned by MintedAgents on a mesh that publishes no minted names: an
+// ErrNoMintedNames is returned by MintedName on a mesh that publishes no minted names: an
 // open mesh, or one older than the identities bucket.
 var ErrNoMintedNames = errors.New("endpoint: the mesh publishes no minted names")
 
@@ -105,10 +105,10 @@ func (e *Endpoint) MintedName(ctx context.Context, id string) (rec wire.Identity
 	return ent.rec, ent.found, nil
 }
 
-// MintedAgents returns the ids of the active agents whose credential was minted with name,
+// mintedAgents returns the ids of the active agents whose credential was minted with name,
 // compared case-insensitively, online or not; none when no active agent holds it. The error
 // wraps ErrNoMintedNames on a mesh that publishes none.
-func (e *Endpoint) MintedAgents(ctx context.Context, name string) ([]string, error) {
+func (e *Endpoint) mintedAgents(ctx context.Context, name string) ([]string, error) {
 	kv, err := e.identityBucket(ctx)
 	if err != nil {
 		return nil, err

@@ -96,22 +96,22 @@ func WithMessageID(id string) SendOption { return func(m *wire.CotalMessage) { m
 
 // Send multicasts parts on a concrete channel (SPEC §4) and returns where JetStream stored it.
 func (e *Endpoint) Send(ctx context.Context, channel string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
-	return e.Publish(ctx, e.build(wire.NewChannelMessage(e.space, e.Ref(), channel, parts...), opts))
+	return e.Publish(ctx, e.build(wire.NewChannelMessage(e.space, e.ref(), channel, parts...), opts))
 }
 
 // SendDM unicasts parts to the instance id to (SPEC §4). A to that is not an instance id, a
-// user nkey public key (SPEC §2), is refused with ErrNotInstanceID; SendDMByName addresses by
-// display name.
+// user nkey public key (SPEC §2), is refused with ErrNotInstanceID; ResolveName finds the id of
+// a display name.
 func (e *Endpoint) SendDM(ctx context.Context, to string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
 	if err := checkInstanceID(to); err != nil {
 		return Receipt{}, err
 	}
-	return e.Publish(ctx, e.build(wire.NewDirectMessage(e.space, e.Ref(), to, parts...), opts))
+	return e.Publish(ctx, e.build(wire.NewDirectMessage(e.space, e.ref(), to, parts...), opts))
 }
 
 // SendAnycast sends parts to exactly one holder of role (SPEC §4).
 func (e *Endpoint) SendAnycast(ctx context.Context, role string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
-	return e.Publish(ctx, e.build(wire.NewServiceMessage(e.space, e.Ref(), role, parts...), opts))
+	return e.Publish(ctx, e.build(wire.NewServiceMessage(e.space, e.ref(), role, parts...), opts))
 }
 
 func (e *Endpoint) build(m *wire.CotalMessage, opts []SendOption) *wire.CotalMessage {
@@ -191,7 +191,7 @@ func retryablePublish(err error) bool {
 func (e *Endpoint) prepare(m *wire.CotalMessage, buf []byte) (*nats.Msg, error) {
 	switch {
 	case m.From.ID == "":
-		m.From = e.Ref()
+		m.From = e.ref()
 	case m.From.ID != e.id:
 		return nil, fmt.Errorf("%w: from.id is %s, this instance is %s", ErrNotOwnSender, m.From.ID, e.id)
 	}
@@ -244,70 +244,129 @@ func (e *Endpoint) subjectFor(m *wire.CotalMessage) (string, error) {
 	}
 }
 
-// PendingReceipt is the outcome of PublishAsync, available once JetStream acknowledges.
+// ErrTooManyPending: Options.MaxPendingAsync asynchronous sends await their acknowledgement
+// and none was acknowledged within asyncStallWait; wait on earlier receipts before sending more.
+var ErrTooManyPending = errors.New("too many asynchronous sends await their acknowledgement")
+
+// asyncAckWait bounds the wait for the acknowledgement of an asynchronous send. A send the
+// broker refuses is never acknowledged; without a bound it would hold its place under
+// Options.MaxPendingAsync for the rest of the connection.
+const asyncAckWait = 30 * time.Second
+
+// asyncStallWait is how long an asynchronous send past Options.MaxPendingAsync waits for an
+// earlier one to be acknowledged before failing with ErrTooManyPending (nats.go's default).
+const asyncStallWait = 200 * time.Millisecond
+
+// PendingReceipt is the outcome of an asynchronous send. Done is closed once JetStream has
+// stored the message or it is known not to be; Err and Receipt then say which. Select on Done
+// to keep a bounded window of sends in flight.
 type PendingReceipt struct {
-	id, subject string
-	future      jetstream.PubAckFuture
-	e           *Endpoint
+	id      string
+	done    chan struct{}
+	receipt Receipt // set before done is closed
+	err     error   // set before done is closed
 }
 
-// ID is the id of the message being published.
+// ID is the id of the message being sent.
 func (p *PendingReceipt) ID() string { return p.id }
 
-// Wait returns the Receipt once JetStream has stored the message, or why it was not stored.
+// Done is closed once the outcome is known.
+func (p *PendingReceipt) Done() <-chan struct{} { return p.done }
+
+// Err is nil until Done is closed, and then nil if JetStream stored the message, or why it did
+// not: a refused or rejected message (ErrPublishRefused, ErrStoreFull), a connection lost
+// before the acknowledgement or none within 30 s (nats.ErrDisconnected,
+// jetstream.ErrAsyncPublishTimeout: the outcome is unknown, send again with WithMessageID and
+// the same id), or ErrClosed.
+func (p *PendingReceipt) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Receipt is where JetStream stored the message once Done is closed and Err is nil; the zero
+// Receipt before.
+func (p *PendingReceipt) Receipt() Receipt {
+	select {
+	case <-p.done:
+		return p.receipt
+	default:
+		return Receipt{}
+	}
+}
+
+// Wait returns the Receipt once the outcome is known, or ctx's error first.
 func (p *PendingReceipt) Wait(ctx context.Context) (Receipt, error) {
 	select {
-	case ack := <-p.future.Ok():
-		p.e.stats.published.Add(1)
-		return Receipt{ID: p.id, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
-	case err := <-p.future.Err():
-		return Receipt{}, fmt.Errorf("publish %s: %w", p.id, storeFull(p.subject, err))
+	case <-p.done:
+		return p.receipt, p.err
 	case <-ctx.Done():
 		return Receipt{}, fmt.Errorf("publish %s: %w", p.id, ctx.Err())
 	}
 }
 
-// PublishAsync is Publish without waiting for the acknowledgement, for throughput; call Wait
-// on the result to learn whether the message was stored.
-func (e *Endpoint) PublishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
+// SendAsync is Send without waiting for the acknowledgement: it returns once the message is
+// handed to the connection. At most Options.MaxPendingAsync sends await their acknowledgement;
+// past that a send waits briefly for room and then fails with ErrTooManyPending.
+func (e *Endpoint) SendAsync(channel string, parts []wire.Part, opts ...SendOption) (*PendingReceipt, error) {
+	return e.publishAsync(e.build(wire.NewChannelMessage(e.space, e.ref(), channel, parts...), opts))
+}
+
+// SendDMAsync is SendDM without waiting for the acknowledgement, as SendAsync.
+func (e *Endpoint) SendDMAsync(to string, parts []wire.Part, opts ...SendOption) (*PendingReceipt, error) {
+	if err := checkInstanceID(to); err != nil {
+		return nil, err
+	}
+	return e.publishAsync(e.build(wire.NewDirectMessage(e.space, e.ref(), to, parts...), opts))
+}
+
+// SendAnycastAsync is SendAnycast without waiting for the acknowledgement, as SendAsync.
+func (e *Endpoint) SendAnycastAsync(role string, parts []wire.Part, opts ...SendOption) (*PendingReceipt, error) {
+	return e.publishAsync(e.build(wire.NewServiceMessage(e.space, e.ref(), role, parts...), opts))
+}
+
+// publishAsync publishes m and follows its acknowledgement on a goroutine of the Endpoint,
+// which also ends the wait when the broker refuses the subject (SPEC §9) or the Endpoint
+// closes.
+func (e *Endpoint) publishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
 	// JetStream keeps an asynchronous message until its acknowledgement, so it gets its own
 	// buffer.
 	msg, err := e.prepare(m, nil)
 	if err != nil {
 		return nil, err
 	}
-	f, err := e.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.ID))
+	watched, stop := e.violations.watch(e.ctx, opPublish, msg.Subject, ErrPublishRefused)
+	f, err := e.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.ID), jetstream.WithStallWait(asyncStallWait))
 	if err != nil {
+		stop()
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			err = fmt.Errorf("%w (%d; Options.MaxPendingAsync): %w", ErrTooManyPending, e.opts.MaxPendingAsync, err)
+		}
 		return nil, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, err)
 	}
-	return &PendingReceipt{id: m.ID, subject: msg.Subject, future: f, e: e}, nil
+	p := &PendingReceipt{id: m.ID, done: make(chan struct{})}
+	if !e.spawn(func(context.Context) { e.awaitAck(watched, stop, p, f, msg.Subject) }) {
+		stop()
+		return nil, fmt.Errorf("publish %s: %w", m.ID, ErrClosed)
+	}
+	return p, nil
 }
 
-// PublishBatch publishes msgs asynchronously and waits for every acknowledgement. Receipts are
-// in the order of msgs; a message that was not stored has a zero Receipt and its error is
-// joined into the returned error with its index.
-func (e *Endpoint) PublishBatch(ctx context.Context, msgs []*wire.CotalMessage) ([]Receipt, error) {
-	pending := make([]*PendingReceipt, len(msgs))
-	var errs []error
-	for i, m := range msgs {
-		p, err := e.PublishAsync(m)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
-			continue
-		}
-		pending[i] = p
+// awaitAck settles p with f's outcome, a refusal of subject, or the Endpoint's close.
+func (e *Endpoint) awaitAck(watched context.Context, stop func(), p *PendingReceipt, f jetstream.PubAckFuture, subject string) {
+	defer close(p.done)
+	defer stop()
+	select {
+	case ack := <-f.Ok():
+		e.stats.published.Add(1)
+		p.receipt = Receipt{ID: p.id, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}
+	case err := <-f.Err():
+		p.err = fmt.Errorf("publish %s on %s: %w", p.id, subject, storeFull(subject, err))
+	case <-watched.Done():
+		err := refusal(watched, ErrClosed)
+		p.err = fmt.Errorf("publish %s on %s: %w", p.id, subject, err)
 	}
-	receipts := make([]Receipt, len(msgs))
-	for i, p := range pending {
-		if p == nil {
-			continue
-		}
-		r, err := p.Wait(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("message %d: %w", i, err))
-			continue
-		}
-		receipts[i] = r
-	}
-	return receipts, errors.Join(errs...)
 }

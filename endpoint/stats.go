@@ -1,21 +1,23 @@
 package endpoint
 
 import (
-	"sync"
 	"sync/atomic"
+
+	"github.com/cotal-go/cotal/wire"
 )
 
-// Stats is a snapshot of an Endpoint's counters since Connect. Counters only grow.
+// Stats is a snapshot of an Endpoint's counters since Connect. Counters only grow. Taking one
+// allocates nothing, so it may be polled at any rate.
 type Stats struct {
 	// Surfaced counts deliveries handed to the Handler, by delivery kind (SPEC §4).
-	Surfaced map[MetaKind]uint64
+	Surfaced KindCounts
 	// Historical counts surfaced backfill copies (SPEC §7); they are also in Surfaced.
 	Historical uint64
 	// Durable counts surfaced copies from the durable backstop (dlv_<id>); also in Surfaced.
 	Durable uint64
 	// Terminated counts permanent anomalies by SPEC §5 reason token. They were never surfaced
 	// and, on JetStream paths, terminated so they are never redelivered.
-	Terminated map[string]uint64
+	Terminated ReasonCounts
 	// Duplicates counts copies dropped because their id was already surfaced (SPEC §4, §7).
 	Duplicates uint64
 	// OutsideACL counts durable copies terminated unsurfaced because the credential's current
@@ -47,6 +49,45 @@ type Stats struct {
 	PullsReissued uint64
 }
 
+// KindCounts are counters by delivery kind (SPEC §4).
+type KindCounts struct {
+	Channel, DM, Anycast uint64
+}
+
+// Of is the counter of kind k; zero for a kind that is none of the three.
+func (c KindCounts) Of(k MetaKind) uint64 {
+	switch k {
+	case MetaChannel:
+		return c.Channel
+	case MetaDM:
+		return c.DM
+	case MetaAnycast:
+		return c.Anycast
+	}
+	return 0
+}
+
+// ReasonCounts are counters by SPEC §5 rejection reason token.
+type ReasonCounts struct {
+	MalformedSubject, SenderMismatch, MalformedJSON uint64
+}
+
+// Of is the counter of reason, a wire.Reason* token; zero for any other string.
+func (c ReasonCounts) Of(reason string) uint64 {
+	switch reason {
+	case wire.ReasonMalformedSubject:
+		return c.MalformedSubject
+	case wire.ReasonSenderMismatch:
+		return c.SenderMismatch
+	case wire.ReasonMalformedJSON:
+		return c.MalformedJSON
+	}
+	return 0
+}
+
+// Total is the sum of the counters.
+func (c ReasonCounts) Total() uint64 { return c.MalformedSubject + c.SenderMismatch + c.MalformedJSON }
+
 // stats holds the live counters behind Stats.
 type stats struct {
 	surfacedChannel, surfacedDM, surfacedAnycast atomic.Uint64
@@ -59,9 +100,8 @@ type stats struct {
 	handlerErrors, unhandled, published      atomic.Uint64
 	presenceDropped, rosterDropped, rebuilds atomic.Uint64
 	pullsReissued                            atomic.Uint64
-
-	mu         sync.Mutex
-	terminated map[string]uint64
+	// malformedSubject, senderMismatch and malformedJSON count terminations by reason.
+	malformedSubject, senderMismatch, malformedJSON atomic.Uint64
 }
 
 func (s *stats) surfaced(m Meta) {
@@ -81,37 +121,33 @@ func (s *stats) surfaced(m Meta) {
 	}
 }
 
+// terminate counts a termination for reason; a reason that is no SPEC §5 token counts as
+// malformed-json, as reject reports it.
 func (s *stats) terminate(reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.terminated == nil {
-		s.terminated = make(map[string]uint64)
+	switch reason {
+	case wire.ReasonMalformedSubject:
+		s.malformedSubject.Add(1)
+	case wire.ReasonSenderMismatch:
+		s.senderMismatch.Add(1)
+	default:
+		s.malformedJSON.Add(1)
 	}
-	s.terminated[reason]++
 }
 
 // terminatedTotal is the count of every anomaly terminated so far, whatever its reason, and
 // of durable copies outside the read ACL.
 func (s *stats) terminatedTotal() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	total := s.outsideACL.Load()
-	for _, n := range s.terminated {
-		total += n
-	}
-	return total
+	return s.malformedSubject.Load() + s.senderMismatch.Load() + s.malformedJSON.Load() + s.outsideACL.Load()
 }
 
 func (s *stats) snapshot() Stats {
-	out := Stats{
-		Surfaced: map[MetaKind]uint64{
-			MetaChannel: s.surfacedChannel.Load(),
-			MetaDM:      s.surfacedDM.Load(),
-			MetaAnycast: s.surfacedAnycast.Load(),
-		},
-		Historical:          s.historical.Load(),
-		Durable:             s.durable.Load(),
-		Terminated:          make(map[string]uint64),
+	return Stats{
+		Surfaced: KindCounts{Channel: s.surfacedChannel.Load(), DM: s.surfacedDM.Load(),
+			Anycast: s.surfacedAnycast.Load()},
+		Historical: s.historical.Load(),
+		Durable:    s.durable.Load(),
+		Terminated: ReasonCounts{MalformedSubject: s.malformedSubject.Load(),
+			SenderMismatch: s.senderMismatch.Load(), MalformedJSON: s.malformedJSON.Load()},
 		Duplicates:          s.duplicates.Load(),
 		OwnEchoes:           s.ownEchoes.Load(),
 		OutsideACL:          s.outsideACL.Load(),
@@ -125,12 +161,6 @@ func (s *stats) snapshot() Stats {
 		WatchRebuilds:       s.rebuilds.Load(),
 		PullsReissued:       s.pullsReissued.Load(),
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for r, n := range s.terminated {
-		out.Terminated[r] = n
-	}
-	return out
 }
 
 // Stats returns a snapshot of the Endpoint's counters.

@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 )
 
 // names are the example commands, each a directory of this one.
-var names = []string{"embed", "pertest", "workers", "tcp", "observer", "mcp"}
+var names = []string{"embed", "readme", "firehose", "pertest", "workers", "tcp", "observer", "mcp"}
 
 // runTimeout bounds one run of an example; each finishes in well under a second when idle.
 const runTimeout = 30 * time.Second
@@ -108,6 +109,12 @@ func TestEveryExampleRunsToCompletionWithoutArguments(t *testing.T) {
 			`alice got a dm from bob: hi alice, bob here`,
 			`closing the mesh`,
 		}, nil},
+		{"readme", []string{`alice: hello, bob`}, nil},
+		{"firehose", []string{
+			`alice sent 20000 DMs, at most 512 awaiting acknowledgement: [\d.]+s, \d+ msg/s`,
+			`bob handled 20000 DMs: [\d.]+s, \d+ msg/s`,
+			`bob's DM consumer owes him nothing`,
+		}, nil},
 		{"pertest", []string{`shouter replied: HELLO, SERVICE`}, nil},
 		{"workers", []string{
 			`producer sent 20 tasks to the role "resizer"`,
@@ -134,6 +141,27 @@ func TestEveryExampleRunsToCompletionWithoutArguments(t *testing.T) {
 				tc.check(t, out)
 			}
 		})
+	}
+}
+
+// TestTheReadmeExampleIsTheReadmes keeps README.md's embedding example and examples/readme,
+// which the test above runs, the same program.
+func TestTheReadmeExampleIsTheReadmes(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)\n## Embedding\n.*?```go\n(.*?)```\n").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no Go block under \"## Embedding\"")
+	}
+	prog, err := os.ReadFile("readme/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := bytes.Cut(prog, []byte("\npackage main\n"))
+	if !ok || !bytes.Equal(append([]byte("package main\n"), body...), m[1]) {
+		t.Errorf("README.md's embedding example and examples/readme/main.go (after its doc comment) differ; copy one onto the other")
 	}
 }
 

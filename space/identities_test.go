@@ -65,7 +65,11 @@ func TestANameResolvesToTheCredentialMintedWithIt(t *testing.T) {
 	if id, err := alice.ResolveName(ctx, "Bob"); err != nil || id != bob.ID {
 		t.Fatalf("ResolveName(Bob) = %s, %v; want bob's credential %s, not the impostor %s", id, err, bob.ID, mallory.ID)
 	}
-	if _, err := alice.SendDMByName(ctx, "bob", text("the password is hunter2")); err != nil {
+	to, err := alice.ResolveName(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.SendDM(ctx, to, text("the password is hunter2")); err != nil {
 		t.Fatal(err)
 	}
 	subject := n.InstSubject(bob.ID, alice.ID())

@@ -253,7 +253,7 @@ func TestAPullAimedAtAnotherChannelIsNeverSurfaced(t *testing.T) {
 	next := "$JS.API.CONSUMER.MSG.NEXT." + spec.Stream + "." + spec.Name
 	publishWithReply(t, eve, next, n.ChatSubject(carol.ID, "team.secret"), []byte(`{"batch":5,"no_wait":true}`))
 	await.True(t, answerWait, "dave's Endpoint to count the aimed copies", func() bool {
-		return dave.Stats().Terminated[wire.ReasonMalformedSubject] >= posts
+		return dave.Stats().Terminated.Of(wire.ReasonMalformedSubject) >= posts
 	})
 	select {
 	case d := <-got:

@@ -542,8 +542,8 @@ func TestAnswersAimedAcrossALeafStoreNothing(t *testing.T) {
 			t.Fatalf("the sentinel never crossed; the hub agent saw %d posts", len(seen))
 		}
 	}
-	if got := h.Stats().Terminated; len(got) > 0 {
-		t.Errorf("the hub agent terminated %v: the broker's answers crossed", got)
+	if got := h.Stats().Terminated; got.Total() > 0 {
+		t.Errorf("the hub agent terminated %+v: the broker's answers crossed", got)
 	}
 	var stored uint64
 	await.True(t, 10*time.Second, "the hub's CHAT to store mallory's posts", func() bool {

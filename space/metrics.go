@@ -168,24 +168,24 @@ func collectReplicas(ch chan<- prometheus.Metric, space string, info *jetstream.
 }
 
 func collectEndpoints(ch chan<- prometheus.Metric, eps []*endpoint.Endpoint) {
-	surfaced := map[string]uint64{}
-	terminated := map[string]uint64{}
+	var surfaced endpoint.KindCounts
+	var terminated endpoint.ReasonCounts
 	var redeliveries uint64
 	for _, ep := range eps {
 		st := ep.Stats()
-		for k, v := range st.Surfaced {
-			surfaced[string(k)] += v
-		}
-		for k, v := range st.Terminated {
-			terminated[k] += v
-		}
+		surfaced.Channel += st.Surfaced.Channel
+		surfaced.DM += st.Surfaced.DM
+		surfaced.Anycast += st.Surfaced.Anycast
+		terminated.MalformedSubject += st.Terminated.MalformedSubject
+		terminated.SenderMismatch += st.Terminated.SenderMismatch
+		terminated.MalformedJSON += st.Terminated.MalformedJSON
 		redeliveries += st.Redeliveries
 	}
-	for _, k := range []string{"channel", "dm", "anycast"} {
-		ch <- prometheus.MustNewConstMetric(descSurfaced, prometheus.CounterValue, float64(surfaced[k]), k)
+	for _, k := range []endpoint.MetaKind{endpoint.MetaChannel, endpoint.MetaDM, endpoint.MetaAnycast} {
+		ch <- prometheus.MustNewConstMetric(descSurfaced, prometheus.CounterValue, float64(surfaced.Of(k)), string(k))
 	}
 	for _, r := range []string{wire.ReasonMalformedSubject, wire.ReasonSenderMismatch, wire.ReasonMalformedJSON} {
-		ch <- prometheus.MustNewConstMetric(descTerminated, prometheus.CounterValue, float64(terminated[r]), r)
+		ch <- prometheus.MustNewConstMetric(descTerminated, prometheus.CounterValue, float64(terminated.Of(r)), r)
 	}
 	ch <- prometheus.MustNewConstMetric(descRedeliveries, prometheus.CounterValue, float64(redeliveries))
 }

@@ -43,16 +43,17 @@ func run(ctx context.Context) (err error) {
 	general := []string{"general"}
 	aliceIn, bobIn := make(chan endpoint.Delivery, 8), make(chan endpoint.Delivery, 8)
 	// Mesh.Endpoint mints a credential with these grants (SPEC §9) and connects in process;
-	// Channels are joined before it returns, so nothing sent afterwards is missed.
+	// the credential's Subscribe channels are joined before it returns, so nothing sent
+	// afterwards is missed.
 	alice, err := m.Endpoint(ctx, space.AgentSpec{Name: "alice",
 		Grants:   provisioner.Grants{Subscribe: general, AllowPublish: general},
-		Endpoint: endpoint.Options{Channels: general, Handler: forward(aliceIn)}})
+		Endpoint: endpoint.Options{Handler: forward(aliceIn)}})
 	if err != nil {
 		return err
 	}
 	bob, err := m.Endpoint(ctx, space.AgentSpec{Name: "bob",
 		Grants:   provisioner.Grants{Subscribe: general, AllowPublish: general},
-		Endpoint: endpoint.Options{Channels: general, Handler: forward(bobIn)}})
+		Endpoint: endpoint.Options{Handler: forward(bobIn)}})
 	if err != nil {
 		return err
 	}

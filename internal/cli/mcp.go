@@ -177,10 +177,10 @@ func runBounded(ctx context.Context, srv *mcpserver.Server, t mcp.Transport) err
 }
 
 // bootChannels are the channels cotal mcp joins at connect, the first being cotal_send's
-// default: the credential's --subscribe channels, in order (its cotal-subscribe tags). A
-// credential without such tags (minted before the mint wrote them, or with no --subscribe)
-// gives no way to tell its active read set from its read ACL, so then the concrete channels of
-// the read ACL are joined.
+// default: the credential's --subscribe channels, in order, which Connect joins by default
+// (endpoint.Options.Channels). A credential without subscribe tags (minted before the mint
+// wrote them, or with no --subscribe) gives no way to tell its active read set from its read
+// ACL, so then the concrete channels of the read ACL are joined too.
 func bootChannels(cred endpoint.Credential) []string {
 	if len(cred.Subscribe) > 0 {
 		return cred.Subscribe

@@ -157,7 +157,7 @@ func printHistory(ctx context.Context, e *endpoint.Endpoint, p *printer, channel
 func tailAsAgent(cmd *cobra.Command, s *session, p *printer, channels []string, history int) error {
 	ctx := cmd.Context()
 	copies := make(chan endpoint.Delivery, tailBuffer)
-	e, err := s.connect(ctx, endpoint.Options{OnEvent: p.reportConnection,
+	e, err := s.connect(ctx, endpoint.Options{OnEvent: p.reportConnection, SkipCredentialChannels: true,
 		Handler: func(ctx context.Context, d endpoint.Delivery) error {
 			if d.Meta.Historical {
 				return nil // history is read below, limited to --history

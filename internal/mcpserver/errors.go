@@ -64,7 +64,7 @@ func (s *Server) online(action string) error {
 		return fmt.Errorf("%s: %w (%v); restart the MCP server once the mesh runs", action, ErrStopped, s.e.Err())
 	default:
 	}
-	if !s.e.Conn().IsConnected() {
+	if !s.e.Connected() {
 		return fmt.Errorf("%s: %w: the connection is down and being re-established; "+
 			"the mesh may be restarting: try again in a few seconds", action, ErrUnreachable)
 	}

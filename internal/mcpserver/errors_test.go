@@ -126,7 +126,7 @@ func TestMCPAnUnreachableMeshIsAnErrorResultThatSaysWhatToDo(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A TCP client learns of the close when it reads the end of its connection.
-			await.True(t, 10*time.Second, "alice's connection to be down", func() bool { return !alice.e.Conn().IsConnected() })
+			await.True(t, 10*time.Second, "alice's connection to be down", func() bool { return !alice.e.Connected() })
 			for _, c := range unreachableCalls {
 				res := alice.call(t, c.tool, c.args)
 				if !res.IsError || !strings.Contains(text(res), tc.want) {
