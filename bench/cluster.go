@@ -129,7 +129,7 @@ func (c clusterDM) run(ctx context.Context, run int) (figures, error) {
 // over TCP.
 func (c clusterDM) connect(ctx context.Context, node *space.Mesh, name string, h endpoint.Handler) (*endpoint.Endpoint, error) {
 	cred, err := c.keys.Mint(ctx, provisioner.MintRequest{Space: benchSpace, Name: name,
-		Profile: provisioner.ProfileAgent}, true)
+		Profile: provisioner.ProfileAgent})
 	if err != nil {
 		return nil, fmt.Errorf("mint %s: %w", name, err)
 	}

@@ -140,7 +140,7 @@ func cotalFleet(ctx context.Context, n int) (figures, error) {
 	creds := make([][]byte, n)
 	for i := range creds {
 		cred, err := env.mesh.Mint(ctx, provisioner.MintRequest{Space: benchSpace, Name: fmt.Sprintf("agent%d", i),
-			Profile: provisioner.ProfileAgent, NoExpiry: true}, true)
+			Profile: provisioner.ProfileAgent, NoExpiry: true})
 		if err != nil {
 			return nil, err
 		}

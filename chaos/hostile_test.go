@@ -87,7 +87,7 @@ func newHostile(t *testing.T) *hostile {
 		t.Fatal(err)
 	}
 	h.mallory, err = m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "mallory", Profile: provisioner.ProfileAgent,
-		Grants: provisioner.Grants{AllowSubscribe: []string{"h.>"}, AllowPublish: []string{"h.>"}}}, true)
+		Grants: provisioner.Grants{AllowSubscribe: []string{"h.>"}, AllowPublish: []string{"h.>"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func channelLengthLimit(t *testing.T, h *hostile) string {
 		t.Fatalf("send on a channel one byte over the limit: %v, want ErrInvalidChannel", err)
 	}
 	_, err = h.m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "wide", Profile: provisioner.ProfileAgent,
-		Grants: provisioner.Grants{AllowSubscribe: []string{long + "a"}}}, true)
+		Grants: provisioner.Grants{AllowSubscribe: []string{long + "a"}}})
 	if !errors.Is(err, wire.ErrInvalidChannel) {
 		t.Fatalf("mint a read ACL one byte over the limit: %v, want ErrInvalidChannel", err)
 	}

@@ -142,7 +142,7 @@ func (a *loadAgent) connect(acl []string) error {
 	defer cancel()
 	cred, err := a.m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: a.name, Profile: provisioner.ProfileAgent,
 		Grants:   provisioner.Grants{AllowSubscribe: acl, AllowPublish: []string{"load.>"}, Role: a.role},
-		NoExpiry: true, Identity: a.kp}, true)
+		NoExpiry: true, Identity: a.kp})
 	if err != nil {
 		return fmt.Errorf("mint %s: %w", a.name, err)
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
-	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
@@ -156,7 +156,7 @@ func TestConnectJoinsTheCredentialsBootChannels(t *testing.T) {
 			if tc.configure != nil {
 				configure = append(configure, tc.configure)
 			}
-			spec := space.MintSpec{Name: fmt.Sprintf("alice%d", i), Subscribe: []string{"team.b", "general"},
+			spec := admin.MintSpec{Name: fmt.Sprintf("alice%d", i), Subscribe: []string{"team.b", "general"},
 				AllowSubscribe: []string{"general", "ops", "team.>"}}
 			p := meshAgent(t, m, spec, configure...)
 			if got := p.Joined(); !slices.Equal(got, tc.want) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -33,8 +34,8 @@ func crashingHandler(t *testing.T) (endpoint.Handler, <-chan endpoint.Delivery) 
 func TestACrashBeforeAckRedeliversToTheNextBinding(t *testing.T) {
 	m := spacetest.New(t, func(o *space.Options) { o.AckWait = time.Second })
 	team := []string{"team"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
-	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
+	bobCred := meshMint(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: team})
 	bob := meshConnect(t, m, bobCred)
 	if res, err := bob.Join(ctxT(t), "team"); err != nil || res.State != endpoint.JoinedDurable {
 		t.Fatalf("join %+v, %v; want joined durable", res, err)

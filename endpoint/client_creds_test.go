@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
-	"github.com/cotal-go/cotal/space"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
@@ -20,22 +20,22 @@ func TestParseCredentialReadsWhatTheMintWrote(t *testing.T) {
 	expires := time.Now().Add(time.Hour).Truncate(time.Second)
 	tests := []struct {
 		name          string
-		spec          space.MintSpec
+		spec          admin.MintSpec
 		read, publish []string
 	}{
 		{"an agent's ACLs and role come from its grants and tags",
-			space.MintSpec{Name: "alice", Profile: "agent", Role: "Reviewer", Subscribe: []string{"general"},
+			admin.MintSpec{Name: "alice", Profile: "agent", Role: "Reviewer", Subscribe: []string{"general"},
 				AllowSubscribe: []string{"general", "team.>"}, AllowPublish: []string{"general", "team.*"}, ExpiresAt: expires},
 			[]string{"general", "team.>"}, []string{"general", "team.*"}},
 		{"an observer reads every channel and sends to none",
-			space.MintSpec{Name: "obs", Profile: "observer", ExpiresAt: expires}, []string{">"}, []string{}},
+			admin.MintSpec{Name: "obs", Profile: "observer", ExpiresAt: expires}, []string{">"}, []string{}},
 		{"an admin reads every channel and sends to none",
-			space.MintSpec{Name: "adm", Profile: "admin", ExpiresAt: expires}, []string{">"}, []string{}},
+			admin.MintSpec{Name: "adm", Profile: "admin", ExpiresAt: expires}, []string{">"}, []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.spec.Space = "main"
-			cred, err := m.MintSpec(ctxT(t), tt.spec)
+			cred, err := admin.Mint(ctxT(t), m, tt.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,23 +102,23 @@ func TestACredentialThatEndsSaysWhyAndWhatToDo(t *testing.T) {
 	m := spacetest.New(t)
 	for _, tc := range []struct {
 		name string
-		spec space.MintSpec
-		end  func(t *testing.T, cred *space.MintedCredential)
+		spec admin.MintSpec
+		end  func(t *testing.T, cred *admin.MintedCredential)
 		want error
 		says string
 	}{
-		{"it expires", space.MintSpec{Name: "brief", ExpiresAt: time.Now().Add(4 * time.Second)},
-			func(*testing.T, *space.MintedCredential) {}, endpoint.ErrCredentialExpired, "mint a new one"},
-		{"it is revoked", space.MintSpec{Name: "revoked", NoExpiry: true},
-			func(t *testing.T, cred *space.MintedCredential) {
+		{"it expires", admin.MintSpec{Name: "brief", ExpiresAt: time.Now().Add(4 * time.Second)},
+			func(*testing.T, *admin.MintedCredential) {}, endpoint.ErrCredentialExpired, "mint a new one"},
+		{"it is revoked", admin.MintSpec{Name: "revoked", NoExpiry: true},
+			func(t *testing.T, cred *admin.MintedCredential) {
 				if err := m.Revoke(ctxT(t), "main", cred.ID); err != nil {
 					t.Fatal(err)
 				}
 			}, endpoint.ErrCredentialRefused, "ask whoever runs the mesh"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.spec.Space, tc.spec.Profile, tc.spec.Provision = "main", "agent", true
-			cred, err := m.MintSpec(ctxT(t), tc.spec)
+			tc.spec.Space, tc.spec.Profile = "main", "agent"
+			cred, err := admin.Mint(ctxT(t), m, tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -155,9 +156,9 @@ func TestEndpointReportsACredentialTooLargeForTheControlLine(t *testing.T) {
 func TestEndpointConnectsThroughAJoinLinkWithACredsFile(t *testing.T) {
 	m := spacetest.New(t, func(o *space.Options) { o.Listen = "127.0.0.1:0" })
 	team := []string{"team"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
-	cred, err := m.MintSpec(ctxT(t), space.MintSpec{Space: "main", Name: "bob", Profile: "agent",
-		AllowSubscribe: team, Provision: true, NoExpiry: true})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
+	cred, err := admin.Mint(ctxT(t), m, admin.MintSpec{Space: "main", Name: "bob", Profile: "agent",
+		AllowSubscribe: team, NoExpiry: true})
 	if err != nil {
 		t.Fatal(err)
 	}

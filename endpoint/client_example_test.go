@@ -36,7 +36,7 @@ func ExampleConnect() {
 	defer os.RemoveAll(dir)
 	general := []string{"general"}
 	cred, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "alice",
-		Profile: provisioner.ProfileAgent, Grants: provisioner.Grants{Subscribe: general}}, true)
+		Profile: provisioner.ProfileAgent, Grants: provisioner.Grants{Subscribe: general}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -25,15 +26,15 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	lobby := []string{"lobby"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: lobby, AllowPublish: lobby})
-	carolCred := meshMint(t, m, space.MintSpec{Name: "carol", AllowSubscribe: lobby})
-	eveCred := meshMint(t, m, space.MintSpec{Name: "eve", AllowSubscribe: []string{"elsewhere"}})
-	dup1 := meshAgent(t, m, space.MintSpec{Name: "dup", AllowSubscribe: lobby})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: lobby, AllowPublish: lobby})
+	carolCred := meshMint(t, m, admin.MintSpec{Name: "carol", AllowSubscribe: lobby})
+	eveCred := meshMint(t, m, admin.MintSpec{Name: "eve", AllowSubscribe: []string{"elsewhere"}})
+	dup1 := meshAgent(t, m, admin.MintSpec{Name: "dup", AllowSubscribe: lobby})
 	// A name has one active credential (provisioner.ErrNameInUse); another instance can still
 	// present the same display name, which does not make it the mention's target.
-	dup2 := meshAgent(t, m, space.MintSpec{Name: "dup-2", AllowSubscribe: lobby},
+	dup2 := meshAgent(t, m, admin.MintSpec{Name: "dup-2", AllowSubscribe: lobby},
 		func(o *endpoint.Options) { o.Name = "dup" })
-	for _, c := range []*space.MintedCredential{carolCred, eveCred} {
+	for _, c := range []*admin.MintedCredential{carolCred, eveCred} {
 		p := meshConnect(t, m, c) // announce presence once, then go offline gracefully
 		await.True(t, settle, c.Name+" in alice's roster", func() bool { _, ok := alice.Roster().Peer(c.ID); return ok })
 		if err := p.Close(ctxT(t)); err != nil {
@@ -81,7 +82,7 @@ func TestMentionOnALiveChannelReachesAnOfflineAuthorizedPeerOnly(t *testing.T) {
 
 // dlvWaiting is the number of pull requests the broker holds on cred's dlv_<id> consumer, read
 // with cred itself (an agent may read its own consumer's info).
-func dlvWaiting(t *testing.T, m *space.Mesh, cred *space.MintedCredential) int {
+func dlvWaiting(t *testing.T, m *space.Mesh, cred *admin.MintedCredential) int {
 	t.Helper()
 	token, err := jwt.ParseDecoratedJWT(cred.Creds)
 	if err != nil {

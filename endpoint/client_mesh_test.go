@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -16,22 +17,22 @@ import (
 
 // meshAgent mints an agent credential in the authenticated test mesh (with its bind-only
 // consumers) and connects an Endpoint with it in process, closed at cleanup.
-func meshAgent(t *testing.T, m *space.Mesh, spec space.MintSpec, configure ...func(*endpoint.Options)) *peer {
+func meshAgent(t *testing.T, m *space.Mesh, spec admin.MintSpec, configure ...func(*endpoint.Options)) *peer {
 	t.Helper()
 	return meshConnect(t, m, meshMint(t, m, spec), configure...)
 }
 
-func meshMint(t *testing.T, m *space.Mesh, spec space.MintSpec) *space.MintedCredential {
+func meshMint(t *testing.T, m *space.Mesh, spec admin.MintSpec) *admin.MintedCredential {
 	t.Helper()
-	spec.Space, spec.Profile, spec.Provision, spec.NoExpiry = "main", "agent", true, true
-	cred, err := m.MintSpec(ctxT(t), spec)
+	spec.Space, spec.Profile, spec.NoExpiry = "main", "agent", true
+	cred, err := admin.Mint(ctxT(t), m, spec)
 	if err != nil {
 		t.Fatalf("mint %s: %v", spec.Name, err)
 	}
 	return cred
 }
 
-func meshConnect(t *testing.T, m *space.Mesh, cred *space.MintedCredential, configure ...func(*endpoint.Options)) *peer {
+func meshConnect(t *testing.T, m *space.Mesh, cred *admin.MintedCredential, configure ...func(*endpoint.Options)) *peer {
 	t.Helper()
 	rec := &recorder{}
 	opts := endpoint.Options{InProcess: m.InProcess(), Space: "main", Creds: cred.Creds, Handler: rec.handle,
@@ -61,10 +62,10 @@ func meshConnect(t *testing.T, m *space.Mesh, cred *space.MintedCredential, conf
 func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 	m := spacetest.New(t)
 	team := []string{"team.backend"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", Role: "planner", AllowSubscribe: team, AllowPublish: team})
-	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
-	r1 := meshAgent(t, m, space.MintSpec{Name: "reviewer-1", Role: "reviewer"})
-	r2 := meshAgent(t, m, space.MintSpec{Name: "reviewer-2", Role: "reviewer"})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", Role: "planner", AllowSubscribe: team, AllowPublish: team})
+	bob := meshAgent(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
+	r1 := meshAgent(t, m, admin.MintSpec{Name: "reviewer-1", Role: "reviewer"})
+	r2 := meshAgent(t, m, admin.MintSpec{Name: "reviewer-2", Role: "reviewer"})
 
 	for _, p := range []*peer{alice, bob} {
 		res, err := p.Join(ctxT(t), "team.backend")
@@ -101,7 +102,7 @@ func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 	}
 	await.True(t, settle, "one reviewer gets the task", func() bool { return len(r1.rec.withID(task.ID))+len(r2.rec.withID(task.ID)) == 1 })
 
-	late := meshAgent(t, m, space.MintSpec{Name: "late", AllowSubscribe: team})
+	late := meshAgent(t, m, admin.MintSpec{Name: "late", AllowSubscribe: team})
 	res, err := late.Join(ctxT(t), "team.backend")
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestClientInteropScenarioOnAnAuthenticatedMesh(t *testing.T) {
 
 func TestJoinOutsideTheReadACLIsRefusedByTheBroker(t *testing.T) {
 	m := spacetest.New(t)
-	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
+	bob := meshAgent(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
 	_, err := bob.Join(ctxT(t), "secret")
 	if !errors.Is(err, endpoint.ErrJoinRefused) {
 		t.Fatalf("join outside the ACL: %v, want ErrJoinRefused", err)
@@ -131,7 +132,7 @@ func TestJoinOutsideTheReadACLIsRefusedByTheBroker(t *testing.T) {
 
 func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
 	m := spacetest.New(t)
-	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
+	bob := meshAgent(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
 	if _, err := bob.Send(ctxT(t), "team", text("read-only here")); !errors.Is(err, endpoint.ErrPublishRefused) {
 		t.Fatalf("publish outside allowPublish: %v, want ErrPublishRefused", err)
 	}
@@ -151,7 +152,7 @@ func TestSendOutsideThePublishACLIsRefused(t *testing.T) {
 func TestAsyncSendsPastMaxPendingAsyncFailWithErrTooManyPending(t *testing.T) {
 	m := spacetest.New(t)
 	// A refused publish is never acknowledged, so it holds its place until the ack wait ends.
-	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}},
+	bob := meshAgent(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}},
 		func(o *endpoint.Options) { o.MaxPendingAsync = 1 })
 	p, err := bob.SendAsync("team", text("refused"))
 	if err != nil {
@@ -167,7 +168,7 @@ func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
 	m := spacetest.New(t)
 	var peers []*peer
 	for i := range 3 {
-		peers = append(peers, meshAgent(t, m, space.MintSpec{Name: fmt.Sprintf("agent-%d", i)}))
+		peers = append(peers, meshAgent(t, m, admin.MintSpec{Name: fmt.Sprintf("agent-%d", i)}))
 	}
 	await.True(t, settle, "every agent in every roster", func() bool {
 		for _, p := range peers {
@@ -187,8 +188,8 @@ func TestRosterOnAnAuthenticatedMeshDropsNothingValid(t *testing.T) {
 func TestJoinDurableOnAnAuthenticatedMeshDeliversWhatAnOfflineMemberMissed(t *testing.T) {
 	m := spacetest.New(t)
 	team := []string{"team"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
-	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
+	bobCred := meshMint(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: team})
 	bob := meshConnect(t, m, bobCred)
 	res, err := bob.Join(ctxT(t), "team")
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
-	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
@@ -17,8 +17,8 @@ import (
 func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
 	m := spacetest.New(t)
 	both := []string{"team", "ops"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: both, AllowPublish: both})
-	bobCred := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: both})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: both, AllowPublish: both})
+	bobCred := meshMint(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: both})
 	bob := meshConnect(t, m, bobCred)
 	for _, ch := range both {
 		if res, err := bob.Join(ctxT(t), ch); err != nil || res.State != endpoint.JoinedDurable {
@@ -43,7 +43,7 @@ func TestDurableCopiesOfAChannelDroppedByARemintAreNeverSurfaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	narrowed := meshMint(t, m, space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}, IdentitySeed: seed})
+	narrowed := meshMint(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}, IdentitySeed: seed})
 	back := meshConnect(t, m, narrowed)
 	await.True(t, settle, "the still-readable copy", func() bool { return len(back.rec.withID(kept.ID)) == 1 })
 	// The dropped copy was handed over before the kept one, so by now it would have arrived.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
@@ -18,7 +19,7 @@ import (
 func TestObserverAndAdminEndpointsArePassiveReaders(t *testing.T) {
 	m := spacetest.New(t)
 	general := []string{"general"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
 	before, err := alice.Send(ctxT(t), "general", text("before the observer joined"))
 	if err != nil {
 		t.Fatal(err)

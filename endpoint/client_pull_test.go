@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -94,8 +95,8 @@ func (c *lossyConn) frame() (int, bool) {
 // counts the pull asked again (docs/durable.md "Pulls that go missing").
 func TestALostPullRequestIsAskedAgain(t *testing.T) {
 	m := spacetest.New(t)
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice"})
-	bobCred := meshMint(t, m, space.MintSpec{Name: "bob"})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice"})
+	bobCred := meshMint(t, m, admin.MintSpec{Name: "bob"})
 	lossy := &lossyProvider{inner: m.InProcess(),
 		prefix: []byte("$JS.API.CONSUMER.MSG.NEXT.DM_main.dm_" + bobCred.ID)}
 	bob := meshConnect(t, m, bobCred, func(o *endpoint.Options) { o.InProcess = lossy })
@@ -119,8 +120,8 @@ func TestALostPullRequestIsAskedAgain(t *testing.T) {
 func TestCopiesPulledAheadOfASlowHandlerAreNotRedelivered(t *testing.T) {
 	const dms, handle = 12, 400 * time.Millisecond // the last waits 4.4 s, twice the ack wait
 	m := spacetest.New(t, func(o *space.Options) { o.AckWait = 2 * time.Second })
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice"})
-	bobCred := meshMint(t, m, space.MintSpec{Name: "bob"})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice"})
+	bobCred := meshMint(t, m, admin.MintSpec{Name: "bob"})
 	for i := 0; i < dms; i++ {
 		if _, err := alice.SendDM(ctxT(t), bobCred.ID, text("backlog")); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -18,10 +19,10 @@ import (
 // meshReader mints a credential of profile (an agent one with spec's grants) and connects a
 // passive Endpoint with it, closed at cleanup. An agent credential reads passively only when
 // asked to (Options.Passive); observer and admin ones always do.
-func meshReader(t *testing.T, m *space.Mesh, profile string, spec space.MintSpec, configure ...func(*endpoint.Options)) *peer {
+func meshReader(t *testing.T, m *space.Mesh, profile string, spec admin.MintSpec, configure ...func(*endpoint.Options)) *peer {
 	t.Helper()
 	spec.Space, spec.Profile, spec.NoExpiry = "main", profile, true
-	cred, err := m.MintSpec(ctxT(t), spec)
+	cred, err := admin.Mint(ctxT(t), m, spec)
 	if err != nil {
 		t.Fatalf("mint %s %s: %v", profile, spec.Name, err)
 	}
@@ -32,8 +33,8 @@ func meshReader(t *testing.T, m *space.Mesh, profile string, spec space.MintSpec
 
 // readSpec is the mint spec of a reader: an agent reads acl, an observer or admin
 // takes no grants (SPEC Appendix B).
-func readSpec(name, profile string, acl []string) space.MintSpec {
-	spec := space.MintSpec{Name: name}
+func readSpec(name, profile string, acl []string) admin.MintSpec {
+	spec := admin.MintSpec{Name: name}
 	if profile == "agent" {
 		spec.AllowSubscribe = acl
 	}
@@ -57,15 +58,15 @@ func sendN(t *testing.T, from *peer, channel string, n int) []string {
 func TestHistoryReturnsTheLastMessagesOldestFirstForEveryProfile(t *testing.T) {
 	m := spacetest.New(t)
 	general := []string{"general"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
 	ids := sendN(t, alice, "general", 5)
 	readers := []struct {
 		name   string
 		reader *peer
 	}{
-		{"an agent within its read ACL, passive", meshReader(t, m, "agent", space.MintSpec{Name: "carol", AllowSubscribe: general})},
-		{"an observer", meshReader(t, m, "observer", space.MintSpec{Name: "obs"})},
-		{"an admin", meshReader(t, m, "admin", space.MintSpec{Name: "adm"})},
+		{"an agent within its read ACL, passive", meshReader(t, m, "agent", admin.MintSpec{Name: "carol", AllowSubscribe: general})},
+		{"an observer", meshReader(t, m, "observer", admin.MintSpec{Name: "obs"})},
+		{"an admin", meshReader(t, m, "admin", admin.MintSpec{Name: "adm"})},
 		{"the sender itself, own messages included", alice},
 	}
 	for _, tt := range readers {
@@ -95,9 +96,9 @@ func TestHistoryReturnsTheLastMessagesOldestFirstForEveryProfile(t *testing.T) {
 
 func TestHistoryOutsideTheReadACLIsRefusedAtOnce(t *testing.T) {
 	m := spacetest.New(t)
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowPublish: []string{"secret"}})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowPublish: []string{"secret"}})
 	sendN(t, alice, "secret", 1)
-	bob := meshReader(t, m, "agent", space.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
+	bob := meshReader(t, m, "agent", admin.MintSpec{Name: "bob", AllowSubscribe: []string{"team"}})
 	tests := []struct {
 		name    string
 		channel string
@@ -125,7 +126,7 @@ func TestHistoryOutsideTheReadACLIsRefusedAtOnce(t *testing.T) {
 func TestChannelsListsCountsAndEffectiveConfig(t *testing.T) {
 	m := spacetest.New(t)
 	chans := []string{"general", "random"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: chans, AllowPublish: chans})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: chans, AllowPublish: chans})
 	sendN(t, alice, "general", 3)
 	sendN(t, alice, "random", 1)
 	live, desc, week := wire.DeliveryLive, "announcements", "7d"
@@ -143,7 +144,7 @@ func TestChannelsListsCountsAndEffectiveConfig(t *testing.T) {
 	}
 	for _, profile := range []string{"agent", "observer", "admin"} {
 		t.Run("an "+profile+" sees every channel with its count and effective config", func(t *testing.T) {
-			r := meshReader(t, m, profile, space.MintSpec{Name: "reader-" + profile})
+			r := meshReader(t, m, profile, admin.MintSpec{Name: "reader-" + profile})
 			list, err := r.Channels(ctxT(t))
 			if err != nil {
 				t.Fatalf("channels: %v", err)
@@ -201,8 +202,8 @@ func (c *tap) withID(id string) []endpoint.Delivery {
 func TestFollowTapsLiveTrafficWithinTheGrants(t *testing.T) {
 	m := spacetest.New(t)
 	chans := []string{"general", "team"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: chans, AllowPublish: chans})
-	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: chans, AllowPublish: chans})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: chans, AllowPublish: chans})
+	bob := meshAgent(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: chans, AllowPublish: chans})
 	tests := []struct {
 		name    string
 		profile string
@@ -293,9 +294,9 @@ func TestFollowOutsideTheGrantsIsRefused(t *testing.T) {
 func TestAPassiveAgentReadsWithoutTakingPart(t *testing.T) {
 	m := spacetest.New(t)
 	general := []string{"general"}
-	cred := meshMint(t, m, space.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
+	cred := meshMint(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: general, AllowPublish: general})
 	reader := meshConnect(t, m, cred, func(o *endpoint.Options) { o.Passive = true })
-	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: general, AllowPublish: general})
+	bob := meshAgent(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: general, AllowPublish: general})
 	select {
 	case <-bob.Roster().Loaded():
 	case <-ctxT(t).Done():

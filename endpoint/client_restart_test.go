@@ -57,7 +57,7 @@ func TestEndpointsRecoverFromAMeshRestart(t *testing.T) {
 	listen := net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
 	connect := func(name string, h endpoint.Handler) *endpoint.Endpoint {
 		cred, err := m.Mint(ctxT(t), provisioner.MintRequest{Space: "main", Name: name, Profile: provisioner.ProfileAgent,
-			Grants: provisioner.Grants{Subscribe: []string{"team"}, AllowPublish: []string{"team"}}}, true)
+			Grants: provisioner.Grants{Subscribe: []string{"team"}, AllowPublish: []string{"team"}}})
 		if err != nil {
 			t.Fatal(err)
 		}

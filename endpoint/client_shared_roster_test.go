@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
-	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -26,9 +26,9 @@ func onlineIDs(r *endpoint.Roster) []string {
 func TestEndpointsOfOneMeshShareOneRosterWatch(t *testing.T) {
 	m := spacetest.New(t)
 	team := []string{"team"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
-	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
-	carol := meshAgent(t, m, space.MintSpec{Name: "carol", AllowSubscribe: team, AllowPublish: team})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
+	bob := meshAgent(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
+	carol := meshAgent(t, m, admin.MintSpec{Name: "carol", AllowSubscribe: team, AllowPublish: team})
 	all := []*peer{alice, bob, carol}
 	await.True(t, settle, "every roster lists the three online", func() bool {
 		for _, p := range all {
@@ -61,8 +61,8 @@ func TestEndpointsOfOneMeshShareOneRosterWatch(t *testing.T) {
 func TestClosingTheCarrierLeavesTheOtherRostersRunning(t *testing.T) {
 	m := spacetest.New(t)
 	team := []string{"team"}
-	alice := meshAgent(t, m, space.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
-	bob := meshAgent(t, m, space.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice", AllowSubscribe: team, AllowPublish: team})
+	bob := meshAgent(t, m, admin.MintSpec{Name: "bob", AllowSubscribe: team, AllowPublish: team})
 	await.True(t, settle, "bob sees alice", func() bool { p, ok := bob.Roster().Peer(alice.ID()); return ok && p.Online })
 	carrier, other := alice, bob
 	if endpoint.CarriesRoster(bob.Endpoint) {
@@ -87,7 +87,7 @@ func TestClosingTheCarrierLeavesTheOtherRostersRunning(t *testing.T) {
 		p, ok := other.Roster().Peer(carrier.ID())
 		return ok && !p.Online && p.Presence.Status == wire.StatusOffline
 	})
-	carol := meshAgent(t, m, space.MintSpec{Name: "carol", AllowSubscribe: team, AllowPublish: team})
+	carol := meshAgent(t, m, admin.MintSpec{Name: "carol", AllowSubscribe: team, AllowPublish: team})
 	if err := carol.SetStatus(ctxT(t), wire.StatusWorking, "after the handover"); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestClosingTheCarrierLeavesTheOtherRostersRunning(t *testing.T) {
 func TestAJoiningMemberReadsARosterCaughtUpWithItsConnect(t *testing.T) {
 	m := spacetest.New(t)
 	team := []string{"team"}
-	meshAgent(t, m, space.MintSpec{Name: "first", AllowSubscribe: team})
+	meshAgent(t, m, admin.MintSpec{Name: "first", AllowSubscribe: team})
 	var announced []string
 	for round := range 5 {
 		const agents = 10
@@ -132,7 +132,7 @@ func TestAJoiningMemberReadsARosterCaughtUpWithItsConnect(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range agents {
 			wg.Go(func() {
-				ids <- meshAgent(t, m, space.MintSpec{Name: fmt.Sprintf("agent-%d-%d", round, i), AllowSubscribe: team}).ID()
+				ids <- meshAgent(t, m, admin.MintSpec{Name: fmt.Sprintf("agent-%d-%d", round, i), AllowSubscribe: team}).ID()
 			})
 		}
 		wg.Wait()
@@ -140,7 +140,7 @@ func TestAJoiningMemberReadsARosterCaughtUpWithItsConnect(t *testing.T) {
 		for id := range ids {
 			announced = append(announced, id)
 		}
-		cred, err := m.MintSpec(ctxT(t), space.MintSpec{Space: "main", Name: fmt.Sprint("observer-", round), Profile: "observer", NoExpiry: true})
+		cred, err := admin.Mint(ctxT(t), m, admin.MintSpec{Space: "main", Name: fmt.Sprint("observer-", round), Profile: "observer", NoExpiry: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
@@ -150,13 +151,13 @@ func sendDMs(ctx context.Context, b *testing.B, sender *endpoint.Endpoint, to st
 // minted numbers the credentials of a benchmark, so that no mint revokes an earlier one.
 var minted atomic.Int64
 
-func benchMint(b *testing.B, m *space.Mesh, name string) *space.MintedCredential {
+func benchMint(b *testing.B, m *space.Mesh, name string) *admin.MintedCredential {
 	b.Helper()
 	name = fmt.Sprintf("%s%d", name, minted.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cred, err := m.MintSpec(ctx, space.MintSpec{Space: "main", Profile: "agent", Name: name,
-		Provision: true, NoExpiry: true})
+	cred, err := admin.Mint(ctx, m, admin.MintSpec{Space: "main", Profile: "agent", Name: name,
+		NoExpiry: true})
 	if err != nil {
 		b.Fatalf("mint %s: %v", name, err)
 	}
@@ -164,7 +165,7 @@ func benchMint(b *testing.B, m *space.Mesh, name string) *space.MintedCredential
 }
 
 // benchEndpoint connects cred in process or through the mesh's TCP listener, closed with b.
-func benchEndpoint(b *testing.B, m *space.Mesh, tcp bool, cred *space.MintedCredential, h endpoint.Handler) *endpoint.Endpoint {
+func benchEndpoint(b *testing.B, m *space.Mesh, tcp bool, cred *admin.MintedCredential, h endpoint.Handler) *endpoint.Endpoint {
 	b.Helper()
 	opts := endpoint.Options{Creds: cred.Creds, Handler: h}
 	if tcp {
@@ -191,7 +192,7 @@ func benchEndpoint(b *testing.B, m *space.Mesh, tcp bool, cred *space.MintedCred
 }
 
 // rawReceiver consumes cred's dm_ consumer with bare nats.go, as a hand-rolled client would.
-func rawReceiver(b *testing.B, m *space.Mesh, tcp bool, cred *space.MintedCredential, count func()) {
+func rawReceiver(b *testing.B, m *space.Mesh, tcp bool, cred *admin.MintedCredential, count func()) {
 	b.Helper()
 	file := filepath.Join(b.TempDir(), "bob.creds")
 	if err := os.WriteFile(file, cred.Creds, 0o600); err != nil {

@@ -62,7 +62,7 @@ func ParseCredential(contents []byte) (Credential, error) {
 }
 
 // CredentialSeed returns the user seed of .creds content after ParseCredential's checks, so
-// the identity it binds can be minted again (space.MintSpec.IdentitySeed). Errors wrap
+// the identity it binds can be minted again (provisioner.MintRequest.Identity). Errors wrap
 // ErrBadCredential and never carry key material.
 func CredentialSeed(contents []byte) (string, error) {
 	c, err := parseCreds(contents)

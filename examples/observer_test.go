@@ -24,7 +24,7 @@ func TestObserverOfARunningMesh(t *testing.T) {
 		t.Fatal(err)
 	}
 	cred, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "watcher",
-		Profile: provisioner.ProfileObserver}, false)
+		Profile: provisioner.ProfileObserver})
 	if err != nil {
 		t.Fatal(err)
 	}

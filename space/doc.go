@@ -11,7 +11,7 @@
 //
 // A Go program hands its agents in-process Endpoints with Mesh.Endpoint (no TCP; their
 // credentials never expire and are refused over TCP), issues credentials for remote agents
-// with Mesh.Mint and Mesh.MintSpec, and revokes them with Mesh.Revoke: a re-mint or revoke
+// with Mesh.Mint, and revokes them with Mesh.Revoke: a re-mint or revoke
 // takes effect at once (SPEC §9 item 6). spacetest.New gives a test its own mesh in one line.
 //
 // Guarantees:

@@ -47,7 +47,7 @@ func (m *Mesh) Endpoint(ctx context.Context, spec AgentSpec) (*endpoint.Endpoint
 	}
 	if m.store != nil {
 		cred, err := m.Mint(ctx, provisioner.MintRequest{Space: spec.Space, Name: spec.Name,
-			Profile: spec.Profile, Grants: spec.Grants, NoExpiry: true, InProcessOnly: true}, true)
+			Profile: spec.Profile, Grants: spec.Grants, NoExpiry: true, InProcessOnly: true})
 		if err != nil {
 			return nil, err
 		}

@@ -39,7 +39,7 @@ func TestInProcessAgentsHoldNonExpiringInProcessOnlyCredentials(t *testing.T) {
 	}
 
 	cred, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "copy", Profile: provisioner.ProfileAgent,
-		InProcessOnly: true}, false)
+		InProcessOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func mint(t *testing.T, m *space.Mesh, name string, p provisioner.Profile, g pro
 // mintWith issues the credential req describes, with its bind-only consumers pre-created.
 func mintWith(t *testing.T, m *space.Mesh, req provisioner.MintRequest) *provisioner.Credential {
 	t.Helper()
-	cred, err := m.Mint(context.Background(), req, true)
+	cred, err := m.Mint(context.Background(), req)
 	if err != nil {
 		t.Fatalf("mint %s: %v", req.Name, err)
 	}

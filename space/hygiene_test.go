@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -18,7 +19,7 @@ import (
 
 // credOf turns the .creds text the admin socket hands out into the credential the raw
 // connection helpers take.
-func credOf(t *testing.T, mc *space.MintedCredential) *provisioner.Credential {
+func credOf(t *testing.T, mc *admin.MintedCredential) *provisioner.Credential {
 	t.Helper()
 	token, err := jwt.ParseDecoratedJWT(mc.Creds)
 	if err != nil {
@@ -35,8 +36,8 @@ func credOf(t *testing.T, mc *space.MintedCredential) *provisioner.Credential {
 func TestMintRefusesASecondActiveCredentialOfOneName(t *testing.T) {
 	m := spacetest.New(t)
 	ctx := context.Background()
-	spec := space.MintSpec{Space: "main", Name: "eve", Profile: "agent", Subscribe: []string{"general", "secret"}}
-	first, err := m.MintSpec(ctx, spec)
+	spec := admin.MintSpec{Space: "main", Name: "eve", Profile: "agent", Subscribe: []string{"general", "secret"}}
+	first, err := admin.Mint(ctx, m, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestMintRefusesASecondActiveCredentialOfOneName(t *testing.T) {
 	narrow.Subscribe = []string{"general"}
 
 	t.Run("a plain second mint of the name is refused and the first credential is untouched", func(t *testing.T) {
-		if _, err := m.MintSpec(ctx, narrow); !errors.Is(err, provisioner.ErrNameInUse) {
+		if _, err := admin.Mint(ctx, m, narrow); !errors.Is(err, provisioner.ErrNameInUse) {
 			t.Fatalf("second mint of eve = %v; want ErrNameInUse", err)
 		}
 		connect(t, m, wide).Close()
@@ -57,7 +58,7 @@ func TestMintRefusesASecondActiveCredentialOfOneName(t *testing.T) {
 	t.Run("naming the old identity re-mints it and cuts the wide JWT off", func(t *testing.T) {
 		remint := narrow
 		remint.IdentitySeed = string(wide.Seed)
-		mc, err := m.MintSpec(ctx, remint)
+		mc, err := admin.Mint(ctx, m, remint)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,7 @@ func TestMintRefusesASecondActiveCredentialOfOneName(t *testing.T) {
 		held := watchConn(t, m, reminted)
 		replace := narrow
 		replace.Replace = true
-		mc, err := m.MintSpec(ctx, replace)
+		mc, err := admin.Mint(ctx, m, replace)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestMintRefusesACredentialThatCannotConnect(t *testing.T) {
 	ctx := context.Background()
 	t.Run("300 channels are refused and nothing is registered", func(t *testing.T) {
 		_, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "wide", Profile: provisioner.ProfileAgent,
-			Grants: channelGrants(300)}, true)
+			Grants: channelGrants(300)})
 		if !errors.Is(err, provisioner.ErrCredentialTooLarge) {
 			t.Fatalf("mint of 300 channels = %v; want ErrCredentialTooLarge", err)
 		}
@@ -129,7 +130,7 @@ func TestMintRefusesACredentialThatCannotConnect(t *testing.T) {
 		for hi-lo > 1 {
 			n := (lo + hi) / 2
 			cred, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: fmt.Sprintf("fit-%d", n),
-				Profile: provisioner.ProfileAgent, Grants: channelGrants(n)}, false)
+				Profile: provisioner.ProfileAgent, Grants: channelGrants(n)})
 			switch {
 			case errors.Is(err, provisioner.ErrCredentialTooLarge):
 				hi = n

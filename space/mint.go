@@ -8,112 +8,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nats-io/nkeys"
-
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
 
-// MintSpec is a credential request in a form that travels as JSON.
-type MintSpec struct {
-	Space          string        `json:"space"`
-	Name           string        `json:"name"`
-	Profile        string        `json:"profile"`
-	Role           string        `json:"role,omitempty"`
-	Subscribe      []string      `json:"subscribe,omitempty"`
-	AllowSubscribe []string      `json:"allowSubscribe,omitempty"`
-	AllowPublish   []string      `json:"allowPublish,omitempty"`
-	ExpiresIn      time.Duration `json:"expiresIn,omitempty"`
-	ExpiresAt      time.Time     `json:"expiresAt,omitzero"`
-	NoExpiry       bool          `json:"noExpiry,omitempty"`
-	// IdentitySeed keeps an existing nkey (re-mint). It is a secret: send it only over a
-	// channel as private as the key store itself.
-	IdentitySeed string `json:"identitySeed,omitempty"`
-	// Provision pre-creates dm_<id>, dlv_<id> and svc_<role> (SPEC §8).
-	Provision bool `json:"provision,omitempty"`
-	// Replace revokes the other active credentials of Name (provisioner.MintRequest.Replace).
-	Replace bool `json:"replace,omitempty"`
-	// ForgetOnRevoke drops the registry row once the credential is revoked
-	// (provisioner.MintRequest.ForgetOnRevoke).
-	ForgetOnRevoke bool `json:"forgetOnRevoke,omitempty"`
-}
-
-// MintedCredential is a minted credential: its id and the .creds file text.
-type MintedCredential struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Space     string    `json:"space"`
-	Profile   string    `json:"profile"`
-	Role      string    `json:"role,omitempty"`
-	ExpiresAt time.Time `json:"expiresAt,omitzero"`
-	Creds     []byte    `json:"creds"`
-	// Provisioned is false when the consumers still have to be created by a running mesh.
-	Provisioned bool `json:"provisioned"`
-}
-
 // CredentialInfo is one registry row for listing; it never carries key material.
 type CredentialInfo = provisioner.Record
-
-// request turns a MintSpec into the provisioner's request.
-func (s MintSpec) request() (provisioner.MintRequest, error) {
-	req := provisioner.MintRequest{
-		Space: s.Space, Name: s.Name, Profile: provisioner.Profile(s.Profile),
-		Grants: provisioner.Grants{Subscribe: s.Subscribe, AllowSubscribe: s.AllowSubscribe,
-			AllowPublish: s.AllowPublish, Role: s.Role},
-		ExpiresIn: s.ExpiresIn, ExpiresAt: s.ExpiresAt, NoExpiry: s.NoExpiry, Replace: s.Replace,
-		ForgetOnRevoke: s.ForgetOnRevoke,
-	}
-	if s.IdentitySeed != "" {
-		kp, err := nkeys.FromSeed([]byte(s.IdentitySeed))
-		if err != nil {
-			return req, fmt.Errorf("%w: IdentitySeed is not a user seed: %w", provisioner.ErrInvalidRequest, err)
-		}
-		req.Identity = kp
-	}
-	return req, nil
-}
-
-// MintSpec mints through the running mesh: the credential, its ACL record, the broker's view
-// of revocations, and (with Provision) the instance's bind-only consumers.
-func (m *Mesh) MintSpec(ctx context.Context, spec MintSpec) (*MintedCredential, error) {
-	req, err := spec.request()
-	if err != nil {
-		return nil, err
-	}
-	cred, err := m.Mint(ctx, req, spec.Provision)
-	if err != nil {
-		return nil, err
-	}
-	return minted(cred, spec.Provision)
-}
-
-// MintInStore mints spec straight in a key store on which no mesh runs. The ACL record and
-// the instance's consumers are written by the mesh when it next starts (Start reconciles both
-// from the registry), so the result is never Provisioned.
-func MintInStore(store *provisioner.Store, spec MintSpec) (*MintedCredential, error) {
-	req, err := spec.request()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := store.EnsureSpace(spec.Space); err != nil {
-		return nil, err
-	}
-	cred, err := store.Mint(req)
-	if err != nil {
-		return nil, err
-	}
-	return minted(cred, false)
-}
-
-func minted(cred *provisioner.Credential, provisioned bool) (*MintedCredential, error) {
-	creds, err := cred.Creds()
-	if err != nil {
-		return nil, err
-	}
-	return &MintedCredential{ID: cred.ID, Name: cred.Name, Space: cred.Space,
-		Profile: string(cred.Profile), Role: cred.Grants.Role, ExpiresAt: cred.ExpiresAt,
-		Creds: creds, Provisioned: provisioned}, nil
-}
 
 // ErrOpenMode is returned for credential operations on an unauthenticated mesh.
 var ErrOpenMode = errors.New("space: the mesh runs in open mode and has no credentials")
@@ -127,7 +27,7 @@ var ErrOpenMode = errors.New("space: the mesh runs in open mode and has no crede
 // an active agent, so with a running mesh an agent's consumers exist even without provision.
 // A new identity from the key pool that replaces nobody skips the pass when provisioned (or
 // not an agent): nothing was made under grants it never held.
-func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision bool) (*provisioner.Credential, error) {
+func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest) (*provisioner.Credential, error) {
 	if m.store == nil {
 		return nil, m.noStore()
 	}
@@ -159,17 +59,16 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest, provision 
 			return nil, fmt.Errorf("apply the agent account update (the new inbox import or a revocation): %w", err)
 		}
 	}
-	if provision && cred.Profile == provisioner.ProfileAgent {
+	if cred.Profile == provisioner.ProfileAgent {
 		if err := provisionInstance(ctx, rt.js, rt.names, cred.ID, cred.Grants.Role, m.opts.AckWait); err != nil {
 			return nil, err
 		}
 	}
 	// A new identity from the key pool held no grants before, so nothing was made under them,
 	// and provisioning has just made its consumers: the pass would find nothing of its own.
-	// It runs for re-mints, replacements and agents minted without provision, and the
-	// on-create check and the periodic pass cover everyone else.
-	if fresh := req.Identity == nil && !reMint && len(cred.Replaced) == 0; fresh &&
-		(provision || cred.Profile != provisioner.ProfileAgent) {
+	// It runs for re-mints and replacements, and the on-create check and the periodic pass
+	// cover everyone else.
+	if req.Identity == nil && !reMint && len(cred.Replaced) == 0 {
 		return cred, nil
 	}
 	m.afterGrantChange(ctx, rt, rec, reMint && lostPatterns(prev, provisioner.ACLFor(rec)), passCause{minted: cred.ID})

@@ -31,7 +31,7 @@ func TestMintsThatCanLeaveSomethingBehindStillReconcileBeforeReturning(t *testin
 	})
 	t.Run("a mint without provision creates the agent's consumers in its pass", func(t *testing.T) {
 		cred, err := m.Mint(context.Background(), provisioner.MintRequest{Space: "main", Name: "bea",
-			Profile: provisioner.ProfileAgent}, false)
+			Profile: provisioner.ProfileAgent})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,8 +68,8 @@ func (m *Mesh) Reconcile(ctx context.Context, space string) (ReconcileReport, er
 
 // passCause is why a reconciliation pass runs, which decides whether creating a missing
 // bind-only consumer is news. At start, and in the pass that follows an agent's mint, its
-// consumers are expected to be created (a credential minted while no mesh ran, or without
-// Provision): that is logged at info. Any other pass finds a consumer someone deleted, and
+// consumers are expected to be created (a credential minted while no mesh ran): that is
+// logged at info. Any other pass finds a consumer someone deleted, and
 // recreating it is a warning.
 type passCause struct {
 	start  bool   // the mesh is starting
@@ -108,7 +108,7 @@ func (m *Mesh) reconcile(ctx context.Context, rt *spaceRuntime, cause passCause)
 // forgetExpired deletes the registry rows of credentials that can no longer connect
 // (provisioner.Store.Forget), so the one-shot credentials the commands mint beside `cotal up`
 // leave the registry once expired, and a streaming command's once revoked
-// (MintSpec.ForgetOnRevoke), not only at the next start. A failure is logged: the rows
+// (provisioner.MintRequest.ForgetOnRevoke), not only at the next start. A failure is logged: the rows
 // are harmless, and the next pass or start tries again.
 func (m *Mesh) forgetExpired(rt *spaceRuntime) {
 	gone, err := m.store.Forget(rt.name, time.Now())
@@ -226,7 +226,7 @@ func (m *Mesh) restoreConsumer(ctx context.Context, rt *spaceRuntime, stream, na
 }
 
 // restoreMissing creates every bind-only durable of an active agent that is not present: one
-// minted while no mesh ran or without Provision (expected, as cause says), or one another
+// minted while no mesh ran (expected, as cause says), or one another
 // identity deleted. Its owner binds it and cannot create it.
 func (m *Mesh) restoreMissing(ctx context.Context, rt *spaceRuntime, r registryView, cause passCause, present map[string]bool, rep *ReconcileReport) error {
 	var errs []error

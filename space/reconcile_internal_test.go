@@ -39,7 +39,7 @@ func startTestMesh(t testing.TB, opts Options) *Mesh {
 
 func testMint(t testing.TB, m *Mesh, name string, p provisioner.Profile, g provisioner.Grants) *provisioner.Credential {
 	t.Helper()
-	cred, err := m.Mint(context.Background(), provisioner.MintRequest{Space: "main", Name: name, Profile: p, Grants: g}, true)
+	cred, err := m.Mint(context.Background(), provisioner.MintRequest{Space: "main", Name: name, Profile: p, Grants: g})
 	if err != nil {
 		t.Fatal(err)
 	}

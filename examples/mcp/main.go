@@ -123,7 +123,7 @@ func converse(ctx context.Context, alice, bob *agent) error {
 // is lost.
 func mint(ctx context.Context, m *space.Mesh, dir, name string, g provisioner.Grants) (string, error) {
 	cred, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: name, Profile: provisioner.ProfileAgent,
-		Grants: g}, true)
+		Grants: g})
 	if err != nil {
 		return "", fmt.Errorf("mint %s: %w", name, err)
 	}

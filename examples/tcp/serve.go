@@ -74,7 +74,7 @@ func mintAgents(ctx context.Context, m *space.Mesh, dir string) (string, []strin
 		// provision=true creates the agent's bind-only DM consumer now (SPEC §8), so a DM
 		// sent to it before it connects waits for it.
 		cred, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: name,
-			Profile: provisioner.ProfileAgent}, true)
+			Profile: provisioner.ProfileAgent})
 		if err != nil {
 			return "", nil, fmt.Errorf("mint %s: %w", name, err)
 		}

@@ -53,8 +53,8 @@ func serve(t *testing.T) (*space.Mesh, *Client, string) {
 func TestClientCallsEveryRoute(t *testing.T) {
 	m, c, _ := serve(t)
 	ctx := context.Background()
-	cred, err := c.Mint(ctx, space.MintSpec{Space: "main", Name: "alice", Profile: "agent",
-		AllowSubscribe: []string{"general"}, AllowPublish: []string{"general"}, Provision: true})
+	cred, err := c.Mint(ctx, MintSpec{Space: "main", Name: "alice", Profile: "agent",
+		AllowSubscribe: []string{"general"}, AllowPublish: []string{"general"}})
 	if err != nil || !cred.Provisioned || len(cred.Creds) == 0 {
 		t.Fatalf("Mint = %+v, %v; want a provisioned credential with its creds", cred, err)
 	}
@@ -97,11 +97,11 @@ func TestErrorsCarryTheirStatusAndSentinel(t *testing.T) {
 	ctx := context.Background()
 	// Two active credentials share a name only when one is in process (the mesh refuses a
 	// second remote one), so the second twin is minted in process.
-	if _, err := c.Mint(ctx, space.MintSpec{Space: "main", Name: "twin", Profile: "agent"}); err != nil {
+	if _, err := c.Mint(ctx, MintSpec{Space: "main", Name: "twin", Profile: "agent"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: "twin",
-		Profile: provisioner.ProfileAgent, InProcessOnly: true}, true); err != nil {
+		Profile: provisioner.ProfileAgent, InProcessOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	live := wire.DeliveryLive
@@ -112,11 +112,11 @@ func TestErrorsCarryTheirStatusAndSentinel(t *testing.T) {
 		want   error
 	}{
 		{"an unknown profile is a bad request", func() error {
-			_, err := c.Mint(ctx, space.MintSpec{Space: "main", Name: "x", Profile: "root"})
+			_, err := c.Mint(ctx, MintSpec{Space: "main", Name: "x", Profile: "root"})
 			return err
 		}, http.StatusBadRequest, provisioner.ErrUnknownProfile},
 		{"an identity that is not a seed is a bad request", func() error {
-			_, err := c.Mint(ctx, space.MintSpec{Space: "main", Name: "x", Profile: "agent", IdentitySeed: "nope"})
+			_, err := c.Mint(ctx, MintSpec{Space: "main", Name: "x", Profile: "agent", IdentitySeed: "nope"})
 			return err
 		}, http.StatusBadRequest, provisioner.ErrInvalidRequest},
 		{"an unknown space is not found", func() error {

@@ -93,8 +93,8 @@ func (c *Client) Link(ctx context.Context, spaceName string) (string, error) {
 }
 
 // Mint mints spec in its space (POST /v1/spaces/{space}/credentials).
-func (c *Client) Mint(ctx context.Context, spec space.MintSpec) (*space.MintedCredential, error) {
-	var cred space.MintedCredential
+func (c *Client) Mint(ctx context.Context, spec MintSpec) (*MintedCredential, error) {
+	var cred MintedCredential
 	err := c.do(ctx, http.MethodPost, spacePath(spec.Space, "credentials"), spec, &cred, http.StatusCreated)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@
 //	GET    /v1/status                               200 space.Status
 //	GET    /v1/links                                200 {space: join link}
 //	GET    /v1/spaces/{space}/link                  200 Link
-//	POST   /v1/spaces/{space}/credentials           201 space.MintedCredential (body space.MintSpec)
+//	POST   /v1/spaces/{space}/credentials           201 MintedCredential (body MintSpec)
 //	GET    /v1/spaces/{space}/credentials           200 [space.CredentialInfo]
 //	DELETE /v1/spaces/{space}/credentials/{id}      204
 //	GET    /v1/spaces/{space}/pending/{who}         200 space.MemberBacklog (who: id or name)

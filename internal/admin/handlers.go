@@ -81,14 +81,14 @@ func (h *handlers) link(_ context.Context, r *http.Request) (int, any, error) {
 }
 
 func (h *handlers) mint(ctx context.Context, r *http.Request) (int, any, error) {
-	var spec space.MintSpec
+	var spec MintSpec
 	if err := decode(r, &spec); err != nil {
 		return 0, nil, err
 	}
 	if err := samePath("space", r.PathValue("space"), &spec.Space); err != nil {
 		return 0, nil, err
 	}
-	cred, err := h.m.MintSpec(ctx, spec)
+	cred, err := Mint(ctx, h.m, spec)
 	if err == nil {
 		h.log.Info("minted a credential", "space", cred.Space, "name", cred.Name, "profile", cred.Profile, "id", cred.ID)
 	}

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/cotal-go/cotal/space"
 )
 
 // plant serves a fake admin API on dir's socket, as another local user would to catch a
@@ -86,7 +84,7 @@ func TestDialRefusesAPlantedSocket(t *testing.T) {
 			defer cancel()
 			c, err := Dial(ctx, dir)
 			if err == nil {
-				_, err = c.Mint(ctx, space.MintSpec{Space: "main", Name: "eve", Profile: "agent", IdentitySeed: "SUAsecretseed"})
+				_, err = c.Mint(ctx, MintSpec{Space: "main", Name: "eve", Profile: "agent", IdentitySeed: "SUAsecretseed"})
 			}
 			if tt.refused == "" {
 				if err != nil || got.Load() != 1 {

@@ -37,7 +37,7 @@ then waits up to 10s for it, and says so on stderr.`,
 }
 
 func newMintCmd() *cobra.Command {
-	var spec space.MintSpec
+	var spec admin.MintSpec
 	var out, expiresIn, expiresAt, identity string
 	var asJSON, force bool
 	cmd := &cobra.Command{
@@ -70,7 +70,8 @@ func newMintCmd() *cobra.Command {
 	f.StringSliceVar(&spec.Subscribe, "subscribe", nil, "channels joined at boot (agent only)")
 	f.StringSliceVar(&spec.AllowSubscribe, "allow-subscribe", nil, "read ACL, default = --subscribe (agent only)")
 	f.StringSliceVar(&spec.AllowPublish, "allow-publish", nil, "channels the agent may post to; default none (agent only)")
-	f.BoolVar(&spec.Provision, "provision", false, "create the agent's DM, durable-copy and role consumers at mint (default while the mesh runs; offline, its next start does)")
+	f.Bool("provision", true, "no effect: a running mesh creates an agent's consumers at mint, an offline one at its next start")
+	_ = f.MarkDeprecated("provision", "a running mesh creates an agent's consumers at mint; drop the flag")
 	f.StringVar(&out, "out", "", "where to write the .creds file (default ./NAME.creds)")
 	f.StringVar(&expiresIn, "expires-in", "", "lifetime: "+durationUnits+" (default: config key expiry, 24h unless set)")
 	f.StringVar(&expiresAt, "expires-at", "", "absolute expiry, RFC 3339 (e.g. 2027-01-02T15:04:05Z)")
@@ -86,7 +87,7 @@ func newMintCmd() *cobra.Command {
 }
 
 // mintTimes parses --expires-in (parseDuration) and --expires-at.
-func mintTimes(spec *space.MintSpec, in, at string) error {
+func mintTimes(spec *admin.MintSpec, in, at string) error {
 	if in != "" {
 		d, err := parseDuration(in)
 		if err != nil {
@@ -147,7 +148,7 @@ func readIdentitySeed(path string) (string, error) {
 // runMint checks the output path first, so a credential is minted only when its file can be
 // written; should the write fail anyway, the credential is revoked, so no active registry entry
 // is left whose seed nobody has.
-func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON bool) error {
+func runMint(cmd *cobra.Command, spec admin.MintSpec, out string, force, asJSON bool) error {
 	opts, err := loadConfig(cmd, dirConfigFlags)
 	if err != nil {
 		return err
@@ -164,17 +165,12 @@ func runMint(cmd *cobra.Command, spec space.MintSpec, out string, force, asJSON 
 			return err
 		}
 	}
-	var cred *space.MintedCredential
+	var cred *admin.MintedCredential
 	err = withMeshOrStore(cmd, dir, func(c *admin.Client) (err error) {
-		// A running mesh creates the consumers now unless told not to, so DMs sent from this
-		// moment on reach the agent's first tail (SPEC §8).
-		if !cmd.Flags().Changed("provision") {
-			spec.Provision = true
-		}
 		cred, err = c.Mint(cmd.Context(), spec)
 		return err
 	}, func(s *provisioner.Store) (err error) {
-		cred, err = space.MintInStore(s, withDefaultExpiry(spec, opts.Expiry))
+		cred, err = admin.MintInStore(s, withDefaultExpiry(spec, opts.Expiry))
 		return err
 	})
 	if err != nil {
@@ -245,7 +241,7 @@ func awaitMeshData(ctx context.Context, stderr io.Writer, dir string) error {
 }
 
 // revokeMinted revokes a credential whose file could not be written.
-func revokeMinted(cmd *cobra.Command, dir string, cred *space.MintedCredential) error {
+func revokeMinted(cmd *cobra.Command, dir string, cred *admin.MintedCredential) error {
 	return withMeshOrStore(cmd, dir, func(c *admin.Client) error {
 		return c.Revoke(cmd.Context(), cred.Space, cred.ID)
 	}, func(s *provisioner.Store) error {
@@ -257,7 +253,7 @@ func revokeMinted(cmd *cobra.Command, dir string, cred *space.MintedCredential) 
 // withDefaultExpiry gives spec the configured lifetime when it names no expiry of its own. Only
 // the offline path needs it: a running mesh applies the expiry of the configuration it was
 // started with, as the process holding the key store.
-func withDefaultExpiry(spec space.MintSpec, expiry time.Duration) space.MintSpec {
+func withDefaultExpiry(spec admin.MintSpec, expiry time.Duration) admin.MintSpec {
 	if spec.ExpiresIn == 0 && spec.ExpiresAt.IsZero() && !spec.NoExpiry {
 		spec.ExpiresIn = expiry
 	}
@@ -276,7 +272,7 @@ type mintedJSON struct {
 	File        string    `json:"file"`
 }
 
-func printMinted(cmd *cobra.Command, cred *space.MintedCredential, out string, asJSON bool) error {
+func printMinted(cmd *cobra.Command, cred *admin.MintedCredential, out string, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
 		return json.NewEncoder(w).Encode(mintedJSON{ID: cred.ID, Name: cred.Name, Space: cred.Space,

@@ -200,11 +200,10 @@ func (s *session) openLocal(cmd *cobra.Command, spaceName string, want mintFor) 
 	}
 	// Each command's identity has a name of its own: the mesh refuses a second active
 	// credential under one name, and two commands may run at once.
-	spec := space.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName() + "-" + strings.ToLower(rand.Text()[:6]),
+	spec := admin.MintSpec{Space: spaceName, Name: "cli-" + want.command + "-" + userName() + "-" + strings.ToLower(rand.Text()[:6]),
 		Profile: want.profile, AllowPublish: want.publish, ExpiresIn: want.lifetime,
 		// The mesh gives every active agent its consumers; asking for them at mint creates them
 		// before the mint returns, instead of in the reconciler's pass after it.
-		Provision: want.profile == wire.ProfileAgent,
 		// Nobody needs the row of a command's identity once it ends (session.close).
 		ForgetOnRevoke: true}
 	cred, err := s.mesh.Mint(cmd.Context(), spec)

@@ -296,8 +296,8 @@ func TestClientCommandsAgainstAMesh(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, bin, dir)
 	local := []string{"--dir", dir}
-	alice, aliceID := mintCreds(t, bin, dir, "alice", "--subscribe", "general", "--allow-publish", "general", "--provision")
-	bob, _ := mintCreds(t, bin, dir, "bob", "--subscribe", "general", "--allow-publish", "general", "--provision")
+	alice, aliceID := mintCreds(t, bin, dir, "alice", "--subscribe", "general", "--allow-publish", "general")
+	bob, _ := mintCreds(t, bin, dir, "bob", "--subscribe", "general", "--allow-publish", "general")
 	watcher, _ := mintCreds(t, bin, dir, "watcher", "--profile", "observer")
 	asBob := []string{"--link", up.link, "--creds", bob}
 	asAlice := []string{"--link", up.link, "--creds", alice}

@@ -201,7 +201,7 @@ func TestUpAndAuthEndToEnd(t *testing.T) {
 
 	creds := filepath.Join(dir, "alice.creds")
 	stdout, stderr, code := runCotal(t, bin, "auth", "mint", "--dir", dir, "--profile", "agent", "--name", "alice",
-		"--subscribe", "general", "--allow-publish", "general", "--provision", "--out", creds, "--json")
+		"--subscribe", "general", "--allow-publish", "general", "--out", creds, "--json")
 	if code != 0 {
 		t.Fatalf("mint while up runs: exit %d: %s", code, stderr)
 	}

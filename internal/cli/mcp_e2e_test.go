@@ -32,7 +32,7 @@ func mintAgent(t *testing.T, bin, dir, name string, extra ...string) string {
 	t.Helper()
 	creds := filepath.Join(dir, name+".creds")
 	args := append([]string{"auth", "mint", "--dir", dir, "--profile", "agent", "--name", name,
-		"--subscribe", "general", "--allow-publish", "general", "--provision", "--out", creds}, extra...)
+		"--subscribe", "general", "--allow-publish", "general", "--out", creds}, extra...)
 	if _, stderr, code := runCotal(t, bin, args...); code != 0 {
 		t.Fatalf("mint %s: exit %d: %s", name, code, stderr)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/mcpserver"
-	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 
@@ -33,7 +33,7 @@ func TestMCPJoinsTheSubscribeChannelsAndPostsOnTheFirstByDefault(t *testing.T) {
 	m := spacetest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	minted, err := m.MintSpec(ctx, space.MintSpec{Space: "main", Name: "alice", Profile: "agent",
+	minted, err := admin.Mint(ctx, m, admin.MintSpec{Space: "main", Name: "alice", Profile: "agent",
 		Subscribe: []string{"team.b", "general"}, AllowSubscribe: []string{"general", "ops", "team.>"}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
@@ -38,10 +39,10 @@ func (c *Console) mint(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 		return
 	}
 	f := r.PostForm
-	spec := space.MintSpec{Space: ss.name, Name: strings.TrimSpace(f.Get("name")),
+	spec := admin.MintSpec{Space: ss.name, Name: strings.TrimSpace(f.Get("name")),
 		Profile: f.Get("profile"), Role: strings.TrimSpace(f.Get("role")),
 		Subscribe: list(f.Get("subscribe")), AllowSubscribe: list(f.Get("allowSubscribe")),
-		AllowPublish: list(f.Get("allowPublish")), Provision: f.Get("provision") != ""}
+		AllowPublish: list(f.Get("allowPublish"))}
 	if in := strings.TrimSpace(f.Get("expiresIn")); in != "" {
 		d, err := config.ParseDuration(in)
 		if err == nil && d <= 0 {
@@ -55,7 +56,7 @@ func (c *Console) mint(w http.ResponseWriter, r *http.Request, ss *spaceState) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	cred, err := ss.m.MintSpec(ctx, spec)
+	cred, err := admin.Mint(ctx, ss.m, spec)
 	if err != nil {
 		fail(w, err)
 		return

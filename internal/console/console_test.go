@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/console"
-	"github.com/cotal-go/cotal/space"
 )
 
 func TestTheOpsRoutesStayBesideTheConsole(t *testing.T) {
@@ -174,8 +174,8 @@ func TestCommandCredentialsStayOutOfTheTables(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := f.m.MintSpec(ctx, space.MintSpec{Space: "main", Name: "cli-send-carol-abc123", Profile: "agent",
-		AllowPublish: general, Provision: true}); err != nil {
+	if _, err := admin.Mint(ctx, f.m, admin.MintSpec{Space: "main", Name: "cli-send-carol-abc123", Profile: "agent",
+		AllowPublish: general}); err != nil {
 		t.Fatalf("mint a command's credential: %v", err)
 	}
 	for _, tc := range []struct{ name, path string }{
@@ -192,8 +192,8 @@ func TestAClaimedNameIsShownAsAClaim(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cred, err := f.m.MintSpec(ctx, space.MintSpec{Space: f.m.Spaces()[0], Name: "mallory", Profile: "agent",
-		Subscribe: general, AllowPublish: general, Provision: true})
+	cred, err := admin.Mint(ctx, f.m, admin.MintSpec{Space: f.m.Spaces()[0], Name: "mallory", Profile: "agent",
+		Subscribe: general, AllowPublish: general})
 	if err != nil {
 		t.Fatal(err)
 	}

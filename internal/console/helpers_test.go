@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/console"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
@@ -64,8 +65,8 @@ func (f *fixture) agentIn(t testing.TB, sp, name, role string) *endpoint.Endpoin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cred, err := f.m.MintSpec(ctx, space.MintSpec{Space: sp, Name: name, Profile: "agent", Role: role,
-		Subscribe: general, AllowPublish: general, Provision: true})
+	cred, err := admin.Mint(ctx, f.m, admin.MintSpec{Space: sp, Name: name, Profile: "agent", Role: role,
+		Subscribe: general, AllowPublish: general})
 	if err != nil {
 		t.Fatalf("mint %s: %v", name, err)
 	}
@@ -195,7 +196,7 @@ func (f *fixture) channels(t testing.TB, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	team := []string{"team.>"}
-	cred, err := f.m.MintSpec(ctx, space.MintSpec{Space: f.m.Spaces()[0], Name: "maker", Profile: "agent",
+	cred, err := admin.Mint(ctx, f.m, admin.MintSpec{Space: f.m.Spaces()[0], Name: "maker", Profile: "agent",
 		Subscribe: general, AllowPublish: team})
 	if err != nil {
 		t.Fatalf("mint maker: %v", err)

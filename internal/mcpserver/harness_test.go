@@ -62,7 +62,7 @@ func newRemoteAgent(t testing.TB, m *space.Mesh, name string, grants provisioner
 		t.Fatal(err)
 	}
 	cred, err := m.Mint(ctx, provisioner.MintRequest{Space: "main", Name: name, Profile: provisioner.ProfileAgent,
-		Grants: grants}, true)
+		Grants: grants})
 	if err != nil {
 		t.Fatalf("mint %s: %v", name, err)
 	}
