@@ -20,6 +20,9 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
+// errSpawned: an active credential already carries the agent's name.
+var errSpawned = errors.New("the agent is already active")
+
 // errWideGrant: an agent file grants channels of every team, which spawn mints only when told.
 var errWideGrant = errors.New("the agent file grants every channel")
 
@@ -153,6 +156,9 @@ func (s *spawned) mint(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkNotActive(cmd); err != nil {
+		return err
+	}
 	g := s.agent.Grants()
 	s.cred, err = s.client.Mint(cmd.Context(), space.MintSpec{Space: s.opts.space, Name: s.agent.Name,
 		Profile: wire.ProfileAgent, Role: g.Role, Subscribe: g.Subscribe, AllowSubscribe: g.AllowSubscribe,
@@ -165,6 +171,23 @@ func (s *spawned) mint(cmd *cobra.Command) error {
 			return fmt.Errorf("%w; revoking %s failed too: %w", err, s.cred.ID, rerr)
 		}
 		return fmt.Errorf("%w; the credential was revoked", err)
+	}
+	return nil
+}
+
+// checkNotActive refuses to spawn an agent whose name an active credential holds: re-minting
+// its identity would cut off a spawn still running, and another credential's name is not
+// this file's to take.
+func (s *spawned) checkNotActive(cmd *cobra.Command) error {
+	recs, err := s.client.Credentials(cmd.Context(), s.opts.space)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Name == s.agent.Name && r.Active(time.Now()) {
+			return fmt.Errorf("%w: %s holds the name %s in space %s; stop its spawn, or if none runs, "+
+				"`cotal auth revoke %s --dir %s --space %s`", errSpawned, r.ID, r.Name, s.opts.space, r.ID, s.dir, s.opts.space)
+		}
 	}
 	return nil
 }

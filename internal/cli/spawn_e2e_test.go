@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -48,11 +51,23 @@ func fakeRuntime(out string) int {
 		r.Err = err.Error()
 	}
 	data, _ := json.Marshal(r)
-	if err := os.WriteFile(out, data, 0o600); err != nil {
+	if err := os.WriteFile(out+".tmp", data, 0o600); err != nil || os.Rename(out+".tmp", out) != nil {
+		return 2
+	}
+	if os.Getenv(envFakeWait) == "" {
+		return 0
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	<-sigs
+	if err := os.WriteFile(out+".term", nil, 0o600); err != nil {
 		return 2
 	}
 	return 0
 }
+
+// envFakeWait makes the fake runtime wait for SIGTERM after its report, as a session does.
+const envFakeWait = "COTAL_TEST_FAKE_WAIT"
 
 func (r *runtimeReport) observe() error {
 	for _, kv := range os.Environ() {
@@ -338,4 +353,61 @@ func chmod(t *testing.T, path string, mode os.FileMode) {
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSpawnPassesSIGTERMOnAndRevokes terminates a spawn whose runtime is running: the runtime
+// gets the signal, and the credential is revoked once it exits. Meanwhile a second spawn of the
+// same agent is refused, as its re-mint would cut the first one off.
+func TestSpawnPassesSIGTERMOnAndRevokes(t *testing.T) {
+	bin := cotalBin(t)
+	project, mesh := t.TempDir(), t.TempDir()
+	startUp(t, bin, mesh)
+	writeAgentFile(t, project, "reviewer", reviewerFile)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	spawn := exec.Command(bin, "spawn", "reviewer", "--dir", mesh, "--", self)
+	spawn.Dir = project
+	spawn.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(project, "config"),
+		envFakeRuntime+"="+report, envFakeWait+"=1")
+	var stderr lockedBuffer
+	spawn.Stderr = &stderr
+	if err := spawn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spawn.Process.Kill() })
+	await.True(t, 60*time.Second, "the runtime's report", func() bool {
+		_, err := os.Stat(report)
+		return err == nil
+	})
+	r := readReport(t, report)
+	if r.Err != "" || r.DeniedErr == "" {
+		t.Fatalf("the runtime saw %+v", r)
+	}
+	if len(r.Args) != 0 {
+		t.Errorf("a command not named claude was given %q; the plain runtime adds no flags", r.Args)
+	}
+	if _, stderr, code := runIn(t, bin, project, nil, "spawn", "reviewer", "--dir", mesh, "--", "true"); code == 0 ||
+		!strings.Contains(stderr, "the agent is already active") {
+		t.Errorf("a second spawn of a running agent: exit %d, stderr:\n%s", code, stderr)
+	}
+	if err := spawn.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- spawn.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("spawn exited with %v after SIGTERM; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("spawn did not exit within 30s of SIGTERM; stderr:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(report + ".term"); err != nil {
+		t.Errorf("the runtime never got the SIGTERM: %v", err)
+	}
+	checkRevoked(t, bin, mesh, credID(t, r.Env[envCreds]))
 }
