@@ -22,8 +22,9 @@ import (
 // ErrInvalid is wrapped by every error Parse returns.
 var ErrInvalid = errors.New("invalid agent file")
 
-// MaxSize bounds an agent file in bytes: a persona is a short contract, not a document.
-const MaxSize = 256 << 10
+// MaxSize bounds an agent file in bytes: a persona is a short contract, not a document, and
+// a launcher passes it as one command-line argument, which Linux bounds at 128 KiB.
+const MaxSize = 64 << 10
 
 // MaxNameLen bounds an agent's name, which is also its file name.
 const MaxNameLen = 64

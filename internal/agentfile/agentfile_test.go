@@ -167,3 +167,12 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseRefusesWhatNoLauncherCouldPass(t *testing.T) {
+	big := "---\nname: big\n---\n" + strings.Repeat("x", MaxSize)
+	for name, data := range map[string]string{"a file over MaxSize": big, "bytes that are not UTF-8": "---\nname: a\n---\n\xff"} {
+		if _, err := Parse("x.md", []byte(data)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: Parse = %v, want ErrInvalid", name, err)
+		}
+	}
+}

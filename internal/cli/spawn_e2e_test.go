@@ -242,7 +242,7 @@ func checkReport(t *testing.T, r runtimeReport, link string) string {
 		t.Fatalf("the fake runtime failed: %s", r.Err)
 	}
 	mcpPath, persona := r.Env["COTAL_MCP_CONFIG"], "You review changes posted on team.backend."
-	wantArgs := []string{"--mcp-config", mcpPath, "--append-system-prompt", persona, "--model", "opus", "--resume"}
+	wantArgs := []string{"--mcp-config=" + mcpPath, "--append-system-prompt", persona, "--model", "opus", "--resume"}
 	if !slices.Equal(r.Args, wantArgs) {
 		t.Errorf("claude was run with %q, want %q", r.Args, wantArgs)
 	}

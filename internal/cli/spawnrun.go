@@ -67,7 +67,9 @@ func (s *spawned) argv() []string {
 	if rt == "plain" {
 		return cmd
 	}
-	argv := []string{cmd[0], "--mcp-config", s.mcpPath()}
+	// --mcp-config takes several values; in its = form it takes one, so a prompt in COMMAND's
+	// own arguments is not read as a second configuration.
+	argv := []string{cmd[0], "--mcp-config=" + s.mcpPath()}
 	if s.agent.Persona != "" {
 		argv = append(argv, "--append-system-prompt", s.agent.Persona)
 	}
