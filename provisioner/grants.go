@@ -38,6 +38,23 @@ func (g Grants) withDefaults() Grants {
 	return g
 }
 
+// Validate checks g as the mint does, with AllowSubscribe defaulted to Subscribe: every entry
+// a policy string, the role a routing token, and Subscribe covered by AllowSubscribe. An error
+// is a *GrantError naming the entry, and wraps ErrInvalidGrant. Tools that take grants from
+// elsewhere (an agent file) call it to refuse them before any mint.
+func (g Grants) Validate() error { return g.withDefaults().validate() }
+
+// GrantError is a refused grant: the list it is in (subscribe, allowSubscribe, allowPublish or
+// role) and its index there (0 for the role), so a caller can point at where it was written.
+type GrantError struct {
+	Field string
+	Index int
+	Err   error // wraps ErrInvalidGrant
+}
+
+func (e *GrantError) Error() string { return e.Err.Error() }
+func (e *GrantError) Unwrap() error { return e.Err }
+
 // validate checks an agent's (defaulted) grants: every entry a policy string, the role a
 // routing token, and Subscribe covered by AllowSubscribe.
 func (g Grants) validate() error {
@@ -45,20 +62,20 @@ func (g Grants) validate() error {
 		flag    string
 		entries []string
 	}{{"subscribe", g.Subscribe}, {"allowSubscribe", g.AllowSubscribe}, {"allowPublish", g.AllowPublish}} {
-		for _, ch := range list.entries {
+		for i, ch := range list.entries {
 			// A segment that sanitizing would rewrite is refused rather than rewritten: a
 			// grant must mean exactly the channel its author typed.
 			if err := wire.ValidatePolicyChannel(ch); err != nil {
-				return fmt.Errorf("%w: %s entry: %w", ErrInvalidGrant, list.flag, err)
+				return &GrantError{list.flag, i, fmt.Errorf("%w: %s entry: %w", ErrInvalidGrant, list.flag, err)}
 			}
 		}
 	}
 	if g.Role != "" && !isToken(g.Role) {
-		return fmt.Errorf("%w: role %q is not a routing token; use only letters, digits, '_' and '-'", ErrInvalidGrant, g.Role)
+		return &GrantError{"role", 0, fmt.Errorf("%w: role %q is not a routing token; use only letters, digits, '_' and '-'", ErrInvalidGrant, g.Role)}
 	}
-	for _, ch := range g.Subscribe {
+	for i, ch := range g.Subscribe {
 		if !coveredByAny(g.AllowSubscribe, ch) {
-			return fmt.Errorf("%w: subscribe entry %q is outside allowSubscribe %v; add it to allowSubscribe", ErrInvalidGrant, ch, g.AllowSubscribe)
+			return &GrantError{"subscribe", i, fmt.Errorf("%w: subscribe entry %q is outside allowSubscribe %v; add it to allowSubscribe", ErrInvalidGrant, ch, g.AllowSubscribe)}
 		}
 	}
 	return nil

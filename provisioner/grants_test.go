@@ -54,12 +54,36 @@ func TestGrantsValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.g.withDefaults().validate()
+			err := tt.g.Validate()
 			if (err == nil) != tt.ok {
 				t.Fatalf("validate() = %v, want ok=%v", err, tt.ok)
 			}
 			if err != nil && !errors.Is(err, ErrInvalidGrant) {
 				t.Errorf("error %v is not ErrInvalidGrant", err)
+			}
+		})
+	}
+}
+
+func TestGrantErrorNamesTheEntry(t *testing.T) {
+	tests := []struct {
+		name  string
+		g     Grants
+		field string
+		index int
+	}{
+		{"the second publish entry", Grants{AllowPublish: []string{"ok", "foo/bar"}}, "allowPublish", 1},
+		{"a subscribe entry outside the ACL", Grants{Subscribe: []string{"team.a", "ops"}, AllowSubscribe: []string{"team.>"}}, "subscribe", 1},
+		{"the role", Grants{Role: "a b"}, "role", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ge *GrantError
+			if err := tt.g.Validate(); !errors.As(err, &ge) {
+				t.Fatalf("Validate() = %v, want a *GrantError", err)
+			}
+			if ge.Field != tt.field || ge.Index != tt.index {
+				t.Errorf("GrantError names %s[%d], want %s[%d]", ge.Field, ge.Index, tt.field, tt.index)
 			}
 		})
 	}
