@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/local"
 )
 
 // ErrNotFound means no agents directory holds a file of the name.
@@ -120,23 +120,23 @@ func (ds Dirs) List() ([]Entry, error) {
 }
 
 // CheckDir refuses an agents directory, or the directory holding it, that another user owns
-// or may write (config.CheckPrivateDir): its files could be swapped for ones that grant more.
+// or may write (local.CheckPrivateDir): its files could be swapped for ones that grant more.
 func CheckDir(dir string) error {
 	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := config.CheckPrivateDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := local.CheckPrivateDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("agents directory %s: %w", d, err)
 		}
 	}
 	return nil
 }
 
-// Load reads and parses the agent file at path under config.ReadPrivate's rule, its directory
+// Load reads and parses the agent file at path under local.ReadPrivate's rule, its directory
 // under CheckDir's: a file another user could have written is refused, not read.
 func Load(path string) (*Agent, error) {
 	if err := CheckDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
-	data, err := config.ReadPrivate(path)
+	data, err := local.ReadPrivate(path)
 	if err != nil {
 		return nil, fmt.Errorf("agent file %s: %w", path, err)
 	}

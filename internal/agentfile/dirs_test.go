@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/local"
 )
 
 // tree makes repo/.git, repo/.cotal/agents with a.md and b.md, repo/sub/.cotal/agents with
@@ -114,12 +114,12 @@ func TestLoadRefusesWhatOthersCouldWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.Chmod(tt.path, fi.Mode().Perm())
-			if _, err := Load(file); !errors.Is(err, config.ErrUnsafePath) {
-				t.Errorf("Load = %v, want config.ErrUnsafePath", err)
+			if _, err := Load(file); !errors.Is(err, local.ErrUnsafePath) {
+				t.Errorf("Load = %v, want local.ErrUnsafePath", err)
 			}
 			if tt.path != file {
-				if _, err := (Dirs{dir}).List(); !errors.Is(err, config.ErrUnsafePath) {
-					t.Errorf("List = %v, want config.ErrUnsafePath", err)
+				if _, err := (Dirs{dir}).List(); !errors.Is(err, local.ErrUnsafePath) {
+					t.Errorf("List = %v, want local.ErrUnsafePath", err)
 				}
 			}
 		})

@@ -11,12 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/agentfile"
+	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
-	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -132,7 +131,7 @@ type spawned struct {
 	link   string
 	opts   spawnOptions
 	state  string // the private directory of the files spawn writes
-	cred   *space.MintedCredential
+	cred   *admin.MintedCredential
 }
 
 // spawnStateDir is where the files of name's spawns in spaceName live, under the mesh's
@@ -160,9 +159,9 @@ func (s *spawned) mint(cmd *cobra.Command) error {
 		return err
 	}
 	g := s.agent.Grants()
-	s.cred, err = s.client.Mint(cmd.Context(), space.MintSpec{Space: s.opts.space, Name: s.agent.Name,
+	s.cred, err = s.client.Mint(cmd.Context(), admin.MintSpec{Space: s.opts.space, Name: s.agent.Name,
 		Profile: wire.ProfileAgent, Role: g.Role, Subscribe: g.Subscribe, AllowSubscribe: g.AllowSubscribe,
-		AllowPublish: g.AllowPublish, IdentitySeed: seed, Provision: true})
+		AllowPublish: g.AllowPublish, IdentitySeed: seed})
 	if err != nil {
 		return fmt.Errorf("mint %s from %s: %w", s.agent.Name, s.file, err)
 	}
@@ -193,13 +192,13 @@ func (s *spawned) checkNotActive(cmd *cobra.Command) error {
 }
 
 // makePrivateDir creates path under base with mode 0700 and refuses it, or any directory
-// between, when another user could write it (config.CheckPrivateDir).
+// between, when another user could write it (local.CheckPrivateDir).
 func makePrivateDir(base, path string) error {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return err
 	}
 	for d := path; ; d = filepath.Dir(d) {
-		if err := config.CheckPrivateDir(d); err != nil {
+		if err := local.CheckPrivateDir(d); err != nil {
 			return fmt.Errorf("%s: %w", d, err)
 		}
 		if d == filepath.Clean(base) || d == filepath.Dir(d) {
@@ -210,7 +209,7 @@ func makePrivateDir(base, path string) error {
 
 // lastIdentity is the seed of the credential a previous spawn left at path, or "" for none.
 func lastIdentity(path string) (string, error) {
-	data, err := config.ReadPrivate(path)
+	data, err := local.ReadPrivate(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -372,7 +373,7 @@ func TestSpawnPassesSIGTERMOnAndRevokes(t *testing.T) {
 	spawn.Dir = project
 	spawn.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(project, "config"),
 		envFakeRuntime+"="+report, envFakeWait+"=1")
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	spawn.Stderr = &stderr
 	if err := spawn.Start(); err != nil {
 		t.Fatal(err)
