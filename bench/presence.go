@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/retry"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -163,7 +164,7 @@ func cotalFleet(ctx context.Context, n int) (figures, error) {
 	}
 	converged := time.Since(start)
 	f := figures{figConvergence.key: float64(converged) / float64(time.Millisecond)}
-	if err := sleepCtx(ctx, wire.DefaultHeartbeat); err != nil {
+	if err := retry.Sleep(ctx, wire.DefaultHeartbeat); err != nil {
 		return nil, err
 	}
 	if cpu, ok := cpuShare(ctx, cpuWindow*wire.DefaultHeartbeat); ok {
@@ -290,7 +291,7 @@ func rawFleet(ctx context.Context, n int) (figures, error) {
 	defer wg.Wait()
 	defer stop()
 	wg.Go(func() { putLoop(loopCtx, kv, n) })
-	if err := sleepCtx(ctx, wire.DefaultHeartbeat); err != nil {
+	if err := retry.Sleep(ctx, wire.DefaultHeartbeat); err != nil {
 		return nil, err
 	}
 	if cpu, ok := cpuShare(ctx, cpuWindow*wire.DefaultHeartbeat); ok {
@@ -330,7 +331,7 @@ const (
 func settledHeap(ctx context.Context) (uint64, error) {
 	prev := liveHeap()
 	for range settleReads {
-		if err := sleepCtx(ctx, settleStep); err != nil {
+		if err := retry.Sleep(ctx, settleStep); err != nil {
 			return 0, err
 		}
 		cur := liveHeap()
@@ -362,16 +363,4 @@ func liveHeap() uint64 {
 // kibPer is the heap growth from before to after in KiB per n.
 func kibPer(before, after uint64, n int) float64 {
 	return (float64(after) - float64(before)) / 1024 / float64(n)
-}
-
-// sleepCtx waits d or until ctx ends: a measuring window, not a wait for a condition.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

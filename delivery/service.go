@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/internal/loggate"
-	"github.com/cotal-go/cotal/internal/reask"
+	"github.com/cotal-go/cotal/internal/retry"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -200,7 +200,7 @@ func (s *Service) bind(ctx context.Context, bucket string) (jetstream.KeyValue, 
 	ctx, cancel := context.WithTimeout(ctx, bindTries*bindTimeout)
 	defer cancel()
 	var kv jetstream.KeyValue
-	if err := reask.Do(ctx, bindTimeout, func(ctx context.Context) (err error) {
+	if err := retry.Unanswered(ctx, bindTimeout, func(ctx context.Context) (err error) {
 		kv, err = s.js.KeyValue(ctx, bucket)
 		return err
 	}); err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cotal-go/cotal/internal/retry"
 )
 
 // The loops a Service runs, each under the supervisor; Healthy names the ones that are down.
@@ -98,7 +100,7 @@ func (sv *supervisor) supervise(ctx context.Context, l *loop) {
 			delay = sv.backoff
 		}
 		sv.log.Error("delivery loop stopped; restarting", "loop", l.name, "err", err, "backoff", delay)
-		if !sleepCtx(ctx, delay) || !l.waitHold(ctx) {
+		if retry.Sleep(ctx, delay) != nil || !l.waitHold(ctx) {
 			return
 		}
 		delay = min(2*delay, sv.maxBackoff)
@@ -213,16 +215,4 @@ func (sv *supervisor) waitFirstUp(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// sleepCtx waits d, and reports false when ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

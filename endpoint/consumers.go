@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/internal/retry"
 )
 
 // Binding timing: how often a missing consumer is looked up again, and how often a bound one
@@ -90,7 +92,7 @@ func (e *Endpoint) startBindings(ctx context.Context) error {
 // gone after a reconnect) is bound again.
 func (e *Endpoint) runBinding(ctx context.Context, b binding) {
 	defer b.state.settle() // Close before the first attempt ended
-	retry := newBackoff(time.Second, bindRetryMax)
+	backoff := retry.NewBackoff(time.Second, bindRetryMax)
 	missing := false
 	for ctx.Err() == nil {
 		cons, err := e.js.Consumer(ctx, b.stream, b.consumer)
@@ -103,20 +105,20 @@ func (e *Endpoint) runBinding(ctx context.Context, b binding) {
 				e.reportMissing(b, err)
 			}
 			b.state.settle()
-			retry.wait(ctx)
+			backoff.Wait(ctx)
 			continue
 		}
 		if missing {
 			e.log.Info("bound consumer", "consumer", b.consumer, "stream", b.stream)
 		}
 		missing = false
-		retry.reset()
+		backoff.Reset()
 		e.emit(Event{Kind: EventConsumerBound, Consumer: b.consumer})
 		err = e.consume(ctx, b, cons)
 		b.state.settle() // bound, or failed to start: either way no longer pending
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("lost consumer; binding again", "consumer", b.consumer, "err", err)
-			retry.wait(ctx)
+			backoff.Wait(ctx)
 		}
 	}
 }

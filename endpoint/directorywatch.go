@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cotal-go/cotal/internal/retry"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -15,11 +16,11 @@ import (
 func (d *directory) run(ctx context.Context) {
 	defer close(d.done)
 	defer d.releaseAll()
-	retry := newBackoff(250*time.Millisecond, 5*time.Second)
+	backoff := retry.NewBackoff(250*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
 		c, wctx, finish := d.nextWatch(ctx)
 		if c == nil {
-			retry.wait(ctx)
+			backoff.Wait(ctx)
 			continue
 		}
 		w, err := c.presenceKV.WatchAll(wctx)
@@ -27,11 +28,11 @@ func (d *directory) run(ctx context.Context) {
 			finish()
 			if wctx.Err() == nil {
 				c.log.Warn("presence watch failed; retrying", "err", err)
-				retry.wait(ctx)
+				backoff.Wait(ctx)
 			}
 			continue
 		}
-		retry.reset()
+		backoff.Reset()
 		reason := d.follow(wctx, c, w)
 		_ = w.Stop()
 		handover := wctx.Err() != nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cotal-go/cotal/internal/retry"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -77,8 +78,8 @@ func (e *Endpoint) startDurableRetry(name string, j *joined) {
 }
 
 func (e *Endpoint) retryDurable(ctx context.Context, name string, j *joined) {
-	b := newBackoff(time.Second, durableRetryMax)
-	for b.wait(ctx) {
+	b := retry.NewBackoff(time.Second, durableRetryMax)
+	for b.Wait(ctx) {
 		gen, ok, reason := e.requestDurable(ctx, name)
 		if !ok {
 			e.log.Debug("durable backstop still unavailable", "channel", name, "reason", reason)

@@ -7,35 +7,19 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/cotal-go/cotal/internal/reask"
+	"github.com/cotal-go/cotal/internal/retry"
 )
 
-// noResponderTries bounds how often a read or control request is sent again after the broker
-// found no responder for it; noResponderWait is the first pause, doubled each time.
-const (
-	noResponderTries = 4
-	noResponderWait  = 20 * time.Millisecond
-)
-
-// retryNoResponders runs op until it does not fail for want of a responder, at most
-// noResponderTries times. Storage always answers, so "no responders" is transient: the broker
+// noResponders is how a read or control request is sent again after the broker found no
+// responder for it. Storage always answers, so "no responders" is transient: the broker
 // re-registers the agent account's imports whenever its JWT changes (a mint or a revocation,
 // wire/accounts.go), and a request crossing at that moment reaches nothing. Such a request
 // was delivered nowhere, so sending it again cannot do the work twice.
+var noResponders = retry.Policy{Tries: 4, First: 20 * time.Millisecond}
+
+// retryNoResponders runs op under the noResponders policy.
 func retryNoResponders(ctx context.Context, op func() error) error {
-	wait := noResponderWait
-	for try := 1; ; try++ {
-		err := op()
-		if !isNoResponders(err) || try == noResponderTries {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
+	return noResponders.Do(ctx, isNoResponders, op)
 }
 
 // isNoResponders reports whether err is the broker finding no responder for a request.
@@ -50,8 +34,8 @@ func isNoResponders(err error) bool {
 const readAttempt = 5 * time.Second
 
 // retryRead runs the idempotent read op, each attempt bounded by attempt, until it succeeds,
-// fails for another reason, finds no responder noResponderTries times, or ctx ends. An
+// fails for another reason, finds no responder noResponders.Tries times, or ctx ends. An
 // attempt that timed out while ctx still runs was lost, not refused, and is sent again.
 func retryRead(ctx context.Context, attempt time.Duration, op func(context.Context) error) error {
-	return retryNoResponders(ctx, func() error { return reask.Do(ctx, attempt, op) })
+	return retryNoResponders(ctx, func() error { return retry.Unanswered(ctx, attempt, op) })
 }

@@ -22,7 +22,7 @@ func TestRetryNoRespondersSendsAgainOnlyWhatReachedNobody(t *testing.T) {
 		{"no responders, then success", []error{nats.ErrNoResponders, nil}, 2, nil},
 		{"wrapped no responders, then success", []error{fmt.Errorf("control: %w", ErrNoResponders), nil}, 2, nil},
 		{"another error is not retried", []error{other}, 1, other},
-		{"no responders every time gives up", []error{nats.ErrNoResponders}, noResponderTries, nats.ErrNoResponders},
+		{"no responders every time gives up", []error{nats.ErrNoResponders}, noResponders.Tries, nats.ErrNoResponders},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

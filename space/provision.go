@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cotal-go/cotal/internal/jsconfig"
-	"github.com/cotal-go/cotal/internal/reask"
+	"github.com/cotal-go/cotal/internal/retry"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -138,7 +138,7 @@ func jsNotEnabled(err error) bool {
 // its own record the second time, which is what ErrKeyExists already accepts.
 func writeDefaults(ctx context.Context, js jetstream.JetStream, n wire.Names, class wire.DeliveryClass) error {
 	var kv jetstream.KeyValue
-	if err := reask.Do(ctx, requestTimeout, func(ctx context.Context) (err error) {
+	if err := retry.Unanswered(ctx, requestTimeout, func(ctx context.Context) (err error) {
 		kv, err = js.KeyValue(ctx, n.ChannelsBucket())
 		return err
 	}); err != nil {
@@ -150,7 +150,7 @@ func writeDefaults(ctx context.Context, js jetstream.JetStream, n wire.Names, cl
 	}
 	// SPEC §7: defaults.deliveryClass is written at space creation so the effective default
 	// is discoverable on the wire; Create never overwrites an operator's later choice.
-	err = reask.Do(ctx, requestTimeout, func(ctx context.Context) error {
+	err = retry.Unanswered(ctx, requestTimeout, func(ctx context.Context) error {
 		_, err := kv.Create(ctx, wire.DefaultsKey, defaults)
 		return err
 	})
@@ -166,7 +166,7 @@ func provisionInstance(ctx context.Context, js jetstream.JetStream, n wire.Names
 	for _, c := range n.InstanceConsumerSpecs(id, role, ackWait) {
 		// Idempotent, so a create whose answer a clustered metadata leader dropped is asked
 		// again instead of failing the mint at its deadline.
-		if err := reask.Do(ctx, requestTimeout, func(ctx context.Context) error {
+		if err := retry.Unanswered(ctx, requestTimeout, func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jsconfig.Consumer(c))
 			return err
 		}); err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cotal-go/cotal/delivery"
 	"github.com/cotal-go/cotal/internal/loggate"
-	"github.com/cotal-go/cotal/internal/reask"
+	"github.com/cotal-go/cotal/internal/retry"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -83,7 +83,7 @@ func (m *Mesh) startSpace(ctx context.Context, name string, creds infraCreds) (*
 		}
 		return nil, errors.Join(err, rt.close(ctx))
 	}
-	if err := reask.Do(ctx, requestTimeout, func(ctx context.Context) (err error) {
+	if err := retry.Unanswered(ctx, requestTimeout, func(ctx context.Context) (err error) {
 		if rt.acl, err = rt.js.KeyValue(ctx, rt.names.ACLBucket()); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/internal/admin"
+	"github.com/cotal-go/cotal/internal/retry"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 )
@@ -127,7 +128,7 @@ func reachDir(cmd *cobra.Command, dir string, wantStore bool) (*admin.Client, *p
 			return nil, nil, fmt.Errorf("%w; no mesh answered on %s within %v: if no `cotal up` runs there, another cotal command holds it",
 				err, filepath.Join(dir, admin.SocketName), startWait)
 		}
-		if err := sleepCtx(ctx, storePoll); err != nil {
+		if err := retry.Sleep(ctx, storePoll); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -209,17 +210,6 @@ func openStore(dir string, wantStore bool) (*provisioner.Store, error) {
 
 func noMesh(dir string, closeErr error) error {
 	return errors.Join(fmt.Errorf("%w on %s: start one with `cotal up`, or pass --dir if it runs on another data directory", errNoMesh, dir), closeErr)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // withHint adds to a mesh error the command that helps: the mesh's own sentences speak of
