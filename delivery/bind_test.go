@@ -23,7 +23,7 @@ func TestABucketLookupWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
 		asked  int64
 		err    error
 	}{
-		{"the lost answer is asked again", testNames.MembersBucket(), 2, nil},
+		{"the lost answer is asked again", testNames.DurableMembersBucket(), 2, nil},
 		{"a refusal after a lost answer is not", "no_such_bucket", 2, jetstream.ErrBucketNotFound},
 	}
 	for _, tt := range tests {

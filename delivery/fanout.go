@@ -229,7 +229,7 @@ func (s *Service) noteStalePresence() {
 
 // publishEntry starts the INBOX write of one entry.
 func (s *Service) publishEntry(head entryHead, msgID string, t recipient) (jetstream.PubAckFuture, error) {
-	return s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.DInboxSubject(t.id), Data: head.entry(t.generation)},
+	return s.js.PublishMsgAsync(&nats.Msg{Subject: s.names.BackstopInboxSubject(t.id), Data: head.entry(t.generation)},
 		jetstream.WithMsgID(entryMsgID(msgID, t.id, t.generation)),
 		jetstream.WithExpectStream(s.names.InboxStream()))
 }

@@ -110,7 +110,7 @@ func (h *harness) storedLosses(channel, owner string) *lostCopies {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	kv, err := h.js.KeyValue(ctx, testNames.MembersBucket())
+	kv, err := h.js.KeyValue(ctx, testNames.DurableMembersBucket())
 	if err != nil {
 		h.t.Fatal(err)
 	}

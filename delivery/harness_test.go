@@ -371,7 +371,7 @@ func (h *harness) decodeOK(r wire.ControlReply, v any) {
 // membership reads the agent's persisted membership record of channel.
 func (a *agent) membership(channel string) wire.Membership {
 	a.h.t.Helper()
-	kv, err := a.h.js.KeyValue(context.Background(), testNames.MembersBucket())
+	kv, err := a.h.js.KeyValue(context.Background(), testNames.DurableMembersBucket())
 	if err != nil {
 		a.h.t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 // openRegistries binds the membership, channel and presence buckets.
 func (s *Service) openRegistries(ctx context.Context) error {
 	n := s.names
-	membersKV, err := s.bind(ctx, n.MembersBucket())
+	membersKV, err := s.bind(ctx, n.DurableMembersBucket())
 	if err != nil {
 		return err
 	}

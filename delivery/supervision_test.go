@@ -180,7 +180,7 @@ func TestMembershipRecordOverwrittenBehindOurBackIsRestored(t *testing.T) {
 	h := newHarness(t)
 	bob := h.newAgent("bob", "team")
 	bob.join("team")
-	kv, err := h.js.KeyValue(context.Background(), testNames.MembersBucket())
+	kv, err := h.js.KeyValue(context.Background(), testNames.DurableMembersBucket())
 	if err != nil {
 		t.Fatal(err)
 	}

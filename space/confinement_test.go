@@ -103,7 +103,7 @@ func TestAgentPublishesOnlyAsItself(t *testing.T) {
 		refusePublish("an agent cannot call the control service as another sender", a, n.CtlSubject(wire.DeliveryService, w.bob.ID)),
 		refusePublish("an agent cannot forge a durable copy into another agent's handoff", a, n.DLVSubject(w.bob.ID)),
 		refusePublish("an agent cannot forge a durable copy into its own handoff", a, n.DLVSubject(a.ID)),
-		refusePublish("an agent cannot write the durable backstop", a, n.DInboxSubject(w.bob.ID)),
+		refusePublish("an agent cannot write the durable backstop", a, n.BackstopInboxSubject(w.bob.ID)),
 	})
 }
 
@@ -120,7 +120,7 @@ func TestAgentConsumersAreBindOnly(t *testing.T) {
 		n.DMStream():    "cotal.main.inst." + a.ID + ".*",
 		n.TaskStream():  "cotal.main.svc.reviewer.*",
 		n.DLVStream():   n.DLVSubject(a.ID),
-		n.InboxStream(): n.DInboxSubject(a.ID),
+		n.InboxStream(): n.BackstopInboxSubject(a.ID),
 	}
 	for _, stream := range []string{n.DMStream(), n.TaskStream(), n.DLVStream(), n.InboxStream()} {
 		filter := own[stream]
@@ -209,8 +209,8 @@ func TestAgentHasNoDirectGet(t *testing.T) {
 		refuseAPI("an agent cannot Direct Get another agent's last DM by subject", a,
 			"$JS.API.DIRECT.GET."+n.DMStream()+"."+n.InstSubject(w.bob.ID, a.ID), nil),
 		refuseAPI("an agent cannot watch the membership registry", a,
-			"$JS.API.CONSUMER.CREATE."+wire.KVStream(n.MembersBucket()),
-			createBody(wire.KVStream(n.MembersBucket()), jetstream.ConsumerConfig{Name: "x"})))
+			"$JS.API.CONSUMER.CREATE."+wire.KVStream(n.DurableMembersBucket()),
+			createBody(wire.KVStream(n.DurableMembersBucket()), jetstream.ConsumerConfig{Name: "x"})))
 	run(t, w.m, cases)
 }
 
@@ -225,9 +225,9 @@ func TestAgentWritesOnlyItsOwnKeys(t *testing.T) {
 		refusePublish("an agent cannot write another instance's presence key", a, n.PresenceKVSubject(w.bob.ID)),
 		refusePublish("an agent cannot write the channel registry", a, "$KV."+n.ChannelsBucket()+".x"),
 		refusePublish("an agent cannot rewrite the channel defaults", a, "$KV."+n.ChannelsBucket()+"."+wire.DefaultsKey),
-		refusePublish("an agent cannot write the membership registry", a, "$KV."+n.MembersBucket()+".general/"+a.ID),
+		refusePublish("an agent cannot write the membership registry", a, "$KV."+n.DurableMembersBucket()+".general/"+a.ID),
 		refusePublish("an agent cannot write its own ACL record", a, "$KV."+n.ACLBucket()+"."+a.ID),
-		refusePublish("an agent cannot write the membership feed", a, "$KV."+n.MembershipBucket()+"."+a.ID),
+		refusePublish("an agent cannot write the membership feed", a, "$KV."+n.MembershipFeedBucket()+"."+a.ID),
 	})
 }
 

@@ -36,7 +36,7 @@ func TestTheRuleKeepsExactlyTheLayoutsConsumers(t *testing.T) {
 	widened.FilterSubject = n.Prefix() + ".inst.>"
 	pushed := dmAlice
 	pushed.DeliverSubject = wire.InboxPrefix(agent.ID) + ".x"
-	presence, membership := wire.KVStream(n.PresenceBucket()), wire.KVStream(n.MembershipBucket())
+	presence, membership := wire.KVStream(n.PresenceBucket()), wire.KVStream(n.MembershipFeedBucket())
 	for _, tc := range []struct {
 		name, stream, consumer string
 		cfg                    jetstream.ConsumerConfig

@@ -99,11 +99,11 @@ func deliveryPermissions(p *Permissions, n Names) {
 	p.Pub.Allow.add(consumerAPI("INFO", dlv, "*"))
 	// The membership registry it alone writes (SPEC §7), re-read by subject after a
 	// compare-and-set conflict.
-	p.Pub.Allow.add(kvKeys(n.MembersBucket()), streamAPI("MSG.GET", KVStream(n.MembersBucket())))
+	p.Pub.Allow.add(kvKeys(n.DurableMembersBucket()), streamAPI("MSG.GET", KVStream(n.DurableMembersBucket())))
 	// One long-lived watch each on members, the channel registry and, on a cluster node without
 	// the key store, the ACL and identity records (docs/durable.md "Views kept in memory"):
 	// bind, an ordered consumer with flow control, its delete.
-	for _, b := range []string{n.MembersBucket(), n.ChannelsBucket(), n.ACLBucket(), n.IdentitiesBucket()} {
+	for _, b := range []string{n.DurableMembersBucket(), n.ChannelsBucket(), n.ACLBucket(), n.IdentitiesBucket()} {
 		s := KVStream(b)
 		p.Pub.Allow.add(streamAPI("INFO", s), consumerAPI("CREATE", s, ">"),
 			consumerAPI("DELETE", s, ">"), "$JS.FC."+s+".>")

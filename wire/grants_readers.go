@@ -69,8 +69,8 @@ func readerPermissions(p *Permissions, n Names, id string) {
 	p.Pub.Allow.add(consumerAPI("DELETE", kv, ">"))
 	// SPEC §8: the display-only membership feed is read by the observer and admin profiles,
 	// by get and by watch (flow control is covered by $JS.FC.> above).
-	mkv := KVStream(n.MembershipBucket())
-	p.Pub.Allow.add(kvGetGrants(n.MembershipBucket())...)
+	mkv := KVStream(n.MembershipFeedBucket())
+	p.Pub.Allow.add(kvGetGrants(n.MembershipFeedBucket())...)
 	p.Pub.Allow.add(consumerAPI("CREATE", mkv, ">"), consumerAPI("INFO", mkv, ">"), consumerAPI("DELETE", mkv, ">"))
 
 	identityReads(p, n)

@@ -240,14 +240,14 @@ func (n Names) BucketStreams(l StreamLimits) []StreamSpec {
 	}
 	presence := watched(kv(n.PresenceBucket(), DefaultLivenessWindow))
 	presence.MaxMsgSize = PresenceMaxMsgSize
-	membership := kv(n.MembershipBucket(), 0)
+	membership := kv(n.MembershipFeedBucket(), 0)
 	membership.MaxBytes = MembershipMaxBytes
 	lease := kv(n.BackstopBucket(), BackstopLeaseTTL)
 	lease.MaxBytes = LeaseMaxBytes
 	return []StreamSpec{
 		presence,
 		watched(kv(n.ChannelsBucket(), 0)),
-		kv(n.MembersBucket(), 0),
+		kv(n.DurableMembersBucket(), 0),
 		kv(n.ACLBucket(), 0),
 		kv(n.IdentitiesBucket(), 0),
 		membership,

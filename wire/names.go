@@ -57,9 +57,9 @@ func (n Names) PresenceBucket() string { return "cotal_presence_" + n.space }
 // ChannelsBucket is the channel registry bucket cotal_channels_<s> (SPEC §7).
 func (n Names) ChannelsBucket() string { return "cotal_channels_" + n.space }
 
-// MembersBucket is the durable membership registry cotal_members_<s> (docs/storage.md
+// DurableMembersBucket is the durable membership registry cotal_members_<s> (docs/storage.md
 // "Membership records").
-func (n Names) MembersBucket() string { return "cotal_members_" + n.space }
+func (n Names) DurableMembersBucket() string { return "cotal_members_" + n.space }
 
 // ACLBucket is cotal_acl_<s>, the read-ACL records the hand-over checks (docs/storage.md "ACL
 // records").
@@ -73,8 +73,8 @@ func (n Names) BackstopBucket() string { return "cotal_backstop_" + n.space }
 // BackstopLeaseKey is the one key of BackstopBucket: the name of the node holding the lease.
 const BackstopLeaseKey = "lease"
 
-// MembershipBucket is the display-only membership feed cotal_membership_<s> (SPEC §8).
-func (n Names) MembershipBucket() string { return "cotal_membership_" + n.space }
+// MembershipFeedBucket is the display-only membership feed cotal_membership_<s> (SPEC §8).
+func (n Names) MembershipFeedBucket() string { return "cotal_membership_" + n.space }
 
 // KVStream is the stream behind a KV bucket: KV_<bucket>.
 func KVStream(bucket string) string { return "KV_" + bucket }
@@ -110,8 +110,8 @@ const DefaultsKey = "=defaults"
 // pull or KV watch (SPEC §9 item 1, §10).
 func InboxPrefix(id string) string { return "_INBOX_" + Sanitize(id) }
 
-// DInboxSubject is cotal.<s>.dinbox.<member>, where fan-out writes backstop entries.
-func (n Names) DInboxSubject(member string) string {
+// BackstopInboxSubject is cotal.<s>.dinbox.<member>, where fan-out writes backstop entries.
+func (n Names) BackstopInboxSubject(member string) string {
 	return n.Prefix() + ".dinbox." + Sanitize(member)
 }
 
