@@ -42,8 +42,8 @@
 //     ErrPassive), binds no consumer and requests no durable membership. Options.Passive makes
 //     an agent credential's Endpoint passive too, to read without taking the agent's copies.
 //   - Reading (SPEC §6–§9): History (the last N retained messages of a channel, through the
-//     pinned chathist_<id> consumer), Channels (counts and effective config), Follow (a tap on
-//     live traffic within the grants, DMs and anycasts too for an admin) and Roster. They
+//     pinned chathist_<id> consumer), Channels (counts and effective config), Follow (the live
+//     traffic within the grants, DMs and anycasts too for an admin) and Roster. They
 //     return plain values, take a context and print nothing, for the command line and any
 //     other front end; a read outside the grants fails with ErrReadRefused when the broker
 //     refuses it, not at a timeout. ParseCredential reads a .creds file without the network

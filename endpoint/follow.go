@@ -29,7 +29,7 @@ type FollowOptions struct {
 // Each copy passes the receive checks (SPEC §3–§5): the kind comes from the subject, the
 // sender must match it, the envelope must decode; one that fails is terminated as on any path
 // (counted in Stats, never passed to h). Copies are not deduplicated and own messages are
-// included: a tap shows what the wire carries. h is called from one goroutine per subscribed
+// included: Follow shows what the wire carries. h is called from one goroutine per subscribed
 // subject, so it must be safe for concurrent use; while it blocks, later copies of that
 // subject wait in the connection's buffer.
 func (e *Endpoint) Follow(ctx context.Context, opts FollowOptions, h func(Delivery)) error {
@@ -46,7 +46,7 @@ func (e *Endpoint) Follow(ctx context.Context, opts FollowOptions, h func(Delive
 	}
 	for _, subject := range followSubjects(e.names, opts, e.readACL) {
 		sub, err := e.subscribeConfirmed(ctx, subject, func(m *nats.Msg) {
-			if d, ok := e.tapped(subject, m); ok {
+			if d, ok := e.followed(subject, m); ok {
 				h(d)
 			}
 		})
@@ -119,10 +119,10 @@ func (e *Endpoint) subscribeConfirmed(ctx context.Context, subject string, h nat
 	return sub, nil
 }
 
-// tapped checks a copy Follow received (SPEC §3–§5) and derives its Meta from the subject. A
-// tap is not addressed to this instance, so unlike a DM or anycast this Endpoint receives,
+// followed checks a copy Follow received (SPEC §3–§5) and derives its Meta from the subject.
+// A followed copy is not addressed to this instance, so unlike a DM or anycast this Endpoint receives,
 // its target is not checked against the own id or role.
-func (e *Endpoint) tapped(filter string, msg *nats.Msg) (Delivery, bool) {
+func (e *Endpoint) followed(filter string, msg *nats.Msg) (Delivery, bool) {
 	in := inbound{src: srcFollow, subject: msg.Subject, data: msg.Data, filter: filter, reply: msg.Reply}
 	sub, m, err := e.checkTap(in)
 	if err != nil {

@@ -290,7 +290,7 @@ func (e *Endpoint) refuseLate(subject string, err error) {
 	e.emit(Event{Kind: EventJoinRefused, Channel: name, Err: err})
 	e.spawn(func(ctx context.Context) {
 		// SPEC §7: on a late refusal the durable membership must be removed too.
-		if err := e.part(ctx, name, j); err != nil {
+		if err := e.leaveJoined(ctx, name, j); err != nil {
 			e.log.Warn("leave after a refused join", "channel", name, "err", err)
 		}
 	})
@@ -310,11 +310,11 @@ func (e *Endpoint) Leave(ctx context.Context, channel string) error {
 	}
 	delete(e.joins.channels, name)
 	e.joins.mu.Unlock()
-	return e.part(ctx, name, j)
+	return e.leaveJoined(ctx, name, j)
 }
 
-// part ends a channel that already left the joined set: retry, membership, subscription.
-func (e *Endpoint) part(ctx context.Context, name string, j *joined) error {
+// leaveJoined ends a channel that already left the joined set: retry, membership, subscription.
+func (e *Endpoint) leaveJoined(ctx context.Context, name string, j *joined) error {
 	if j.stopRetry != nil {
 		j.stopRetry()
 		<-j.retryDone

@@ -19,7 +19,7 @@ const (
 	ProfileAgent Profile = wire.ProfileAgent
 	// ProfileObserver reads all chat, CHAT history, presence and the channel registry.
 	ProfileObserver Profile = wire.ProfileObserver
-	// ProfileAdmin is observer plus the whole space's live tap and DM history.
+	// ProfileAdmin is observer plus the whole space's live view (Endpoint.Follow) and DM history.
 	ProfileAdmin Profile = wire.ProfileAdmin
 	// ProfileLeaf links a leaf mesh to this one, its hub (docs/accounts.md "Leaf links"): chat,
 	// DMs and presence cross the link (wire.LeafPermissions), and the credential connects only

@@ -16,7 +16,7 @@ import (
 // minted names, never by the names agents announce.
 func TestTheBucketACLKnowsTheMintedNames(t *testing.T) {
 	m := startTestMesh(t, Options{Memory: true})
-	rt, err := m.space("main")
+	rt, err := m.runtime("main")
 	if err != nil {
 		t.Fatal(err)
 	}

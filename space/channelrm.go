@@ -24,7 +24,7 @@ type ChannelRemoval struct {
 // of the space changes: durable memberships of the channel stay, so a member still joined gets
 // what is sent there next, and backstop copies already fanned out are still delivered.
 func (m *Mesh) RemoveChannel(ctx context.Context, space, channel string) (*ChannelRemoval, error) {
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return nil, err
 	}

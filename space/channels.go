@@ -58,7 +58,7 @@ const casAttempts = 5
 // retained message and no entry is refused unless u.Create is set. Fan-out and joins read the
 // new entry from their next message or join on.
 func (m *Mesh) SetChannel(ctx context.Context, space string, u ChannelUpdate) (*wire.ChannelConfig, error) {
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (m *Mesh) SetChannel(ctx context.Context, space string, u ChannelUpdate) (*
 // SetChannelDefaults changes the space defaults under `=defaults` (SPEC §7) and returns them
 // as written.
 func (m *Mesh) SetChannelDefaults(ctx context.Context, space string, u ChannelUpdate) (*wire.ChannelDefaults, error) {
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func (m *Mesh) Endpoint(ctx context.Context, spec AgentSpec) (*endpoint.Endpoint
 // (a fresh user nkey unless opts.ID is set) and its bind-only consumers, which agents never
 // create (SPEC §8), so its DMs, anycasts and durable copies reach it.
 func (m *Mesh) provisionOpen(ctx context.Context, space string, opts *endpoint.Options) error {
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ func (m *Mesh) PlacementReport() string { return m.placementReport() }
 
 // OrphanPulls exposes the counters of cotal_orphan_pulls_total of space to package space_test.
 func (m *Mesh) OrphanPulls(space string) map[string]int64 {
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return nil
 	}

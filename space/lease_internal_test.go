@@ -89,7 +89,7 @@ func (h *holders) took() []string {
 func TestTheBackstopLeaseHasOneHolder(t *testing.T) {
 	t.Parallel()
 	m := startTestMesh(t, Options{Memory: true})
-	rt, err := m.space("main")
+	rt, err := m.runtime("main")
 	if err != nil {
 		t.Fatal(err)
 	}

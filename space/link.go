@@ -18,7 +18,7 @@ var ErrNoListener = errors.New("space: the mesh has no TCP listener; start it wi
 // node without the key store gives the link of every configured space, which the node with
 // the key store provisions.
 func (m *Mesh) Link(space string) (string, error) {
-	if _, err := m.space(space); err != nil && !(m.opts.member() && slices.Contains(m.opts.Spaces, space)) {
+	if _, err := m.runtime(space); err != nil && !(m.opts.member() && slices.Contains(m.opts.Spaces, space)) {
 		return "", err
 	}
 	raw := m.broker.ClientURL()

@@ -348,7 +348,7 @@ func (m *Mesh) Info() Info {
 }
 
 func (m *Mesh) delivery(space string) (*delivery.Service, error) {
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +368,8 @@ func (m *Mesh) Broker() *broker.Broker { return m.broker }
 // nats.InProcessServer(m.InProcess()) reaches the broker without TCP.
 func (m *Mesh) InProcess() nats.InProcessConnProvider { return m.broker.InProcess() }
 
-func (m *Mesh) space(name string) (*spaceRuntime, error) {
+// runtime is the running parts of space name, or ErrClosed or an unknown-space error.
+func (m *Mesh) runtime(name string) (*spaceRuntime, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -31,7 +31,7 @@ func (m *Mesh) Mint(ctx context.Context, req provisioner.MintRequest) (*provisio
 	if m.store == nil {
 		return nil, m.noStore()
 	}
-	rt, err := m.space(req.Space)
+	rt, err := m.runtime(req.Space)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (m *Mesh) Revoke(ctx context.Context, space, id string) error {
 	if m.store == nil {
 		return m.noStore()
 	}
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (m *Mesh) Credentials(space string) ([]CredentialInfo, error) {
 	if m.store == nil {
 		return nil, m.noStore()
 	}
-	if _, err := m.space(space); err != nil {
+	if _, err := m.runtime(space); err != nil {
 		return nil, err
 	}
 	return m.store.List(space)

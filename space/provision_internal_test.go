@@ -17,7 +17,7 @@ import (
 func TestAStreamRequestWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
 	t.Parallel()
 	m := startTestMesh(t, Options{Memory: true})
-	rt, err := m.space("main")
+	rt, err := m.runtime("main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestAStreamRequestWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
 func TestAMintsAndAStartsLostAnswersAreAskedAgain(t *testing.T) {
 	t.Parallel()
 	m := startTestMesh(t, Options{Memory: true})
-	rt, err := m.space("main")
+	rt, err := m.runtime("main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ type reconcileStats struct {
 // provisioned new identity's (Mint), and judges each consumer create as it happens; calling
 // it is only needed to act at once. An open mesh has no registry and nothing to reconcile.
 func (m *Mesh) Reconcile(ctx context.Context, space string) (ReconcileReport, error) {
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return ReconcileReport{}, err
 	}

@@ -81,7 +81,7 @@ func TestTheReconcilerRestoresAndRemovesWhatAnAdminLeftBehind(t *testing.T) {
 	ctx := context.Background()
 	bob := testMint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}})
 	root := testMint(t, m, "root", provisioner.ProfileAdmin, provisioner.Grants{})
-	rt, err := m.space("main")
+	rt, err := m.runtime("main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestTheReconcilerRestoresAndRemovesWhatAnAdminLeftBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = startTestMesh(t, opts)
-	if rt, err = m.space("main"); err != nil {
+	if rt, err = m.runtime("main"); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"spy", n.DMHistoryConsumer(root.ID)} {
@@ -204,7 +204,7 @@ func BenchmarkReconcile(b *testing.B) {
 		// The periodic pass is an hour away: only the check of each create acts.
 		m := startTestMesh(b, Options{Memory: true, ReconcileInterval: time.Hour})
 		js := agentJS(b, m, testMint(b, m, "busy", provisioner.ProfileAgent, provisioner.Grants{Subscribe: []string{"general"}}))
-		rt, err := m.space("main")
+		rt, err := m.runtime("main")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func (l hangingLister) Err() error { return l.ctx.Err() }
 func TestEndingTheMeshsLifeCancelsAPassInFlight(t *testing.T) {
 	t.Parallel()
 	m := startTestMesh(t, Options{Memory: true, ReconcileInterval: -1})
-	rt, err := m.space("main")
+	rt, err := m.runtime("main")
 	if err != nil {
 		t.Fatal(err)
 	}

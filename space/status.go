@@ -167,7 +167,7 @@ func (st *Status) Errors() []string {
 // times out costs opTimeout once, not per stream.
 func (m *Mesh) spaceStatus(ctx context.Context, name string) SpaceStatus {
 	ss := SpaceStatus{Name: name, Members: []MemberBacklog{}}
-	rt, err := m.space(name)
+	rt, err := m.runtime(name)
 	if err != nil {
 		ss.Error = err.Error()
 		return ss
@@ -219,7 +219,7 @@ func (m *Mesh) streamStatus(ctx context.Context, rt *spaceRuntime, name string) 
 // Pending reports what waits for one instance of space, named by its id or by the display
 // name of exactly one active agent credential.
 func (m *Mesh) Pending(ctx context.Context, space, who string) (*MemberBacklog, error) {
-	rt, err := m.space(space)
+	rt, err := m.runtime(space)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func ObserverPermissions(n Names, id string) Permissions {
 }
 
 // AdminPermissions are the admin profile's permissions: the observer's plus the whole space's
-// live tap and DM history (SPEC Appendix B).
+// live view (Endpoint.Follow) and DM history (SPEC Appendix B).
 func AdminPermissions(n Names, id string) Permissions {
 	p := common(id)
 	adminPermissions(&p, n, id)

@@ -7,7 +7,7 @@ func observerPermissions(p *Permissions, n Names, id string) {
 }
 
 // adminPermissions adds SPEC Appendix B's admin grants: the observer's read verbs, the whole
-// space's live tap and DM history. Admin still has no application publish.
+// space's live view (Endpoint.Follow) and DM history. Admin still has no application publish.
 //
 // Appendix B's DM history verbs are on every consumer of DM (`<DM>`, `<DM>.>`), which let an
 // admin redefine an agent's dm_<id> (a wider filter its owner then pulls), delete it, ack its

@@ -22,7 +22,7 @@ const (
 	ProfileAgent = "agent"
 	// ProfileObserver reads all chat, CHAT history, presence and the channel registry.
 	ProfileObserver = "observer"
-	// ProfileAdmin is observer plus the whole space's live tap and DM history.
+	// ProfileAdmin is observer plus the whole space's live view (Endpoint.Follow) and DM history.
 	ProfileAdmin = "admin"
 	// ProfileLeaf is the link of a leaf mesh to a hub (docs/accounts.md "Leaf links"):
 	// LeafPermissions, and only as a leaf node connection.
