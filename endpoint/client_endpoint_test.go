@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nkeys"
 	"go.uber.org/goleak"
 
+	"github.com/cotal-go/cotal/cli/admin"
 	"github.com/cotal-go/cotal/endpoint"
-	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cotal-go/cotal/cli/admin"
 	"github.com/cotal-go/cotal/endpoint"
-	"github.com/cotal-go/cotal/internal/admin"
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
