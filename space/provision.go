@@ -58,11 +58,13 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 // are idempotent. A cluster's meta leader may not yet hold the space account's JetStream
 // limits pushed from the key-store node a moment earlier ("JetStream not enabled for
 // account"); that is asked again for up to accountPendingTries rounds, so an account really
-// without JetStream still fails in seconds.
+// without JetStream still fails in seconds. While a cluster settles, one member can refuse
+// a replicated stream's assignment ("error creating store for stream") that the others take
+// and elect a leader for moments later; that too is asked again, storeRefusedTries rounds.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool, request time.Duration) (jetstream.Stream, error) {
 	retry := time.NewTicker(clusterRetry)
 	defer retry.Stop()
-	timeouts, accountPending := 0, 0
+	timeouts, accountPending, storeRefused := 0, 0, 0
 	for {
 		st, err := askStream(ctx, js, cfg, fresh, request)
 		if err == nil {
@@ -75,8 +77,13 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		if jsNotEnabled(err) {
 			accountPending++
 		}
+		replicaRefused := cfg.Replicas > 1 && apiErrorCode(err) == 10049
+		if replicaRefused {
+			storeRefused++
+		}
 		if !waitingForPeers(err) && (!timedOut || (cfg.Replicas <= 1 && timeouts >= provisionTimeouts)) &&
-			(!jsNotEnabled(err) || accountPending >= accountPendingTries) {
+			(!jsNotEnabled(err) || accountPending >= accountPendingTries) &&
+			(!replicaRefused || storeRefused >= storeRefusedTries) {
 			return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
 		select {
@@ -104,11 +111,13 @@ const requestTimeout = 10 * time.Second
 
 // clusterRetry is how often provisioning asks again while a cluster lacks the nodes a
 // stream's replicas need; provisionTimeouts how many timed-out requests it sends in all;
-// accountPendingTries how many refusals for an account without JetStream it takes.
+// accountPendingTries how many refusals for an account without JetStream it takes, and
+// storeRefusedTries how many refusals of a replicated stream's store.
 const (
 	clusterRetry        = 250 * time.Millisecond
 	provisionTimeouts   = 4
 	accountPendingTries = 20
+	storeRefusedTries   = 20
 )
 
 // waitingForPeers reports whether err is JetStream refusing a stream for want of cluster
@@ -128,9 +137,15 @@ func waitingForPeers(err error) bool {
 
 // jsNotEnabled reports whether err is JetStream refusing for an account it holds no
 // JetStream limits of (10039).
-func jsNotEnabled(err error) bool {
+func jsNotEnabled(err error) bool { return apiErrorCode(err) == 10039 }
+
+// apiErrorCode is the JetStream error code of err, or 0 when err is not a JetStream API error.
+func apiErrorCode(err error) jetstream.ErrorCode {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10039
+	if !errors.As(err, &apiErr) {
+		return 0
+	}
+	return apiErr.ErrorCode
 }
 
 // writeDefaults writes the `=defaults` record with class unless one is there already. Both

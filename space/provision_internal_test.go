@@ -77,3 +77,50 @@ func TestAMintsAndAStartsLostAnswersAreAskedAgain(t *testing.T) {
 		})
 	}
 }
+
+// refuseFirstStore is a JetStream whose first stream create-or-update is refused the way a
+// cluster member refuses a stream assignment while the cluster settles. Later requests reach
+// the single node under it as one replica, standing in for the stream the other members took.
+type refuseFirstStore struct {
+	jetstream.JetStream
+	asked int
+}
+
+func (j *refuseFirstStore) CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	if j.asked++; j.asked == 1 {
+		return nil, &jetstream.APIError{Code: 500, ErrorCode: 10049, Description: "error creating store for stream"}
+	}
+	cfg.Replicas = 1
+	return j.JetStream.CreateOrUpdateStream(ctx, cfg)
+}
+
+// TestAReplicaRefusingItsStoreIsAskedAgain: a replicated stream that one member refused while
+// the cluster settled is asked for again; a single node's own store refusal is not, since
+// nothing else will take it.
+func TestAReplicaRefusingItsStoreIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	m := startTestMesh(t, Options{Memory: true})
+	rt, err := m.runtime("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	chat, err := rt.js.Stream(ctx, rt.names.ChatStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		replicas  int
+		wantAsked int
+		wantErr   bool
+	}{{3, 2, false}, {1, 1, true}} {
+		cfg := chat.CachedInfo().Config
+		cfg.Replicas = tt.replicas
+		js := &refuseFirstStore{JetStream: rt.js}
+		_, err := ensureStream(ctx, js, cfg, false, time.Second)
+		if (err != nil) != tt.wantErr || js.asked != tt.wantAsked {
+			t.Errorf("%d replicas: asked %d times, err %v; want %d times, an error %v", tt.replicas, js.asked, err, tt.wantAsked, tt.wantErr)
+		}
+	}
+}
