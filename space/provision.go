@@ -124,11 +124,7 @@ const (
 // peers (no suitable peers, insufficient resources, cluster temporarily unavailable), which
 // passes as the other nodes join.
 func waitingForPeers(err error) bool {
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	switch apiErr.ErrorCode {
+	switch apiErrorCode(err) {
 	case 10005, 10008, 10023:
 		return true
 	}

@@ -11,11 +11,10 @@ import (
 	"github.com/cotal-go/cotal/wire"
 )
 
-// TestAStreamRequestWhoseAnswerIsLostIsAskedAgain: provisioning under a start deadline asks
-// again once one request has waited its own bound, instead of spending the whole deadline
-// on an answer that will not come.
-func TestAStreamRequestWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
-	t.Parallel()
+// chatStream starts a memory mesh and returns the runtime of its space main and its CHAT
+// stream, whose config the provisioning tests ask for again.
+func chatStream(t *testing.T) (*spaceRuntime, jetstream.Stream) {
+	t.Helper()
 	m := startTestMesh(t, Options{Memory: true})
 	rt, err := m.runtime("main")
 	if err != nil {
@@ -27,6 +26,17 @@ func TestAStreamRequestWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rt, chat
+}
+
+// TestAStreamRequestWhoseAnswerIsLostIsAskedAgain: provisioning under a start deadline asks
+// again once one request has waited its own bound, instead of spending the whole deadline
+// on an answer that will not come.
+func TestAStreamRequestWhoseAnswerIsLostIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	rt, chat := chatStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
 	lossy := &jsfault.LoseFirst{JetStream: rt.js}
 	st, err := ensureStream(ctx, lossy, chat.CachedInfo().Config, false, 300*time.Millisecond)
 	if err != nil {
@@ -99,17 +109,9 @@ func (j *refuseFirstStore) CreateOrUpdateStream(ctx context.Context, cfg jetstre
 // nothing else will take it.
 func TestAReplicaRefusingItsStoreIsAskedAgain(t *testing.T) {
 	t.Parallel()
-	m := startTestMesh(t, Options{Memory: true})
-	rt, err := m.runtime("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, chat := chatStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
-	chat, err := rt.js.Stream(ctx, rt.names.ChatStream())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range []struct {
 		replicas  int
 		wantAsked int
