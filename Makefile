@@ -14,7 +14,7 @@ COVERFILE ?= coverage.out
 all: build test
 
 build:
-	$(GO) build -trimpath -ldflags "-X github.com/cotal-go/cotal/cli.version=$(VERSION)" -o bin/cotal .
+	$(GO) build -trimpath -ldflags "-X github.com/cotal-go/cotal/internal/cli.version=$(VERSION)" -o bin/cotal .
 
 # test fails on unformatted files before it vets and runs every test with the race detector.
 test:

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/admin"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nkeys"
 
-	"github.com/cotal-go/cotal/cli/admin"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cotal-go/cotal/cli/admin"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/space/spacetest"
 	"github.com/cotal-go/cotal/wire"
 )

@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
-	"github.com/cotal-go/cotal/cli/admin"
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"

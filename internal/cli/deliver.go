@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cotal-go/cotal/cli/admin"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/space"
 )

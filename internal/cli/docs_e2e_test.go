@@ -75,7 +75,7 @@ func runDocBlock(t *testing.T, dir, block string) string {
 func TestTheClusterRecipeRunsAsPasted(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)
-	block, _ := docBlock(t, filepath.Join("..", "docs", "cluster.md"), bin, "4222", "4223", "4224", "6222", "6223", "6224")
+	block, _ := docBlock(t, filepath.Join("..", "..", "docs", "cluster.md"), bin, "4222", "4223", "4224", "6222", "6223", "6224")
 	out := runDocBlock(t, t.TempDir(), block)
 	if !strings.Contains(out, "stored in CHAT_main") {
 		t.Fatalf("the block's send was not stored:\n%s", out)
@@ -87,7 +87,7 @@ func TestTheClusterRecipeRunsAsPasted(t *testing.T) {
 func TestTheLeafRecipeRunsAsPasted(t *testing.T) {
 	t.Parallel()
 	bin := cotalBin(t)
-	block, ports := docBlock(t, filepath.Join("..", "docs", "leaf.md"), bin, "4222", "4322", "7422")
+	block, ports := docBlock(t, filepath.Join("..", "..", "docs", "leaf.md"), bin, "4222", "4322", "7422")
 	dir := t.TempDir()
 	out := runDocBlock(t, dir, block)
 	if !strings.Contains(out, "stored in CHAT_main") || !strings.Contains(out, "leaf of nats-leaf://") {

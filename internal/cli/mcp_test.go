@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/admin"
-	"github.com/cotal-go/cotal/cli/internal/mcpserver"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/cli/admin"
+	"github.com/cotal-go/cotal/internal/cli/mcpserver"
 	"github.com/cotal-go/cotal/space/spacetest"
 )
 

@@ -9,10 +9,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cotal-go/cotal/cli/admin"
-	"github.com/cotal-go/cotal/cli/internal/mcpserver"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/cli/admin"
+	"github.com/cotal-go/cotal/internal/cli/mcpserver"
 	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cotal-go/cotal/cli/internal/agentfile"
+	"github.com/cotal-go/cotal/internal/cli/agentfile"
 	"github.com/cotal-go/cotal/internal/termsafe"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/admin"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
 )

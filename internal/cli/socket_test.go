@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/admin"
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/provisioner"
 )
 

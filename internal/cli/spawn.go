@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cotal-go/cotal/cli/admin"
-	"github.com/cotal-go/cotal/cli/internal/agentfile"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/cli/admin"
+	"github.com/cotal-go/cotal/internal/cli/agentfile"
 	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"

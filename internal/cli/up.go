@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cotal-go/cotal/broker"
-	"github.com/cotal-go/cotal/cli/admin"
-	"github.com/cotal-go/cotal/cli/internal/console"
 	"github.com/cotal-go/cotal/config"
+	"github.com/cotal-go/cotal/internal/cli/admin"
+	"github.com/cotal-go/cotal/internal/cli/console"
 	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/space"
 )

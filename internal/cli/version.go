@@ -11,7 +11,7 @@ import (
 )
 
 // version is the release version, set at build time with
-// -ldflags "-X github.com/cotal-go/cotal/cli.version=v1.2.3"; empty means the module
+// -ldflags "-X github.com/cotal-go/cotal/internal/cli.version=v1.2.3"; empty means the module
 // version from the build info (go build and go install in a git clone record a pseudo-version
 // from the commit unless -buildvcs=false), or "devel".
 var version string

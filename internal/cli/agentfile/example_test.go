@@ -3,7 +3,7 @@ package agentfile_test
 import (
 	"fmt"
 
-	"github.com/cotal-go/cotal/cli/internal/agentfile"
+	"github.com/cotal-go/cotal/internal/cli/agentfile"
 )
 
 func ExampleParse() {

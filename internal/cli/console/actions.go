@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/admin"
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
@@ -188,7 +188,7 @@ func fail(w http.ResponseWriter, err error) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 }
 
-// statuses map the mesh's errors to HTTP statuses as cli/admin does.
+// statuses map the mesh's errors to HTTP statuses as internal/cli/admin does.
 var statuses = []struct {
 	err    error
 	status int

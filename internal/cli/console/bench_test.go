@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/internal/console"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/cli/console"
 )
 
 // BenchmarkViewChannels renders the channels view of a space with n channels, one live

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/admin"
-	"github.com/cotal-go/cotal/cli/internal/console"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/cli/admin"
+	"github.com/cotal-go/cotal/internal/cli/console"
 )
 
 func TestTheOpsRoutesStayBesideTheConsole(t *testing.T) {

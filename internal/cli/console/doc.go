@@ -8,7 +8,7 @@
 // so the feed shows every channel, DM and anycast (SPEC Appendix B). Every page, view, event
 // stream and action is of one space, named in the query (?space=NAME; default the mesh's
 // first), and the page header offers the others. Operator actions call
-// space.Mesh methods, as cli/admin does, with the CLI's validation and errors.
+// space.Mesh methods, as internal/cli/admin does, with the CLI's validation and errors.
 //
 // The URL `cotal up` prints carries the console token once in the query; the console trades
 // it for a session bound to the Host it was opened on, whose URLs (/s/ID/) carry one secret

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/internal/console"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/cli/console"
 )
 
 // manyChannels is enough channels that a view doing work per channel pair, as one did, takes

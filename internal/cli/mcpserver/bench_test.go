@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cotal-go/cotal/cli/internal/mcpserver"
+	"github.com/cotal-go/cotal/internal/cli/mcpserver"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space/spacetest"
 )

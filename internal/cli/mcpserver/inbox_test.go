@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotal-go/cotal/cli/internal/mcpserver"
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/cli/mcpserver"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
