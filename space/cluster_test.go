@@ -264,8 +264,10 @@ func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 		receive(ctx, t, back, endpoint.MetaChannel, missed...)
 		took := time.Since(closed)
 		t.Logf("every durable copy arrived %v after bob closed", took.Round(time.Millisecond))
-		if took > ghostBound {
-			t.Errorf("the durable copies took %v, past %v: a pull bob's closed Endpoint left held them", took, ghostBound)
+		// A copy a pull of bob's closed Endpoint took comes back only after the ack wait; the
+		// bound sits below it, with the rest of the ack wait left to a loaded machine.
+		if bound := clusterAckWait - time.Second; took > bound {
+			t.Errorf("the durable copies took %v, past %v: a pull bob's closed Endpoint left held them", took, bound)
 		}
 	})
 
