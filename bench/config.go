@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,9 @@ type Config struct {
 	Endpoints []int
 	// Logger, if set, is told about each run as it finishes.
 	Logger *slog.Logger
+	// Remote starts a mesh in a process of its own for the path workload, which has no
+	// cases without it.
+	Remote func(ctx context.Context, o RemoteOptions) (Remote, error)
 }
 
 // DefaultConfig is the suite BENCHMARKS.md is generated with: it fits in a few minutes on

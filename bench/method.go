@@ -56,4 +56,13 @@ costs even when other load stretches wall time.
   loopback TCP, the way a cluster's agents connect. cotal/raw is cluster/single: what
   replicating every DM to three nodes and crossing two routes costs. Process CPU counts all
   three nodes.
+- **The user's path (row 12)** is what an agent of ` + "`cotal up`" + ` meets: the mesh runs as
+  ` + "`cotal up`" + ` in a process of its own (file storage, the sync mode the case names, a
+  fresh data directory per case), and both sides connect over loopback TCP with credentials it
+  minted through its admin socket. The raw side is nats.go alone with the same kind of
+  credential on the same streams and consumers: it publishes its body where cotal publishes
+  its envelope, subscribes to the channel's live subject, and consumes ` + "`dm_<id>`" + ` and
+  ` + "`svc_<role>`" + ` with explicit acks. Client CPU is this process's (every sender and
+  receiver, no broker); mesh CPU is the ` + "`cotal up`" + ` process's, read from
+  /proc/PID/stat to the 10 ms tick, so a figure below 10 ms over the run's messages is coarse.
 `

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -160,5 +161,14 @@ func TestWriteJSON(t *testing.T) {
 		`"cotal":3,"raw":null,"raw_json":null,"ratio":null,"target":null,"met":null}` + "\n"
 	if b.String() != want {
 		t.Errorf("WriteJSON wrote\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestThePathWorkloadNeedsARemoteMesh(t *testing.T) {
+	if _, err := Run(context.Background(), DefaultConfig(), "path"); !errors.Is(err, errNoRemote) {
+		t.Fatalf("Run path without Remote: %v, want errNoRemote", err)
+	}
+	if cases := pathCases(DefaultConfig()); len(cases) != 0 {
+		t.Fatalf("path cases without Remote: %d, want none", len(cases))
 	}
 }

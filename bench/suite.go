@@ -65,6 +65,7 @@ func Workloads() []Workload {
 		{"sync", titleSync, "DM and durable channel on file storage, sync always and interval", syncCases},
 		{"join", titleJoin, "50 endpoints joining durable channels at once under publish load", joinCases},
 		{"cluster", titleCluster, "DM from node 1 to node 3 of a three-node R3 cluster against one node", clusterCases},
+		{"path", titlePath, "multicast, DM and anycast through `cotal up` over TCP with minted credentials", pathCases},
 	}
 }
 
@@ -86,6 +87,9 @@ func Run(ctx context.Context, c Config, names ...string) ([]Row, error) {
 	for _, n := range names {
 		if !slices.Contains(Names(), n) {
 			return nil, fmt.Errorf("%w %q: choose from %s", ErrUnknownWorkload, n, strings.Join(Names(), ", "))
+		}
+		if n == "path" && c.Remote == nil {
+			return nil, errNoRemote
 		}
 	}
 	s := newSuite(c)

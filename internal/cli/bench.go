@@ -59,6 +59,7 @@ func runBench(cmd *cobra.Command, args []string, cfg bench.Config, out string, a
 	format, _ := cmd.Flags().GetString("log-format")
 	level, _ := cmd.Flags().GetString("log-level")
 	cfg.Logger = newLogger(format, level, cmd.ErrOrStderr())
+	cfg.Remote = startRemoteMesh
 	start := time.Now()
 	rows, err := bench.Run(cmd.Context(), cfg, args...)
 	if err != nil {
