@@ -98,3 +98,21 @@ func TestSanitizeChannelKeepsLengthSoTheLimitHoldsOnTheWire(t *testing.T) {
 		}
 	}
 }
+
+func TestSanitize(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"UABC-def_09", "UABC-def_09"},
+		{"a.b c", "a_b_c"},
+		{"é", "__"}, // two bytes, each replaced
+		{"\xff", "_"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := Sanitize(tt.in); got != tt.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = Sanitize("UABC-def_09") }); n != 0 {
+		t.Errorf("Sanitize of a safe token allocates %v times, want 0", n)
+	}
+}

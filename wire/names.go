@@ -5,18 +5,24 @@ import "strings"
 // Sanitize maps every character outside [A-Za-z0-9_-] to '_' (SPEC §3). The mapping is lossy
 // and is never reversed: a sanitized token is a routing key, not a display name.
 func Sanitize(token string) string {
+	if !strings.ContainsFunc(token, func(r rune) bool { return r >= 0x80 || !tokenByte(byte(r)) }) {
+		return token // the common case, which then costs no allocation
+	}
 	var b strings.Builder
 	b.Grow(len(token))
 	for i := 0; i < len(token); i++ {
-		c := token[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		if c := token[i]; tokenByte(c) {
 			b.WriteByte(c)
-		default:
+		} else {
 			b.WriteByte('_')
 		}
 	}
 	return b.String()
+}
+
+// tokenByte reports whether Sanitize keeps c.
+func tokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // Names builds every stream, bucket, consumer and subject name of one space, exactly as SPEC §8
