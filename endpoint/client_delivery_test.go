@@ -277,3 +277,42 @@ func TestCloseNaksTheCopiesPulledButNotSurfaced(t *testing.T) {
 		return len(again.rec.all()) == sent-1
 	})
 }
+
+// Close settles every asynchronous send still awaiting its acknowledgement: each receipt is
+// done when Close returns, stored or failed with ErrClosed, and a send after Close fails.
+func TestCloseSettlesEveryPendingAsyncSend(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	h.connect("bob", func(o *endpoint.Options) { o.Channels = []string{"bulk"} })
+	pending := make([]*endpoint.PendingReceipt, 500)
+	for i := range pending {
+		p, err := alice.SendAsync("bulk", text(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending[i] = p
+	}
+	if err := alice.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	stored, closed := 0, 0
+	for i, p := range pending {
+		select {
+		case <-p.Done():
+		default:
+			t.Fatalf("receipt %d not done when Close returned", i)
+		}
+		switch err := p.Err(); {
+		case err == nil:
+			stored++
+		case errors.Is(err, endpoint.ErrClosed):
+			closed++
+		default:
+			t.Fatalf("receipt %d: %v, want stored or ErrClosed", i, err)
+		}
+	}
+	t.Logf("%d stored, %d ended by Close", stored, closed)
+	if _, err := alice.SendAsync("bulk", text("late")); !errors.Is(err, endpoint.ErrClosed) {
+		t.Fatalf("SendAsync after Close: %v, want ErrClosed", err)
+	}
+}

@@ -241,6 +241,7 @@ type Endpoint struct {
 	joins      joinState
 	histMu     sync.Mutex // one chathist_<id> consumer exists at a time (SPEC §8)
 	violations violations // calls waiting on a publish or subscribe the broker may refuse
+	async      asyncSends // asynchronous sends awaiting their outcome
 
 	ctx       context.Context // ends at Close; every goroutine and Handler call watches it
 	cancel    context.CancelFunc
@@ -402,7 +403,8 @@ func (e *Endpoint) adoptIdentity(cred *credential) error {
 // JetStream handles, the first presence write, the roster, the bound consumers, then joins.
 func (e *Endpoint) start(ctx context.Context, channels []string) error {
 	js, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(e.opts.MaxPendingAsync),
-		jetstream.WithPublishAsyncTimeout(asyncAckWait))
+		jetstream.WithPublishAsyncTimeout(asyncAckWait), jetstream.WithPublishAsyncAckHandler(e.acked),
+		jetstream.WithPublishAsyncErrHandler(e.failed))
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
@@ -536,6 +538,7 @@ func (e *Endpoint) shutdown(ctx context.Context, announce bool) error {
 		e.pres.stop()
 	}
 	e.cancel()
+	e.async.close(ErrClosed)
 	e.spawnMu.Lock()
 	e.stopping = true
 	e.spawnMu.Unlock()

@@ -328,9 +328,8 @@ func (e *Endpoint) SendAnycastAsync(role string, parts []wire.Part, opts ...Send
 	return e.publishAsync(e.build(wire.NewServiceMessage(e.space, e.ref(), role, parts...), opts))
 }
 
-// publishAsync publishes m and follows its acknowledgement on a goroutine of the Endpoint,
-// which also ends the wait when the broker refuses the subject (SPEC §9) or the Endpoint
-// closes.
+// publishAsync publishes m; its receipt is settled by the JetStream context's callbacks
+// (asyncsend.go), by the broker's refusal of the subject (SPEC §9), or by the Endpoint's close.
 func (e *Endpoint) publishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
 	// JetStream keeps an asynchronous message until its acknowledgement, so it gets its own
 	// buffer.
@@ -338,35 +337,21 @@ func (e *Endpoint) publishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
 	if err != nil {
 		return nil, err
 	}
-	watched, stop := e.violations.watch(e.ctx, opPublish, msg.Subject, ErrPublishRefused)
-	f, err := e.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.ID), jetstream.WithStallWait(asyncStallWait))
-	if err != nil {
-		stop()
+	p := &PendingReceipt{id: m.ID, done: make(chan struct{})}
+	s := &asyncSend{p: p, subject: msg.Subject}
+	s.stop = e.violations.onRefusal(opPublish, msg.Subject, ErrPublishRefused, func(err error) { e.refused(msg, err) })
+	if !e.async.add(msg, s) {
+		s.stop()
+		return nil, fmt.Errorf("publish %s: %w", m.ID, ErrClosed)
+	}
+	if _, err := e.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.ID), jetstream.WithStallWait(asyncStallWait)); err != nil {
+		if e.async.take(msg) != nil {
+			s.stop()
+		}
 		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
 			err = fmt.Errorf("%w (%d; Options.MaxPendingAsync): %w", ErrTooManyPending, e.opts.MaxPendingAsync, err)
 		}
 		return nil, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, err)
 	}
-	p := &PendingReceipt{id: m.ID, done: make(chan struct{})}
-	if !e.spawn(func(context.Context) { e.awaitAck(watched, stop, p, f, msg.Subject) }) {
-		stop()
-		return nil, fmt.Errorf("publish %s: %w", m.ID, ErrClosed)
-	}
 	return p, nil
-}
-
-// awaitAck settles p with f's outcome, a refusal of subject, or the Endpoint's close.
-func (e *Endpoint) awaitAck(watched context.Context, stop func(), p *PendingReceipt, f jetstream.PubAckFuture, subject string) {
-	defer close(p.done)
-	defer stop()
-	select {
-	case ack := <-f.Ok():
-		e.stats.published.Add(1)
-		p.receipt = Receipt{ID: p.id, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}
-	case err := <-f.Err():
-		p.err = fmt.Errorf("publish %s on %s: %w", p.id, subject, storeFull(subject, err))
-	case <-watched.Done():
-		err := refusal(watched, ErrClosed)
-		p.err = fmt.Errorf("publish %s on %s: %w", p.id, subject, err)
-	}
 }

@@ -50,44 +50,55 @@ func parseViolation(err error) (violationOp, string, bool) {
 type violations struct {
 	mu      sync.Mutex
 	next    int
-	waiters map[string]map[int]context.CancelCauseFunc // op + " " + subject
+	waiters map[string]map[int]func(error) // op + " " + subject
 }
 
 // watch cancels ctx with cause when the broker refuses op on subject, until stop is called.
 func (v *violations) watch(ctx context.Context, op violationOp, subject string, cause error) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	stop := v.onRefusal(op, subject, cause, cancel)
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// onRefusal calls refused with cause wrapping the broker's error when the
+// broker refuses op on subject, until stop is called.
+func (v *violations) onRefusal(op violationOp, subject string, cause error, refused func(error)) (stop func()) {
 	key := string(op) + " " + subject
 	v.mu.Lock()
 	if v.waiters == nil {
-		v.waiters = make(map[string]map[int]context.CancelCauseFunc)
+		v.waiters = make(map[string]map[int]func(error))
 	}
 	if v.waiters[key] == nil {
-		v.waiters[key] = make(map[int]context.CancelCauseFunc)
+		v.waiters[key] = make(map[int]func(error))
 	}
 	id := v.next
 	v.next++
-	v.waiters[key][id] = func(err error) { cancel(fmt.Errorf("%w: %v", cause, err)) }
+	v.waiters[key][id] = func(err error) { refused(fmt.Errorf("%w: %v", cause, err)) }
 	v.mu.Unlock()
-	return ctx, func() {
+	return func() {
 		v.mu.Lock()
 		delete(v.waiters[key], id)
 		if len(v.waiters[key]) == 0 {
 			delete(v.waiters, key)
 		}
 		v.mu.Unlock()
-		cancel(nil)
 	}
 }
 
 // refuse ends every wait on op and subject and reports whether there was one.
 func (v *violations) refuse(op violationOp, subject string, err error) bool {
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	ws := v.waiters[string(op)+" "+subject]
-	for _, cancel := range ws {
-		cancel(err)
+	fns := make([]func(error), 0, len(ws))
+	for _, refused := range ws {
+		fns = append(fns, refused)
 	}
-	return len(ws) > 0
+	v.mu.Unlock()
+	// Outside the lock: a waiter may stop its watch as it ends.
+	for _, refused := range fns {
+		refused(err)
+	}
+	return len(fns) > 0
 }
 
 // refusal returns the refusal that ended a watched ctx, or err unchanged.
