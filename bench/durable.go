@@ -26,7 +26,7 @@ const (
 )
 
 var (
-	figDurableRate = figure{key: "rate", metric: "surfaced+acked copies/s", unit: "copies/s", target: atLeast(0.5)}
+	figDurableRate = figure{key: "rate", metric: "surfaced+acked copies/s", unit: "copies/s", target: atLeastJSON(0.6)}
 	figDurableLag  = figure{key: "lag", metric: "backstop lag after the last publish", unit: "ms"}
 )
 

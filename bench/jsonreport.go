@@ -18,10 +18,12 @@ type jsonRow struct {
 	Raw      *float64 `json:"raw"`
 	// RawJSON is raw with receivers decoding the envelope with encoding/json.
 	RawJSON *float64 `json:"raw_json"`
-	// Ratio is cotal over bare raw, the figure targets are judged on.
-	Ratio  *float64 `json:"ratio"`
-	Target *string  `json:"target"`
-	Met    *bool    `json:"met"`
+	// Ratio is cotal over bare raw, RatioJSON over raw + encoding/json; a target is judged on
+	// the one it names.
+	Ratio     *float64 `json:"ratio"`
+	RatioJSON *float64 `json:"ratio_json"`
+	Target    *string  `json:"target"`
+	Met       *bool    `json:"met"`
 }
 
 // WriteJSON writes rows as JSON Lines: one object per row (workload, case, metric, unit,
@@ -33,6 +35,9 @@ func WriteJSON(w io.Writer, rows []Row) error {
 			Cotal: median(r.Cotal), Raw: median(r.Raw), RawJSON: median(r.RawJSON)}
 		if ratio := r.Ratio(); !math.IsNaN(ratio) && !math.IsInf(ratio, 0) {
 			jr.Ratio = &ratio
+		}
+		if ratio := r.RatioJSON(); !math.IsNaN(ratio) && !math.IsInf(ratio, 0) {
+			jr.RatioJSON = &ratio
 		}
 		if r.Target != nil {
 			t, met := r.Target.String(), r.Met()

@@ -33,6 +33,9 @@ var (
 
 func atLeast(v float64) *Target { return &Target{Goal: AtLeast, Value: v} }
 
+// atLeastJSON is a throughput target against raw + encoding/json.
+func atLeastJSON(v float64) *Target { return &Target{Goal: AtLeast, Value: v, VsJSON: true} }
+
 // pair runs cotal and raw s.cfg.Runs times each, alternating which side goes first so that
 // neither always runs on a warmer or more fragmented server, and returns one Row per figure.
 // A nil raw side is a cotal-only figure: its rows have no raw side and no ratio.

@@ -53,7 +53,8 @@ var pathSyncs = []struct {
 var (
 	figPathRate    = figure{key: "rate", metric: "delivered msgs/s", unit: "msgs/s"}
 	figPathMeshCPU = figure{key: "mesh_cpu", metric: "mesh process CPU per message", unit: "µs"}
-	figPathCPU     = figure{key: "cpu", metric: "client CPU per message", unit: "µs"}
+	figPathCPU     = figure{key: "cpu", metric: "client CPU per message", unit: "µs",
+		target: &Target{Goal: AtMost, Value: 1.2, VsJSON: true}}
 )
 
 // pathNote says what the row's sides are.

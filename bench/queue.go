@@ -19,8 +19,8 @@ const (
 )
 
 var (
-	figDMRate      = figure{key: "rate", metric: "surfaced+acked msgs/s", unit: "msgs/s", target: atLeast(0.8)}
-	figAnycastRate = figure{key: "rate", metric: "surfaced+acked msgs/s", unit: "msgs/s", target: atLeast(0.8)}
+	figDMRate      = figure{key: "rate", metric: "surfaced+acked msgs/s", unit: "msgs/s", target: atLeastJSON(1)}
+	figAnycastRate = figure{key: "rate", metric: "surfaced+acked msgs/s", unit: "msgs/s", target: atLeastJSON(1)}
 )
 
 func dmCases(c Config) []Case {

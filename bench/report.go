@@ -112,6 +112,9 @@ func missFigure(r Row) string {
 	if r.Target.Goal == Below {
 		return num(r.Cotal.Median) + " " + r.Unit
 	}
+	if r.Target.VsJSON {
+		return fmt.Sprintf("cotal/raw+json %.2f", r.RatioJSON())
+	}
 	return "cotal/raw " + ratioCell(r)
 }
 

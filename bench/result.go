@@ -57,18 +57,26 @@ const (
 type Target struct {
 	Goal  Goal
 	Value float64
+	// VsJSON judges the ratio against raw + encoding/json instead of bare raw: what
+	// hand-rolled NATS carrying the same envelopes pays.
+	VsJSON bool
 }
 
 // String renders the target the way BENCHMARKS.md shows it.
 func (t Target) String() string {
+	var s string
 	switch t.Goal {
 	case AtLeast:
-		return fmt.Sprintf("≥ %.2g", t.Value)
+		s = fmt.Sprintf("≥ %.2g", t.Value)
 	case AtMost:
-		return fmt.Sprintf("≤ %.2g×", t.Value)
+		s = fmt.Sprintf("≤ %.2g×", t.Value)
 	default:
 		return fmt.Sprintf("< %.3g", t.Value)
 	}
+	if t.VsJSON {
+		s += " of raw+json"
+	}
+	return s
 }
 
 // Row is one line of the results table: one figure of one workload case, for cotal and raw.
@@ -100,6 +108,22 @@ func (r Row) Ratio() float64 {
 	return r.Cotal.Median / r.Raw.Median
 }
 
+// RatioJSON is cotal's median over raw + encoding/json's, or NaN without that side.
+func (r Row) RatioJSON() float64 {
+	if r.RawJSON.Runs == 0 || r.RawJSON.Median == 0 {
+		return math.NaN()
+	}
+	return r.Cotal.Median / r.RawJSON.Median
+}
+
+// judged is the ratio the row's target is judged on.
+func (r Row) judged() float64 {
+	if r.Target != nil && r.Target.VsJSON {
+		return r.RatioJSON()
+	}
+	return r.Ratio()
+}
+
 // Met reports whether the row reaches its target; rows without one always do.
 func (r Row) Met() bool {
 	if r.Target == nil {
@@ -107,9 +131,9 @@ func (r Row) Met() bool {
 	}
 	switch r.Target.Goal {
 	case AtLeast:
-		return r.Ratio() >= r.Target.Value
+		return r.judged() >= r.Target.Value
 	case AtMost:
-		return r.Ratio() <= r.Target.Value
+		return r.judged() <= r.Target.Value
 	default:
 		return r.Cotal.Runs > 0 && r.Cotal.Median < r.Target.Value
 	}

@@ -63,14 +63,20 @@ func TestRowMet(t *testing.T) {
 		row  Row
 		want bool
 	}{
-		{"a throughput ratio at the target meets it", Row{Cotal: s(90), Raw: s(100), Target: &Target{AtLeast, 0.9}}, true},
-		{"a throughput ratio under the target misses", Row{Cotal: s(50), Raw: s(100), Target: &Target{AtLeast, 0.8}}, false},
-		{"a time ratio within the bound meets it", Row{Cotal: s(30), Raw: s(10), Target: &Target{AtMost, 3}}, true},
-		{"a time ratio past the bound misses", Row{Cotal: s(31), Raw: s(10), Target: &Target{AtMost, 3}}, false},
-		{"an absolute budget is judged on cotal alone", Row{Cotal: s(9), Target: &Target{Below, 10}}, true},
-		{"an absolute budget not measured misses", Row{Target: &Target{Below, 10}}, false},
+		{"a throughput ratio at the target meets it", Row{Cotal: s(90), Raw: s(100), Target: &Target{Goal: AtLeast, Value: 0.9}}, true},
+		{"a throughput ratio under the target misses", Row{Cotal: s(50), Raw: s(100), Target: &Target{Goal: AtLeast, Value: 0.8}}, false},
+		{"a time ratio within the bound meets it", Row{Cotal: s(30), Raw: s(10), Target: &Target{Goal: AtMost, Value: 3}}, true},
+		{"a time ratio past the bound misses", Row{Cotal: s(31), Raw: s(10), Target: &Target{Goal: AtMost, Value: 3}}, false},
+		{"an absolute budget is judged on cotal alone", Row{Cotal: s(9), Target: &Target{Goal: Below, Value: 10}}, true},
+		{"an absolute budget not measured misses", Row{Target: &Target{Goal: Below, Value: 10}}, false},
 		{"a row without a target always meets it", Row{Cotal: s(1), Raw: s(100)}, true},
-		{"a ratio without a raw side misses a ratio target", Row{Cotal: s(1), Target: &Target{AtLeast, 0.5}}, false},
+		{"a ratio without a raw side misses a ratio target", Row{Cotal: s(1), Target: &Target{Goal: AtLeast, Value: 0.5}}, false},
+		{"a target against raw+json ignores bare raw", Row{Cotal: s(90), Raw: s(200), RawJSON: s(90),
+			Target: &Target{Goal: AtLeast, Value: 1, VsJSON: true}}, true},
+		{"a target against raw+json misses below it", Row{Cotal: s(80), Raw: s(80), RawJSON: s(90),
+			Target: &Target{Goal: AtLeast, Value: 1, VsJSON: true}}, false},
+		{"a cost bound against raw+json", Row{Cotal: s(13), Raw: s(5), RawJSON: s(10),
+			Target: &Target{Goal: AtMost, Value: 1.2, VsJSON: true}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,9 +122,9 @@ func TestMarkdownListsMissesWithTheirNotes(t *testing.T) {
 	s := func(v float64) Summary { return Summary{Median: v, Min: v, Max: v, Runs: 3} }
 	rows := []Row{
 		{Workload: titleDM, Case: "128 B", Metric: "surfaced+acked msgs/s", Unit: "msgs/s",
-			Cotal: s(50), Raw: s(100), Target: &Target{AtLeast, 0.8}},
+			Cotal: s(50), Raw: s(100), Target: &Target{Goal: AtLeast, Value: 0.8}},
 		{Workload: titleAnycast, Case: "128 B", Metric: "surfaced+acked msgs/s", Unit: "msgs/s",
-			Cotal: s(90), Raw: s(100), Target: &Target{AtLeast, 0.8}},
+			Cotal: s(90), Raw: s(100), Target: &Target{Goal: AtLeast, Value: 0.8}},
 	}
 	var b strings.Builder
 	if err := WriteMarkdown(&b, Meta{Commit: "abc123", Command: "cotal bench", Config: DefaultConfig()}, rows); err != nil {
@@ -148,7 +154,7 @@ func TestWriteJSON(t *testing.T) {
 	s := func(v float64) Summary { return Summary{Median: v, Min: v, Max: v, Runs: 3} }
 	rows := []Row{
 		{Workload: "1. Live multicast", Case: "128 B, 1→1", Metric: "delivered msgs/s", Unit: "msgs/s",
-			Cotal: s(50), Raw: s(100), RawJSON: s(80), Target: &Target{AtLeast, 0.9}},
+			Cotal: s(50), Raw: s(100), RawJSON: s(80), Target: &Target{Goal: AtLeast, Value: 0.9}},
 		{Workload: "10. Durable join", Case: "memory", Metric: "p50", Unit: "ms", Cotal: s(3)},
 	}
 	var b strings.Builder
@@ -156,9 +162,9 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"workload":"1. Live multicast","case":"128 B, 1→1","metric":"delivered msgs/s","unit":"msgs/s",` +
-		`"cotal":50,"raw":100,"raw_json":80,"ratio":0.5,"target":"≥ 0.9","met":false}` + "\n" +
+		`"cotal":50,"raw":100,"raw_json":80,"ratio":0.5,"ratio_json":0.625,"target":"≥ 0.9","met":false}` + "\n" +
 		`{"workload":"10. Durable join","case":"memory","metric":"p50","unit":"ms",` +
-		`"cotal":3,"raw":null,"raw_json":null,"ratio":null,"target":null,"met":null}` + "\n"
+		`"cotal":3,"raw":null,"raw_json":null,"ratio":null,"ratio_json":null,"target":null,"met":null}` + "\n"
 	if b.String() != want {
 		t.Errorf("WriteJSON wrote\n%s\nwant\n%s", b.String(), want)
 	}

@@ -28,11 +28,11 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench runs the benchmark suite, or the named workloads, in the style of nats bench: each
 workload is measured for cotal and for raw nats.go doing the same work on the same embedded
 server in the same run, and the table shows medians over --runs runs with the spread and the
-ratio cotal/raw against each row's target. A second raw column, raw + encoding/json, has the
+ratio cotal/raw beside each row's target. A second raw column, raw + encoding/json, has the
 raw receivers decode cotal's envelope with the standard library: what hand-rolled NATS carrying
-the same messages pays. Progress goes to stderr, the table to stdout (--json: one JSON object
-per row, with workload, case, metric, unit, cotal, raw, raw_json, ratio, target and met), and
---out writes the markdown report (BENCHMARKS.md) with date, commit, machine and command.
+the same messages pays; a target marked "of raw+json" is judged against it. Progress goes to
+stderr, the table to stdout (--json: one JSON object per row, with workload, case, metric,
+unit, cotal, raw, raw_json, ratio, ratio_json, target and met), and --out writes the markdown report (BENCHMARKS.md) with date, commit, machine and command.
 
 Workloads:
 ` + workloadList(),
