@@ -145,3 +145,45 @@ func TestCopiesPulledAheadOfASlowHandlerAreNotRedelivered(t *testing.T) {
 			handled.Load(), st.Redeliveries, st.Duplicates, dms)
 	}
 }
+
+// A Handler that runs past its copy's ack wait keeps the copy: the queue that served it marks
+// it in progress while it is in hand, so it is not redelivered meanwhile.
+func TestACopyInAHandlerLongerThanItsAckWaitIsNotRedelivered(t *testing.T) {
+	const ackWait = 2 * time.Second
+	m := spacetest.New(t, func(o *space.Options) { o.AckWait = ackWait })
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice"})
+	bobCred := meshMint(t, m, admin.MintSpec{Name: "bob"})
+	var calls atomic.Int64
+	long := func(ctx context.Context, _ endpoint.Delivery) error {
+		if calls.Add(1) == 1 {
+			select {
+			case <-time.After(5 * ackWait / 2):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	bob := meshConnect(t, m, bobCred, func(o *endpoint.Options) { o.Handler = long })
+	if _, err := alice.SendDM(ctxT(t), bobCred.ID, text("long")); err != nil {
+		t.Fatal(err)
+	}
+	await.True(t, settle+3*ackWait, "bob handled the DM and dm_ owes nothing", func() bool {
+		if calls.Load() == 0 {
+			return false
+		}
+		backlog, err := bob.Backlog(ctxT(t))
+		if err != nil {
+			return false
+		}
+		for _, b := range backlog {
+			if b.Kind == endpoint.MetaDM && (b.Waiting > 0 || b.InFlight > 0) {
+				return false
+			}
+		}
+		return true
+	})
+	if st := bob.Stats(); calls.Load() != 1 || st.Redeliveries != 0 || st.Duplicates != 0 {
+		t.Errorf("handler calls %d, redeliveries %d, duplicates %d; want 1, 0, 0", calls.Load(), st.Redeliveries, st.Duplicates)
+	}
+}

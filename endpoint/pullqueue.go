@@ -39,6 +39,9 @@ type pullQueue struct {
 	items  []queued
 	bytes  int
 	closed bool
+	// inHand is the copy the worker handles now, if any.
+	inHand    queued
+	hasInHand bool
 }
 
 func newPullQueue() *pullQueue {
@@ -74,11 +77,20 @@ func (q *pullQueue) pop() (inbound, bool) {
 		return inbound{}, false
 	}
 	in := q.items[0].in
+	q.inHand, q.hasInHand = q.items[0], true
 	q.items[0] = queued{}
 	q.items = q.items[1:]
 	q.bytes -= len(in.data)
 	q.cond.Broadcast()
+	in.queued = true
 	return in, true
+}
+
+// handled notes that the worker is done with the copy pop returned.
+func (q *pullQueue) handled() {
+	q.mu.Lock()
+	q.inHand, q.hasInHand = queued{}, false
+	q.mu.Unlock()
 }
 
 func (q *pullQueue) close() {
@@ -88,11 +100,15 @@ func (q *pullQueue) close() {
 	q.cond.Broadcast()
 }
 
-// keepInHand marks in progress every copy that has waited longer than every, so its ack
-// wait starts again.
+// keepInHand marks in progress every copy, waiting or in hand, that was last marked longer
+// than every ago, so its ack wait starts again.
 func (q *pullQueue) keepInHand(now time.Time, every time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.hasInHand && now.Sub(q.inHand.since) >= every {
+		_ = q.inHand.in.msg.InProgress()
+		q.inHand.since = now
+	}
 	for i := range q.items {
 		if now.Sub(q.items[i].since) >= every {
 			_ = q.items[i].in.msg.InProgress()
@@ -128,6 +144,7 @@ func (e *Endpoint) serve(q *pullQueue, every time.Duration) {
 			return
 		}
 		e.receive(in)
+		q.handled()
 	}
 }
 

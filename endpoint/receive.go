@@ -107,6 +107,8 @@ type inbound struct {
 	// filter is the subject of the subscription a live copy arrived on, and reply its reply
 	// subject; empty on the other paths.
 	filter, reply string
+	// queued marks a copy a pullQueue served, which keeps it in progress while it is handled.
+	queued bool
 }
 
 // Handle sets the Handler, replacing any earlier one. Set Options.Handler instead to receive
@@ -174,7 +176,7 @@ func (e *Endpoint) receive(in inbound) outcome {
 		e.stats.duplicates.Add(1)
 		return outDropped
 	}
-	err = e.surface(Delivery{Message: m, Meta: meta}, in.msg)
+	err = e.surface(Delivery{Message: m, Meta: meta}, in)
 	if meta.Kind == MetaChannel {
 		// A channel message has copies on several paths (live, backfill, durable): remember
 		// this one's bytes so duplicateCopy can drop the others undecoded.
@@ -392,16 +394,17 @@ func (e *Endpoint) reject(in inbound, err error) {
 	}
 }
 
-// surface hands d to the Handler. A JetStream copy is kept in progress while the Handler runs
-// longer than its ack wait would allow.
-func (e *Endpoint) surface(d Delivery, msg jetstream.Msg) (err error) {
+// surface hands d, the message of in, to the Handler. A JetStream copy is kept in progress
+// while the Handler runs longer than its ack wait would allow: by its pullQueue when one
+// served it, else by a timer of its own.
+func (e *Endpoint) surface(d Delivery, in inbound) (err error) {
 	hp := e.handler.Load()
 	if hp == nil || *hp == nil {
 		e.stats.unhandled.Add(1)
 		return errNoHandler
 	}
-	if msg != nil {
-		stop := keepInProgress(msg)
+	if in.msg != nil && !in.queued {
+		stop := keepInProgress(in.msg)
 		defer stop()
 	}
 	defer func() {
