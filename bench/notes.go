@@ -24,17 +24,20 @@ var notes = map[string]string{
 		"of reach for an enveloped protocol whose every receiver must validate.",
 	titleDM: "Per message cotal builds, validates and JSON-encodes the envelope and publishes it " +
 		"with Nats-Msg-Id (one entry in the stream's duplicate window); the receiver decodes and " +
-		"validates it, claims its id in the dedup window, arms a keep-in-progress timer " +
-		"(`endpoint.keepInProgress`, one `time.AfterFunc` per copy) and acks. Raw publishes bare " +
-		"bytes and acks. Per message, cotal's process CPU is about 1.3× that of raw + " +
-		"encoding/json (31 against 24 µs at 128 B in a profile run) and about 2× bare raw's; " +
-		"cotal's own code is a small share of the profile, the rest is nats.go and the broker. " +
-		"Pulling the bind-only consumers 128 at a time instead of 16 (`endpoint/consumers.go` " +
-		"`consumeBatch`) made no measurable difference on this machine, so the batch stays small " +
-		"for the sake of a slow Handler's ack wait.",
+		"validates it, claims its id in the dedup window and acks. Raw publishes bare bytes and " +
+		"acks. The owner's consumer is pulled 256 copies at a time into a queue whose one ticker " +
+		"keeps every queued or handled copy in progress (`endpoint/pullqueue.go`); the copy no " +
+		"longer arms a timer of its own, and an asynchronous send no longer starts a goroutine " +
+		"to wait for its acknowledgement (nats.go's ack callback settles it). In a CPU profile of " +
+		"row 12's DM (TCP, sync interval) the sender's `SendDMAsync` was about a fifth of the " +
+		"client's samples, half of it nats.go's `PublishMsgAsync` (reply token, headers, the " +
+		"pending-ack map), the receiver's queue and receive path about a tenth, garbage " +
+		"collection and nats.go's read loop most of the rest.",
 	titleAnycast: "As for DM: the envelope is encoded by the sender and decoded, validated and " +
-		"deduplicated by the worker, each copy arms a keep-in-progress timer, and each copy is " +
-		"stored with a Nats-Msg-Id where raw's work queue stores bare bytes.",
+		"deduplicated by the worker, and each copy is stored with a Nats-Msg-Id where raw's work " +
+		"queue stores bare bytes. `svc_<role>` is shared by every holder of the role, so it is " +
+		"pulled 16 at a time and handed straight to the Handler, each copy arming a " +
+		"keep-in-progress timer while it runs.",
 	titleDurable: "The backstop stores 11 messages for each message to 10 members (the CHAT " +
 		"message and 10 DLV copies, each with a Nats-Msg-Id in a 2 h duplicate window) where raw " +
 		"stores one message read by 10 consumers, and each copy is delivered and acked twice (the " +
@@ -117,6 +120,15 @@ var notes = map[string]string{
 		"only once a majority holds it (RAFT), then delivered from the consumer's leader through " +
 		"a route to the receiver's node; each ack crosses back and is replicated too. Three " +
 		"in-process servers also share the two cores the single node has to itself.",
+	titlePath: "The same work as rows 1–3, with the mesh in its own process: the client column " +
+		"is the agents alone. Under sync always each stored message waits for its fsync, which " +
+		"paces DM and anycast on both sides and hides part of cotal's extra client work; a live " +
+		"multicast copy is delivered before it is stored, so there, and under sync interval, the " +
+		"client's work shows: the envelope built, encoded and stored with " +
+		"Nats-Msg-Id (the mesh process's CPU per message is higher for cotal too: the stream's " +
+		"duplicate window, and the delivery service's reads of CHAT), decoded, checked and " +
+		"deduplicated on receipt. A live multicast receiver of raw is a core subscription that " +
+		"counts bytes; cotal's checks every copy as SPEC §5 requires.",
 	titleSync: "The bounds of rows 2 and 4 hold on file storage. Under sync always every stored " +
 		"message is fsynced, so the durable channel's 11 stored messages per message against " +
 		"raw's one widen its gap; DM under sync always is paced by the fsync on both sides.",
