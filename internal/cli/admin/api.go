@@ -80,6 +80,8 @@ var reasons = []reason{
 	{"no-listener", http.StatusConflict, space.ErrNoListener},
 	{"contended", http.StatusConflict, space.ErrContended},
 	{"closed", http.StatusServiceUnavailable, space.ErrClosed},
+	{"agent-active", http.StatusConflict, ErrAgentActive},
+	{"wide-grant", http.StatusBadRequest, ErrWideGrant},
 }
 
 // classify is the status and reason token the server answers err with.
