@@ -81,6 +81,9 @@ var reasons = []reason{
 	{"contended", http.StatusConflict, space.ErrContended},
 	{"closed", http.StatusServiceUnavailable, space.ErrClosed},
 	{"agent-active", http.StatusConflict, ErrAgentActive},
+	{"agent-supervised", http.StatusConflict, ErrAgentSupervised},
+	{"no-such-agent", http.StatusNotFound, ErrNoSuchAgent},
+	{"no-supervisor", http.StatusNotFound, ErrNoSupervisor},
 	{"wide-grant", http.StatusBadRequest, ErrWideGrant},
 }
 
