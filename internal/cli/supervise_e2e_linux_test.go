@@ -102,6 +102,26 @@ func groupRunning(pgid int) []int {
 	return out
 }
 
+// runningOf is those of pids that still run.
+func runningOf(pids ...int) []int {
+	var out []int
+	for _, p := range pids {
+		if running(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// awaitGone waits until left lists no process. A SIGKILL is delivered, not yet acted on, when
+// kill(2) returns, so a process is given a moment to be gone.
+func awaitGone(t *testing.T, what string, left func() []int) {
+	t.Helper()
+	if !await.Until(10*time.Second, func() bool { return len(left()) == 0 }) {
+		t.Errorf("%s: still running %v", what, left())
+	}
+}
+
 // readPID waits for the pid a runtime wrote to path.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
@@ -184,9 +204,7 @@ func TestSupervisorRunsAnAgentThenStopsItAndRevokes(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "stopped worker") {
 		t.Fatalf("stop: exit %d: %s%s", code, out, stderr)
 	}
-	if left := groupRunning(a.PID); len(left) > 0 {
-		t.Errorf("after stop the agent's process group still runs %v", left)
-	}
+	awaitGone(t, "the agent's process group after stop", func() []int { return groupRunning(a.PID) })
 	checkRevoked(t, bin, mesh, a.ID)
 	if _, ok := psAgent(t, bin, mesh, "worker"); ok {
 		t.Errorf("ps still lists worker after stop")
@@ -252,9 +270,7 @@ func TestSupervisorStopEndsTheWholeTree(t *testing.T) {
 	if _, stderr, code := runCotal(t, bin, "stop", "worker", "--dir", mesh); code != 0 {
 		t.Fatalf("stop: exit %d: %s", code, stderr)
 	}
-	if running(child) || running(a.PID) {
-		t.Errorf("after stop the runtime (%s) or its child sleep (%s) still runs", procState(a.PID), procState(child))
-	}
+	awaitGone(t, "the runtime and its child sleep after stop", func() []int { return runningOf(a.PID, child) })
 	checkRevoked(t, bin, mesh, a.ID)
 }
 
@@ -289,9 +305,7 @@ func TestSupervisorReapsWhatAKilledMeshLeft(t *testing.T) {
 	if line := lineWith(again.out.String(), "reaped an agent"); !strings.Contains(line, "name=worker") || !strings.Contains(line, "killed=true") {
 		t.Errorf("the reap's log line does not name worker as killed: %s", line)
 	}
-	if left := groupRunning(a.PID); len(left) > 0 || running(child) {
-		t.Errorf("after the reap the old group still runs %v (child %d: %s)", left, child, procState(child))
-	}
+	awaitGone(t, "the old group after the reap", func() []int { return append(groupRunning(a.PID), runningOf(child)...) })
 	checkRevoked(t, bin, mesh, a.ID)
 	if _, err := os.Stat(filepath.Join(mesh, supervisor.StateFile)); !os.IsNotExist(err) {
 		t.Errorf("%s is left after the reap: %v", supervisor.StateFile, err)
@@ -317,9 +331,7 @@ func TestSupervisorStopsItsAgentsWithTheMesh(t *testing.T) {
 	child := readPID(t, pidFile)
 	a, _ := psAgent(t, bin, mesh, "worker")
 	up.stop(t)
-	if running(child) || running(a.PID) {
-		t.Errorf("after the mesh stopped, the runtime (%s) or its child (%s) still runs", procState(a.PID), procState(child))
-	}
+	awaitGone(t, "the runtime and its child after the mesh stopped", func() []int { return runningOf(a.PID, child) })
 	checkRevoked(t, bin, mesh, a.ID) // read from the key store: no mesh runs
 	if !strings.Contains(up.out.String(), "supervised agent ended, credential revoked") {
 		t.Errorf("the mesh's log does not say the agent ended:\n%s", up.out.String())

@@ -45,7 +45,8 @@ type Options struct {
 }
 
 // Supervisor runs agent runtimes until they end, Stop or Close. It is safe for concurrent
-// use.
+// use. Locks are taken in the order saveMu, mu, then an agent's own mu; none is held while
+// waiting for a process or the mesh.
 type Supervisor struct {
 	opts Options
 	mint launch.Minter

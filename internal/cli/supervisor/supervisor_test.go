@@ -158,3 +158,37 @@ func TestLastLines(t *testing.T) {
 		t.Errorf("lastLines of a runtime that never wrote = %q, %v", got, err)
 	}
 }
+
+// TestStartRefusesARequestItCannotRunAsGiven: the socket is the user's alone, but the mesh
+// still checks what it is asked before it reads a file or mints.
+func TestStartRefusesARequestItCannotRunAsGiven(t *testing.T) {
+	ok := admin.AgentStart{Space: "main", Name: "worker", File: "/p/.cotal/agents/worker.md",
+		Command: []string{"/bin/true"}, WorkDir: "/p"}
+	tests := []struct {
+		name string
+		edit func(*admin.AgentStart)
+		want string
+	}{
+		{"a name that leaves the directory", func(r *admin.AgentStart) { r.Name = "../x" }, `"../x"`},
+		{"a name with a terminal escape", func(r *admin.AgentStart) { r.Name = "a\x1b[2Jb" }, "name"},
+		{"no space", func(r *admin.AgentStart) { r.Space = "" }, "no space"},
+		{"an unknown runtime", func(r *admin.AgentStart) { r.Runtime = "sh" }, `runtime "sh"`},
+		{"no command", func(r *admin.AgentStart) { r.Command = nil }, "no command"},
+		{"a relative agent file", func(r *admin.AgentStart) { r.File = "worker.md" }, "absolute"},
+		{"a relative working directory", func(r *admin.AgentStart) { r.WorkDir = "." }, "absolute"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := ok
+			tt.edit(&req)
+			err := checkStart(&req)
+			if !errors.Is(err, admin.ErrBadRequest) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("checkStart = %v, want a bad request naming %q", err, tt.want)
+			}
+		})
+	}
+	req := ok
+	if err := checkStart(&req); err != nil || req.Runtime != "auto" {
+		t.Fatalf("checkStart of a good request = %v, runtime %q; want nil and auto", err, req.Runtime)
+	}
+}
