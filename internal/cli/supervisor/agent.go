@@ -108,8 +108,15 @@ func (a *agent) spawn() (*run, error) {
 	return rn, nil
 }
 
+// maxLog is the size past which a run's output file is moved to output.log.1 (replacing the
+// one before) when the next run starts, so a crash loop cannot fill the disk with old runs.
+const maxLog = 16 << 20
+
 // openLog opens the output file for appending, 0600 whatever it was.
 func openLog(path string) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > maxLog {
+		_ = os.Rename(path, path+".1")
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
