@@ -250,28 +250,49 @@ func TestSupervisorRestartsACrashingAgentThenFailsIt(t *testing.T) {
 	}
 }
 
-// TestSupervisorStopEndsTheWholeTree stops an agent whose shell waits on a child: the child is
-// gone too.
+// TestSupervisorStopEndsTheWholeTree runs runtimes that start a child: whether the runtime
+// waits on it, ignores SIGTERM, or exits and leaves it, nothing of its tree is left once the
+// agent ends, and its credential is revoked.
 func TestSupervisorStopEndsTheWholeTree(t *testing.T) {
 	bin := cotalBin(t)
 	project, mesh := t.TempDir(), t.TempDir()
 	startUp(t, bin, mesh)
-	writeAgentFile(t, project, "worker", workerFile)
-	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	if out, stderr, code := runIn(t, bin, project, nil, "start", "worker", "--dir", mesh, "--",
-		"sh", "-c", "sleep 300 & echo $! > "+pidFile+"; wait"); code != 0 {
-		t.Fatalf("start: exit %d: %s%s", code, out, stderr)
+	tests := []struct {
+		name, agent, script string
+		stop                bool   // cotal stop ends it; otherwise it exits by itself
+		state               string // its state after, "" for none (gone from ps)
+	}{
+		{"a shell waiting on its child is stopped", "waiter", "sleep 300 & echo $! > PID; wait", true, ""},
+		{"a runtime ignoring SIGTERM is killed after the grace", "deaf", "trap '' TERM; sleep 300 & echo $! > PID; wait", true, ""},
+		{"a child left by a runtime that exited 0 is killed", "leaver", "sleep 300 & echo $! > PID; sleep 1; exit 0", false, admin.AgentExited},
 	}
-	child := readPID(t, pidFile)
-	a, _ := psAgent(t, bin, mesh, "worker")
-	if !running(child) || !running(a.PID) {
-		t.Fatalf("the runtime %d or its child %d is not running", a.PID, child)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			writeAgentFile(t, project, tt.agent, strings.ReplaceAll(workerFile, "name: worker", "name: "+tt.agent))
+			pidFile := filepath.Join(t.TempDir(), "child.pid")
+			if out, stderr, code := runIn(t, bin, project, nil, "start", tt.agent, "--dir", mesh, "--",
+				"sh", "-c", strings.ReplaceAll(tt.script, "PID", pidFile)); code != 0 {
+				t.Fatalf("start: exit %d: %s%s", code, out, stderr)
+			}
+			child := readPID(t, pidFile)
+			a, _ := psAgent(t, bin, mesh, tt.agent)
+			if tt.stop {
+				if !running(child) || !running(a.PID) {
+					t.Fatalf("the runtime %d or its child %d is not running", a.PID, child)
+				}
+				if _, stderr, code := runCotal(t, bin, "stop", tt.agent, "--dir", mesh); code != 0 {
+					t.Fatalf("stop: exit %d: %s", code, stderr)
+				}
+			} else {
+				awaitAgent(t, bin, mesh, tt.agent, tt.state, func(a admin.AgentInfo) bool { return a.State == tt.state })
+			}
+			awaitGone(t, "the runtime and its child", func() []int { return runningOf(a.PID, child) })
+			checkRevoked(t, bin, mesh, a.ID)
+			if got, ok := psAgent(t, bin, mesh, tt.agent); got.State != tt.state || ok != (tt.state != "") {
+				t.Errorf("ps shows %+v (listed %v), want state %q", got, ok, tt.state)
+			}
+		})
 	}
-	if _, stderr, code := runCotal(t, bin, "stop", "worker", "--dir", mesh); code != 0 {
-		t.Fatalf("stop: exit %d: %s", code, stderr)
-	}
-	awaitGone(t, "the runtime and its child sleep after stop", func() []int { return runningOf(a.PID, child) })
-	checkRevoked(t, bin, mesh, a.ID)
 }
 
 // TestSupervisorReapsWhatAKilledMeshLeft kills `cotal up` with SIGKILL while it supervises an
