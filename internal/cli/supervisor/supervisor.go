@@ -61,6 +61,9 @@ type Supervisor struct {
 
 type key struct{ space, name string }
 
+// The admin routes run agents through a Supervisor.
+var _ admin.Supervisor = (*Supervisor)(nil)
+
 // New is a Supervisor of opts; it runs nothing until Start.
 func New(opts Options) *Supervisor {
 	if opts.Log == nil {
