@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/wire"
@@ -26,12 +27,13 @@ const openPresenceID = "UCO6JCOZYDUQ5ALZLKRL4QU2ATZUTT6C7CIMFXB3RJWQB3UAPDOD4G23
 type presenceLog struct {
 	wg      sync.WaitGroup
 	cancels []func()
+	rosters map[string]*endpoint.Roster // by space; written before startPresenceLog returns
 }
 
 // startPresenceLog reads every space's roster through a passive, in-process admin Endpoint:
 // it has no presence of its own and binds no consumer.
 func startPresenceLog(ctx context.Context, m *space.Mesh, log *slog.Logger, open bool) (*presenceLog, error) {
-	p := &presenceLog{}
+	p := &presenceLog{rosters: map[string]*endpoint.Roster{}}
 	opts := endpoint.Options{Passive: true, Kind: wire.CardKindEndpoint}
 	if open {
 		opts.ID = openPresenceID
@@ -43,6 +45,7 @@ func startPresenceLog(ctx context.Context, m *space.Mesh, log *slog.Logger, open
 			p.stop()
 			return nil, fmt.Errorf("read the roster of space %s: %w", s, err)
 		}
+		p.rosters[s] = e.Roster()
 		events, cancel := e.Roster().Subscribe()
 		p.cancels = append(p.cancels, cancel)
 		p.wg.Go(func() { logRoster(s, events, log) })
@@ -77,4 +80,24 @@ func (p *presenceLog) stop() {
 		cancel()
 	}
 	p.wg.Wait()
+}
+
+// presence is how the roster of spaceName sees the instance id: online, offline, or unknown
+// when it never saw it or has no roster of the space (a nil p included).
+func (p *presenceLog) presence(spaceName, id string) string {
+	if p == nil {
+		return admin.PresenceUnknown
+	}
+	r := p.rosters[spaceName]
+	if r == nil {
+		return admin.PresenceUnknown
+	}
+	peer, ok := r.Peer(id)
+	switch {
+	case !ok:
+		return admin.PresenceUnknown
+	case peer.Online:
+		return admin.PresenceOnline
+	}
+	return admin.PresenceOffline
 }

@@ -68,7 +68,8 @@ channels, direct messages, services and presence.`,
 // addCommands is where every subcommand is registered.
 func addCommands(root *cobra.Command) {
 	root.AddCommand(newVersionCmd(), newUpCmd(), newAuthCmd(), newSendCmd(), newTailCmd(), newWhoCmd(),
-		newChannelsCmd(), newHistoryCmd(), newStatusCmd(), newDeliverCmd(), newLinkCmd(), newConfigCmd(), newExitCodesTopic(), newBenchCmd(), newMCPCmd(), newContextCmd(), newPersonasCmd(), newSpawnCmd())
+		newChannelsCmd(), newHistoryCmd(), newStatusCmd(), newDeliverCmd(), newLinkCmd(), newConfigCmd(), newExitCodesTopic(), newBenchCmd(), newMCPCmd(), newContextCmd(), newPersonasCmd(), newSpawnCmd(),
+		newStartCmd(), newPsCmd(), newStopCmd(), newLogsCmd())
 }
 
 // execute runs root with args and maps the outcome to an exit code: an error from a command's

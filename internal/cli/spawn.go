@@ -3,27 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cotal-go/cotal/endpoint"
-	"github.com/cotal-go/cotal/internal/cli/admin"
-	"github.com/cotal-go/cotal/internal/cli/agentfile"
-	"github.com/cotal-go/cotal/internal/local"
-	"github.com/cotal-go/cotal/provisioner"
-	"github.com/cotal-go/cotal/wire"
+	"github.com/cotal-go/cotal/internal/cli/launch"
 )
-
-// errSpawned: an active credential already carries the agent's name.
-var errSpawned = errors.New("the agent is already active")
-
-// errWideGrant: an agent file grants channels of every team, which spawn mints only when told.
-var errWideGrant = errors.New("the agent file grants every channel")
 
 func newSpawnCmd() *cobra.Command {
 	var o spawnOptions
@@ -84,20 +69,16 @@ type spawnOptions struct {
 	anyChannel           bool
 }
 
-// spawnRuntimes are the --runtime values.
-var spawnRuntimes = map[string]bool{"auto": true, "claude": true, "plain": true}
-
 func runSpawn(cmd *cobra.Command, o spawnOptions) error {
-	if !spawnRuntimes[o.runtime] {
+	if !launch.Runtimes[o.runtime] {
 		return fmt.Errorf("--runtime %q: use claude, plain or auto", o.runtime)
 	}
 	a, file, err := loadPersona(o.name)
 	if err != nil {
 		return err
 	}
-	if wide := a.WideGrants(); len(wide) > 0 && !o.anyChannel {
-		return fmt.Errorf("%w: %s; narrow it to your team's channels, or pass --allow-any-channel",
-			errWideGrant, strings.Join(wide, "; "))
+	if err := launch.CheckGrants(a, o.anyChannel); err != nil {
+		return err
 	}
 	dir, err := dataDir(cmd)
 	if err != nil {
@@ -115,135 +96,10 @@ func runSpawn(cmd *cobra.Command, o spawnOptions) error {
 	if !ok {
 		return fmt.Errorf("the mesh on %s has no space %q; `cotal link` lists its spaces", dir, o.space)
 	}
-	s := &spawned{client: c, dir: dir, agent: a, file: file, link: link, opts: o}
-	if err := s.mint(cmd); err != nil {
-		return err
-	}
-	return s.run(cmd)
-}
-
-// spawned is one agent a spawn minted: where its files are and its credential.
-type spawned struct {
-	client *admin.Client
-	dir    string // the mesh's data directory
-	agent  *agentfile.Agent
-	file   string // the agent file
-	link   string
-	opts   spawnOptions
-	state  string // the private directory of the files spawn writes
-	cred   *admin.MintedCredential
-}
-
-// spawnStateDir is where the files of name's spawns in spaceName live, under the mesh's
-// data directory, which the key store keeps private.
-func spawnStateDir(dir, spaceName, name string) string {
-	return filepath.Join(dir, "spawn", wire.Sanitize(spaceName), name)
-}
-
-func (s *spawned) credsPath() string   { return filepath.Join(s.state, s.agent.Name+".creds") }
-func (s *spawned) mcpPath() string     { return filepath.Join(s.state, "mcp.json") }
-func (s *spawned) personaPath() string { return filepath.Join(s.state, "persona.md") }
-
-// mint mints the agent's credential, for the identity of its last spawn when there was one,
-// and writes the runtime's files; should a write fail, the credential is revoked.
-func (s *spawned) mint(cmd *cobra.Command) error {
-	s.state = spawnStateDir(s.dir, s.opts.space, s.agent.Name)
-	if err := makePrivateDir(s.dir, s.state); err != nil {
-		return err
-	}
-	seed, err := lastIdentity(s.credsPath())
+	s, err := launch.Prepare(cmd.Context(), c, launch.Spec{Dir: dir, Space: o.space, Agent: a, File: file,
+		Link: link, Runtime: o.runtime, Command: o.command})
 	if err != nil {
 		return err
 	}
-	if err := s.checkNotActive(cmd); err != nil {
-		return err
-	}
-	g := s.agent.Grants()
-	s.cred, err = s.client.Mint(cmd.Context(), admin.MintSpec{Space: s.opts.space, Name: s.agent.Name,
-		Profile: wire.ProfileAgent, Role: g.Role, Subscribe: g.Subscribe, AllowSubscribe: g.AllowSubscribe,
-		AllowPublish: g.AllowPublish, IdentitySeed: seed})
-	if err != nil {
-		return fmt.Errorf("mint %s from %s: %w", s.agent.Name, s.file, err)
-	}
-	if err := s.writeFiles(); err != nil {
-		if rerr := s.revoke(); rerr != nil {
-			return fmt.Errorf("%w; revoking %s failed too: %w", err, s.cred.ID, rerr)
-		}
-		return fmt.Errorf("%w; the credential was revoked", err)
-	}
-	return nil
-}
-
-// checkNotActive refuses to spawn an agent whose name an active credential holds: re-minting
-// its identity would cut off a spawn still running, and another credential's name is not
-// this file's to take.
-func (s *spawned) checkNotActive(cmd *cobra.Command) error {
-	recs, err := s.client.Credentials(cmd.Context(), s.opts.space)
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		if r.Name == s.agent.Name && r.Active(time.Now()) {
-			return fmt.Errorf("%w: %s holds the name %s in space %s; stop its spawn, or if none runs, "+
-				"`cotal auth revoke %s --dir %s --space %s`", errSpawned, r.ID, r.Name, s.opts.space, r.ID, s.dir, s.opts.space)
-		}
-	}
-	return nil
-}
-
-// makePrivateDir creates path under base with mode 0700 and refuses it, or any directory
-// between, when another user could write it (local.CheckPrivateDir).
-func makePrivateDir(base, path string) error {
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return err
-	}
-	for d := path; ; d = filepath.Dir(d) {
-		if err := local.CheckPrivateDir(d); err != nil {
-			return fmt.Errorf("%s: %w", d, err)
-		}
-		if d == filepath.Clean(base) || d == filepath.Dir(d) {
-			return nil
-		}
-	}
-}
-
-// lastIdentity is the seed of the credential a previous spawn left at path, or "" for none.
-func lastIdentity(path string) (string, error) {
-	data, err := local.ReadPrivate(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("the last spawn's credential %s: %w", path, err)
-	}
-	seed, err := endpoint.CredentialSeed(data)
-	if err != nil {
-		return "", fmt.Errorf("the last spawn's credential %s: %w; remove it to spawn a new identity", path, err)
-	}
-	return seed, nil
-}
-
-// revoke revokes the spawned credential, on a context of its own: the command's may be over.
-func (s *spawned) revoke() error {
-	ctx, cancel := newTimeoutContext(10 * time.Second)
-	defer cancel()
-	return s.client.Revoke(ctx, s.cred.Space, s.cred.ID)
-}
-
-// writeFiles writes the credential, the MCP configuration and the persona, each 0600.
-func (s *spawned) writeFiles() error {
-	mcp, err := s.mcpConfig()
-	if err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		path string
-		data []byte
-	}{{s.credsPath(), s.cred.Creds}, {s.mcpPath(), mcp}, {s.personaPath(), []byte(s.agent.Persona + "\n")}} {
-		// WriteCredsBytes writes any secret the way a credential is written: 0600 from creation.
-		if err := provisioner.WriteCredsBytes(f.path, f.data); err != nil {
-			return err
-		}
-	}
-	return nil
+	return runSpawned(cmd, s)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/await"
+	"github.com/cotal-go/cotal/internal/cli/launch"
 	"github.com/cotal-go/cotal/internal/testlog"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -38,7 +39,7 @@ type runtimeReport struct {
 	Args       []string          `json:"args"`
 	Env        map[string]string `json:"env"`
 	Modes      map[string]string `json:"modes"` // file (base name) -> permission bits
-	MCP        mcpConfigFile     `json:"mcp"`
+	MCP        launch.MCPConfig  `json:"mcp"`
 	Tools      []string          `json:"tools"`
 	Persona    string            `json:"persona"`
 	AllowedErr string            `json:"allowedErr"` // a post on an allowPublish channel
@@ -104,7 +105,7 @@ func (r *runtimeReport) observe() error {
 
 // listTools runs the MCP server entry as a runtime does and lists its tools.
 func (r *runtimeReport) listTools() error {
-	e := r.MCP.MCPServers[mcpServerName]
+	e := r.MCP.MCPServers[launch.ServerName]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.Command(e.Command, e.Args...)
@@ -258,7 +259,7 @@ func checkReport(t *testing.T, r runtimeReport, link string) string {
 			t.Errorf("%s has mode %s, want %s", f, mode, want)
 		}
 	}
-	e := r.MCP.MCPServers[mcpServerName]
+	e := r.MCP.MCPServers[launch.ServerName]
 	if len(e.Args) == 0 || e.Args[0] != "mcp" || !slices.Contains(e.Args, r.Env[envCreds]) {
 		t.Errorf("MCP entry %+v does not run cotal mcp with the agent's credential", e)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/cotal-go/cotal/config"
 	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/internal/cli/console"
+	"github.com/cotal-go/cotal/internal/cli/launch"
+	"github.com/cotal-go/cotal/internal/cli/supervisor"
 	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/space"
 )
@@ -120,7 +122,10 @@ while it is up, and its own agents keep working while it is down (docs/leaf.md).
 // runUp starts in the order that makes "up" mean ready: the admin socket is bound first, so a
 // command started meanwhile waits on it instead of reaching for the key store the mesh is
 // about to lock; space.Start opens the client listener only once every space is provisioned
-// and delivering; the socket answers from then on; the banner comes last. The log speaks of
+// and delivering; what a supervisor killed with SIGKILL left running is reaped
+// (supervisor.Reap); the socket answers from then on, its agent routes run by a new
+// supervisor; the banner comes last. On shutdown the supervised agents stop first, while the
+// mesh can still revoke their credentials. The log speaks of
 // agents by name (meshLog) and says who comes and goes (presenceLog). Before any of it, the
 // listeners' ports are checked (checkPorts), so a port in use creates nothing in the data
 // directory.
@@ -153,18 +158,32 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	}
 	logs.names.use(m)
 	logs.rec.recovered(opts.Logger)
-	srv.Serve(m, opts.Logger)
 	var presence *presenceLog
-	consoleURL, err := startConsole(cmd.Context(), con, m)
-	if err == nil {
-		presence, err = startPresenceLog(cmd.Context(), m, opts.Logger, cfg.Open)
-	}
+	var sup *supervisor.Supervisor
 	shutdown := func() error {
 		ctx, cancel := newTimeoutContext(30 * time.Second)
 		defer cancel()
+		var supErr error
+		if sup != nil {
+			supErr = sup.Close(ctx) // the agents stop while the mesh can still revoke them
+		}
 		presence.stop()
-		return errors.Join(srv.Close(ctx), m.Close(ctx))
+		return errors.Join(supErr, srv.Close(ctx), m.Close(ctx))
 	}
+	// Before the socket serves: what a killed supervisor left is ended first.
+	if !cfg.Open {
+		if err := supervisor.Reap(cmd.Context(), cfg.Dir, launch.Mesh{M: m}, opts.Logger); err != nil {
+			opts.Logger.Error("reap the agents the last supervisor left", "err", err)
+		}
+	}
+	presence, err = startPresenceLog(cmd.Context(), m, opts.Logger, cfg.Open)
+	if err != nil {
+		return errors.Join(err, shutdown())
+	}
+	sup = supervisor.New(supervisor.Options{Dir: cfg.Dir, Mesh: m, Log: opts.Logger, Presence: presence.presence})
+	srv.Supervise(sup)
+	srv.Serve(m, opts.Logger)
+	consoleURL, err := startConsole(cmd.Context(), con, m)
 	if err != nil {
 		return errors.Join(err, shutdown())
 	}

@@ -294,3 +294,17 @@ func TestPingAnswersBeforeTheMeshIsReady(t *testing.T) {
 		t.Fatal("a Status waiting for Serve succeeded after Close")
 	}
 }
+
+func TestAgentRoutesWithoutASupervisor(t *testing.T) {
+	_, c, _ := serve(t)
+	ctx := context.Background()
+	if list, err := c.Agents(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("Agents = %+v, %v; want none", list, err)
+	}
+	if _, err := c.StartAgent(ctx, AgentStart{Space: "main", Name: "a", File: "/a.md", Command: []string{"true"}}); !errors.Is(err, ErrNoSupervisor) {
+		t.Fatalf("StartAgent = %v, want ErrNoSupervisor", err)
+	}
+	if err := c.StopAgent(ctx, "main", "a"); !errors.Is(err, ErrNoSupervisor) {
+		t.Fatalf("StopAgent = %v, want ErrNoSupervisor", err)
+	}
+}

@@ -80,6 +80,11 @@ var reasons = []reason{
 	{"no-listener", http.StatusConflict, space.ErrNoListener},
 	{"contended", http.StatusConflict, space.ErrContended},
 	{"closed", http.StatusServiceUnavailable, space.ErrClosed},
+	{"agent-active", http.StatusConflict, ErrAgentActive},
+	{"agent-supervised", http.StatusConflict, ErrAgentSupervised},
+	{"no-such-agent", http.StatusNotFound, ErrNoSuchAgent},
+	{"no-supervisor", http.StatusNotFound, ErrNoSupervisor},
+	{"wide-grant", http.StatusBadRequest, ErrWideGrant},
 }
 
 // classify is the status and reason token the server answers err with.

@@ -26,6 +26,10 @@
 //	PATCH  /v1/spaces/{space}/channels/{channel}    200 wire.ChannelConfig (body space.ChannelUpdate)
 //	DELETE /v1/spaces/{space}/channels/{channel}    200 space.ChannelRemoval
 //	PATCH  /v1/spaces/{space}/defaults              200 wire.ChannelDefaults (body space.ChannelUpdate)
+//	POST   /v1/agents                               201 AgentInfo (body AgentStart): run an agent file
+//	GET    /v1/agents                               200 [AgentInfo]: the supervised agents
+//	DELETE /v1/spaces/{space}/agents/{name}         204: stop it, revoke its credential
+//	GET    /v1/spaces/{space}/agents/{name}/logs    200 AgentLogs (?n= lines, default 20)
 //
 // Status codes: 400 a request that does not decode or that the mesh refuses as invalid, 404
 // an unknown space, credential, instance, channel or route (a known path with another method

@@ -14,8 +14,8 @@ import (
 type handler func(ctx context.Context, r *http.Request) (int, any, error)
 
 // routes is the admin API of m (see the package doc).
-func routes(m *space.Mesh, log *slog.Logger) http.Handler {
-	h := &handlers{m: m, log: log}
+func routes(m *space.Mesh, sup Supervisor, log *slog.Logger) http.Handler {
+	h := &handlers{m: m, sup: sup, log: log}
 	mux := http.NewServeMux()
 	for pattern, fn := range map[string]handler{
 		"GET /v1/status":                               h.status,
@@ -28,7 +28,11 @@ func routes(m *space.Mesh, log *slog.Logger) http.Handler {
 		"PATCH /v1/spaces/{space}/channels/{channel}":  h.setChannel,
 		"DELETE /v1/spaces/{space}/channels/{channel}": h.removeChannel,
 		"PATCH /v1/spaces/{space}/defaults":            h.setDefaults,
-		"/":                                            notFound,
+		"POST /v1/agents":                              h.startAgent,
+		"GET /v1/agents":                               h.agents,
+		"DELETE /v1/spaces/{space}/agents/{name}":      h.stopAgent,
+		"GET /v1/spaces/{space}/agents/{name}/logs":    h.agentLogs,
+		"/": notFound,
 	} {
 		mux.Handle(pattern, fn)
 	}
@@ -61,6 +65,7 @@ func notFound(_ context.Context, r *http.Request) (int, any, error) {
 
 type handlers struct {
 	m   *space.Mesh
+	sup Supervisor // nil: the agent routes say the mesh supervises none
 	log *slog.Logger
 }
 

@@ -29,6 +29,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	api    http.Handler  // the routes of the mesh, set by Serve
+	sup    Supervisor    // the agent routes' supervisor, set by Supervise
 	ready  chan struct{} // closed by Serve, or by Close before it
 	closed bool
 	served chan struct{} // closed when the serving goroutine returns
@@ -53,6 +54,13 @@ func Listen(dir string) (*Server, error) {
 	return s, nil
 }
 
+// Supervise has the agent routes run by sup; called before Serve, or it has no effect.
+func (s *Server) Supervise(sup Supervisor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sup = sup
+}
+
 // Serve starts answering requests with m, until Close, logging the mints, revocations and
 // channel removals it makes to log (nil discards them). It returns at once.
 func (s *Server) Serve(m *space.Mesh, log *slog.Logger) {
@@ -64,7 +72,7 @@ func (s *Server) Serve(m *space.Mesh, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s.api = routes(m, log)
+	s.api = routes(m, s.sup, log)
 	close(s.ready)
 }
 
