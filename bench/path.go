@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/cotal-go/cotal/endpoint"
+	"github.com/cotal-go/cotal/internal/procstat"
 	"github.com/cotal-go/cotal/wire"
 )
 
@@ -350,7 +351,7 @@ func (p *path) measure(ctx context.Context, got *tally, pr *probe, first string,
 	}
 	msgs := int64(p.s.cfg.Messages)
 	base := got.count()
-	mesh0, meshOK := processCPUOf(p.r.PID())
+	mesh0, meshOK := procstat.Read(p.r.PID())
 	start, cpu := time.Now(), startCPU()
 	if err := sendAll(ctx); err != nil {
 		return nil, err
@@ -369,8 +370,8 @@ func (p *path) measure(ctx context.Context, got *tally, pr *probe, first string,
 	}
 	f := figures{"rate": rate(msgs, end.Sub(start))}
 	cpu.perMessage(f, msgs)
-	if mesh1, ok := processCPUOf(p.r.PID()); ok && meshOK {
-		f[figPathMeshCPU.key] = micros(mesh1-mesh0) / float64(msgs)
+	if mesh1, ok := procstat.Read(p.r.PID()); ok && meshOK {
+		f[figPathMeshCPU.key] = micros(mesh1.CPU-mesh0.CPU) / float64(msgs)
 	}
 	latencyFigures(f, lat)
 	return f, nil

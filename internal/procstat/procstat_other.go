@@ -1,0 +1,6 @@
+//go:build !linux
+
+package procstat
+
+// Read cannot read a process without Linux's /proc.
+func Read(int) (Stat, bool) { return Stat{}, false }
