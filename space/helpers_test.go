@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -304,8 +305,37 @@ type watched struct {
 
 func watchConn(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *watched {
 	t.Helper()
+	w, err := dialWatched(m, cred)
+	if err != nil {
+		t.Fatalf("connect %s: %v", cred.Name, err)
+	}
+	t.Cleanup(w.nc.Close)
+	return w
+}
+
+// watchConnMayEnd is watchConn for a connection the broker is expected to close: one it
+// closes before the client's handshake completes (the client reads EOF) is returned already
+// closed.
+func watchConnMayEnd(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *watched {
+	t.Helper()
+	w, err := dialWatched(m, cred)
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("connect %s: %v", cred.Name, err)
+		}
+		w.closedAt = time.Now()
+		close(w.closed)
+		return w
+	}
+	t.Cleanup(w.nc.Close)
+	return w
+}
+
+// dialWatched connects cred without reconnecting, recording its errors and its close.
+func dialWatched(m *space.Mesh, cred *provisioner.Credential) (*watched, error) {
 	w := &watched{errs: make(chan error, 16), closed: make(chan struct{})}
-	w.nc = connect(t, m, cred, nats.NoReconnect(),
+	var err error
+	w.nc, err = dial(m, cred, nats.NoReconnect(),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case w.errs <- err:
@@ -316,7 +346,7 @@ func watchConn(t *testing.T, m *space.Mesh, cred *provisioner.Credential) *watch
 			w.closedAt = time.Now()
 			close(w.closed)
 		}))
-	return w
+	return w, err
 }
 
 // cutOff requires the broker to close the connection with want. nats.go runs the error
