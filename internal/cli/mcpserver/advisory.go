@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"strings"
 
 	"github.com/cotal-go/cotal/internal/termsafe"
@@ -46,4 +47,20 @@ func operatorNote(channel, field, text string) string {
 	b.WriteString(noteText.Replace(termsafe.Text(text)))
 	b.WriteString("\n" + noteClose)
 	return b.String()
+}
+
+// channelNotes are the description and instructions of channel, each fenced by operatorNote,
+// for a tool that shows one channel; both empty when the registry holds none or cannot be
+// read now (the tool's own work stands without them).
+func (s *Server) channelNotes(ctx context.Context, channel string) (description, instructions string) {
+	list, err := s.e.Channels(ctx)
+	if err != nil {
+		s.log.Debug("could not read the channel registry", "channel", channel, "err", err)
+		return "", ""
+	}
+	c, ok := list.Channel(channel)
+	if !ok || c.Config == nil {
+		return "", ""
+	}
+	return operatorNote(channel, "description", c.Config.Description), operatorNote(channel, "instructions", c.Config.Instructions)
 }

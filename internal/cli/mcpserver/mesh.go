@@ -192,6 +192,9 @@ type joinView struct {
 	Class      string `json:"class"`
 	Backfilled int    `json:"backfilled"`
 	Note       string `json:"note,omitempty"`
+	// Description and Instructions are the channel's registry text, fenced by operatorNote.
+	Description  string `json:"description,omitempty"`
+	Instructions string `json:"instructions,omitempty"`
 }
 
 func (s *Server) join(ctx context.Context, _ *mcp.CallToolRequest, in channelInput) (*mcp.CallToolResult, joinView, error) {
@@ -216,6 +219,7 @@ func (s *Server) join(ctx context.Context, _ *mcp.CallToolRequest, in channelInp
 	if r.Backfilled > 0 {
 		v.Note = fmt.Sprintf("%d earlier messages are in your inbox, marked as history", r.Backfilled)
 	}
+	v.Description, v.Instructions = s.channelNotes(ctx, r.Channel)
 	return nil, v, nil
 }
 

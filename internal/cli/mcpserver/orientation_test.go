@@ -136,7 +136,7 @@ func TestOrientationEscapesWhatPeersChose(t *testing.T) {
 
 // TestRegistryTextIsFencedAsTheOperatorsNote sets a channel's description and instructions to
 // text that tries to instruct the model, and to text that holds the fence's closing tag: in
-// the orientation card, cotal_channels and cotal_channel_info it shows only inside one
+// the orientation card, cotal_channels, cotal_channel_info and cotal_join it shows only inside one
 // attributed fence, which it cannot close.
 func TestRegistryTextIsFencedAsTheOperatorsNote(t *testing.T) {
 	m := spacetest.New(t)
@@ -171,13 +171,15 @@ func TestRegistryTextIsFencedAsTheOperatorsNote(t *testing.T) {
 			}
 			a.ok(t, "cotal_channels", map[string]any{}, &list)
 			_, card := a.orient(t)
-			fields := []string{info.Description, info.Instructions, card}
+			var joined struct{ Description, Instructions string }
+			a.ok(t, "cotal_join", map[string]any{"channel": "general"}, &joined)
+			fields := []string{info.Description, info.Instructions, card, joined.Description, joined.Instructions}
 			for _, c := range list.Channels {
 				if c.Name == "general" {
 					fields = append(fields, c.Description, c.Instructions)
 				}
 			}
-			if len(fields) != 5 {
+			if len(fields) != 7 {
 				t.Fatalf("cotal_channels lists no general: %+v", list)
 			}
 			for _, f := range fields {
