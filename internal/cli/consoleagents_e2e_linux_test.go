@@ -23,11 +23,17 @@ func TestTheConsoleShowsTheAgentsCotalUpSupervises(t *testing.T) {
 	project, mesh := t.TempDir(), t.TempDir()
 	up := startUp(t, bin, mesh, "--http", "127.0.0.1:0")
 	t.Cleanup(func() { up.stop(t) }) // the supervisor ends its agents before the mesh closes
-	m := consoleLine.FindStringSubmatch(up.out.String())
-	if m == nil {
+	var consoleURL string
+	// The banner prints the join link first, so the console line may not be written yet.
+	if !await.Until(30*time.Second, func() bool {
+		m := consoleLine.FindStringSubmatch(up.out.String())
+		if m != nil {
+			consoleURL = m[1]
+		}
+		return m != nil
+	}) {
 		t.Fatalf("cotal up printed no console URL:\n%s", up.out)
 	}
-	consoleURL := m[1]
 	writeAgentFile(t, project, "worker", workerFile)
 	if out, stderr, code := runIn(t, bin, project, nil, "start", "worker", "--dir", mesh, "--",
 		"sh", "-c", `echo '<script>alert(document.cookie)</script>'; exec sleep 600`); code != 0 {
