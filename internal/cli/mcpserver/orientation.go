@@ -28,8 +28,8 @@ type orientationView struct {
 	Role    string `json:"role,omitempty"`
 	Space   string `json:"space"`
 	Profile string `json:"profile,omitempty"`
-	// Reads are the channel patterns the credential may read (SPEC §9), "*" for any in open
-	// mode; Joined those joined now; Posts those it may post on.
+	// Reads are the channel patterns the credential may read (SPEC §9), Posts those it may
+	// post on, each "*" in open mode, where there is no credential; Joined those joined now.
 	Reads          []string `json:"reads"`
 	Joined         []string `json:"joined"`
 	Posts          []string `json:"posts"`

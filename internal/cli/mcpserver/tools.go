@@ -43,8 +43,8 @@ func (s *Server) addTools() {
 		"and instructions, message count, delivery class, replay, and whether you joined it. Read it before " +
 		"posting on a channel you do not know."}, escapedErrors(s.channelInfo))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "cotal_join", Description: "Join a channel to receive its messages in " +
-		"your inbox; its recent history arrives there too, marked as history. Your credential decides which " +
-		"channels you may read."}, escapedErrors(s.join))
+		"your inbox; its recent history arrives there too, marked as history, and the result shows the channel " +
+		"operator's note. Your credential decides which channels you may read."}, escapedErrors(s.join))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "cotal_leave", Description: "Leave a channel you joined, to stop " +
 		"receiving its messages."}, escapedErrors(s.leave))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "cotal_history", Description: "Read the most recent messages of a " +
