@@ -212,6 +212,8 @@ type Endpoint struct {
 	card  wire.AgentCard
 	// readACL is the credential's read ACL; nil in open mode, where there is none.
 	readACL []string
+	// cred is what the credential says of its holder; zero in open mode (Credential).
+	cred Credential
 	// minted is set when the Endpoint connects with a credential: the space then publishes
 	// minted names (identities.go), which open mode has none of.
 	minted bool
@@ -324,6 +326,7 @@ func (e *Endpoint) resolve() (string, []nats.Option, []string, error) {
 	}
 	e.space, e.names = space, wire.NewNames(space)
 	if cred != nil {
+		e.cred = cred.Credential
 		e.readACL = cred.readACL(e.names)
 		e.passive = cred.Profile == wire.ProfileObserver || cred.Profile == wire.ProfileAdmin
 	}

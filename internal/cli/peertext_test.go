@@ -88,7 +88,7 @@ func TestAPeersControlCharactersReachNoTerminalAndNoModel(t *testing.T) {
 	}
 	onGeneral := map[string]any{"channel": "general"}
 	for tool, args := range map[string]map[string]any{"cotal_history": onGeneral, "cotal_channel_info": onGeneral,
-		"cotal_roster": {}, "cotal_channels": {}, "cotal_inbox": {"wait_seconds": 5}} {
+		"cotal_roster": {}, "cotal_channels": {}, "cotal_inbox": {"wait_seconds": 5}, "cotal_orientation": {}} {
 		outputs[tool] = model(tool, args)
 	}
 	for name, out := range outputs {
@@ -115,8 +115,10 @@ func checkPeerText(t *testing.T, name, out string) {
 		want = escapedForms
 	case "channels list", "cotal_channels", "cotal_channel_info":
 		want = []string{`desc\x1b]0;owned\a\u202e\u200b`}
+	case "cotal_orientation":
+		want = []string{`mal\x1b]0;owned\alory\u202e\u200b`, `\x1b[2J\rworking\u009b1m\u202e`, `desc\x1b]0;owned\a\u202e\u200b`}
 	}
-	if strings.HasPrefix(name, "cotal_") {
+	if strings.HasPrefix(name, "cotal_") && name != "cotal_orientation" { // the card is text, not JSON
 		// A tool result is JSON: the escape's backslash is itself escaped there.
 		inJSON := make([]string, len(want))
 		for i, w := range want {

@@ -182,6 +182,7 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	}
 	sup = supervisor.New(supervisor.Options{Dir: cfg.Dir, Mesh: m, Log: opts.Logger, Presence: presence.presence})
 	srv.Supervise(sup)
+	con.ShowAgents(sup)
 	srv.Serve(m, opts.Logger)
 	consoleURL, err := startConsole(cmd.Context(), con, m)
 	if err != nil {

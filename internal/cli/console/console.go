@@ -43,8 +43,9 @@ type Console struct {
 	mux      *http.ServeMux
 	pages    *template.Template
 
-	mu sync.Mutex
-	st *state
+	mu     sync.Mutex
+	st     *state
+	agents Agents // the supervisor's runtimes, ShowAgents; nil without one
 }
 
 // state is what a started console reads from: one spaceState per space of the mesh, in the
@@ -61,6 +62,7 @@ type spaceState struct {
 	e      *endpoint.Endpoint
 	feed   *feed
 	sample *sampler
+	agents func() Agents // the console's supervised(), read per request
 }
 
 // New returns a console with a fresh random token, ready to be mounted (space.Options.Console)
@@ -105,7 +107,7 @@ func (c *Console) Start(ctx context.Context, m *space.Mesh) error {
 		if err != nil {
 			return fmt.Errorf("console credential for space %s: %w", sp, err)
 		}
-		ss := &spaceState{m: m, name: sp, e: e, feed: newFeed(), sample: newSampler()}
+		ss := &spaceState{m: m, name: sp, e: e, feed: newFeed(), sample: newSampler(), agents: c.supervised}
 		if err := ss.feed.follow(ctx, e); err != nil {
 			return fmt.Errorf("space %s: %w", sp, err)
 		}

@@ -1,6 +1,6 @@
 // Package console is the web console of a running mesh: a page served on the mesh's HTTP
-// listener that shows the roster, channels, a live feed, channel history, durable delivery,
-// health and small plots, and lets the operator mint and revoke credentials and configure
+// listener that shows the roster, the agents `cotal up` supervises, channels, a live feed,
+// channel history, durable delivery, health and small plots, and lets the operator mint and revoke credentials and configure
 // channels.
 //
 // It reads through the same client API as the CLI (ARCHITECTURE.md "Read"): per space one
@@ -19,4 +19,9 @@
 // every view stops with its request. Pages are rendered on the server from embedded
 // templates; a little plain JavaScript refreshes them and follows the feed over server-sent
 // events. Nothing is loaded from elsewhere.
+//
+// The supervised agents come through the Agents interface (ShowAgents), which `cotal up`
+// fills with its supervisor, so the console imports no supervisor. What a runtime printed
+// (its last output line) is shown as text: html/template escapes markup, and termsafe makes
+// terminal controls and bidi overrides visible.
 package console

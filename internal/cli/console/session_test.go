@@ -21,7 +21,7 @@ func port(t *testing.T, base string) string {
 
 func TestEveryRequestNeedsASession(t *testing.T) {
 	f := newFixture(t)
-	paths := []string{"/", "/view/roster", "/events", "/assets/console.js", "/act/mint"}
+	paths := []string{"/", "/view/roster", "/view/agents", "/events", "/assets/console.js", "/act/mint"}
 	for _, path := range paths {
 		for _, tc := range []struct {
 			auth string

@@ -25,6 +25,7 @@ const historyPage, historyPages = 25, 40
 // views are the fragments the page is built from and that its script reloads by name.
 var views = map[string]func(ctx context.Context, ss *spaceState, r *http.Request) (any, error){
 	"roster":      rosterView,
+	"agents":      agentsView,
 	"channels":    channelsView,
 	"delivery":    deliveryView,
 	"health":      healthView,

@@ -17,6 +17,12 @@
 //   - Every string a peer or the registry chose reaches the model escaped by package termsafe,
 //     in every tool result, tool error and the inbox resource: no control, bidi or invisible
 //     character of theirs is read raw. Message text keeps its newlines and tabs.
+//   - Channel registry text (a description, instructions) reaches the model only fenced by one
+//     function as the channel operator's attributed, advisory note, escaped so that it cannot
+//     close the fence or open another (advisory.go).
+//   - cotal_orientation is a read-only card of the agent's identity, its credential's read and
+//     post grants, its tools as a client lists them, who is present and what waits unread;
+//     the server's instructions tell the model to call it first.
 //   - The inbox is also the resource InboxURI; subscribed clients are notified when messages
 //     arrive, so a runtime that supports it need not poll.
 //

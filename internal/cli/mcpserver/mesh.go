@@ -105,8 +105,8 @@ func (v statusView) shown() statusView {
 }
 
 // channelView is one channel with its effective config (SPEC §7) and this agent's join state.
-// The name, description and instructions come from the mesh's streams and registry, and are
-// escaped by termsafe; the instructions keep their newlines.
+// The name comes from the mesh's streams, escaped by termsafe; the description and
+// instructions from the registry, fenced by operatorNote as the operator's advisory note.
 type channelView struct {
 	Name         string `json:"name"`
 	Messages     uint64 `json:"messages"`
@@ -130,7 +130,8 @@ func (s *Server) channelView(c endpoint.ChannelInfo) channelView {
 		v.ReplayWindow = c.ReplayWindow.String()
 	}
 	if c.Config != nil {
-		v.Description, v.Instructions = termsafe.String(c.Config.Description), termsafe.Text(c.Config.Instructions)
+		v.Description = operatorNote(c.Name, "description", c.Config.Description)
+		v.Instructions = operatorNote(c.Name, "instructions", c.Config.Instructions)
 	}
 	if j, ok := s.e.JoinStatus(c.Name); ok {
 		v.Joined, v.JoinState = true, termsafe.String(string(j.State))
@@ -191,6 +192,9 @@ type joinView struct {
 	Class      string `json:"class"`
 	Backfilled int    `json:"backfilled"`
 	Note       string `json:"note,omitempty"`
+	// Description and Instructions are the channel's registry text, fenced by operatorNote.
+	Description  string `json:"description,omitempty"`
+	Instructions string `json:"instructions,omitempty"`
 }
 
 func (s *Server) join(ctx context.Context, _ *mcp.CallToolRequest, in channelInput) (*mcp.CallToolResult, joinView, error) {
@@ -215,6 +219,7 @@ func (s *Server) join(ctx context.Context, _ *mcp.CallToolRequest, in channelInp
 	if r.Backfilled > 0 {
 		v.Note = fmt.Sprintf("%d earlier messages are in your inbox, marked as history", r.Backfilled)
 	}
+	v.Description, v.Instructions = s.channelNotes(ctx, r.Channel)
 	return nil, v, nil
 }
 

@@ -198,7 +198,7 @@ func TestMCPToolInputSchemasRequireOnlyTheRequiredParameters(t *testing.T) {
 		"cotal_send": {"text"}, "cotal_dm": {"text", "to"}, "cotal_anycast": {"role", "text"},
 		"cotal_inbox": nil, "cotal_roster": nil, "cotal_status": nil, "cotal_channels": nil,
 		"cotal_channel_info": {"channel"}, "cotal_join": {"channel"}, "cotal_leave": {"channel"},
-		"cotal_history": {"channel"},
+		"cotal_history": {"channel"}, "cotal_orientation": nil,
 	}
 	got := map[string][]string{}
 	for _, tool := range tools.Tools {

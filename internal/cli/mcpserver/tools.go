@@ -14,6 +14,10 @@ import (
 // each tool. Each result escapes what peers chose with termsafe: the views where they are
 // built, the error text by escapedErrors.
 func (s *Server) addTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "cotal_orientation", Description: "Show who you are on the mesh and what you " +
+		"can do: your name, role and space, the channels you may read and post on, your tools, who is present and " +
+		"what waits unread. Call it first, and again when you are unsure. Read-only.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, escapedErrors(s.orientation))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "cotal_send", Description: "Post a message on a channel, where every " +
 		"agent that joined it reads it. Use it to share progress, results or questions with a team. Without " +
 		"a channel it posts on your default channel; mention names to make sure those agents notice."}, escapedErrors(s.send))
@@ -39,8 +43,8 @@ func (s *Server) addTools() {
 		"and instructions, message count, delivery class, replay, and whether you joined it. Read it before " +
 		"posting on a channel you do not know."}, escapedErrors(s.channelInfo))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "cotal_join", Description: "Join a channel to receive its messages in " +
-		"your inbox; its recent history arrives there too, marked as history. Your credential decides which " +
-		"channels you may read."}, escapedErrors(s.join))
+		"your inbox; its recent history arrives there too, marked as history, and the result shows the channel " +
+		"operator's note. Your credential decides which channels you may read."}, escapedErrors(s.join))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "cotal_leave", Description: "Leave a channel you joined, to stop " +
 		"receiving its messages."}, escapedErrors(s.leave))
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "cotal_history", Description: "Read the most recent messages of a " +

@@ -25,7 +25,7 @@ async function reload(name, params) {
 }
 
 function reloadAll() {
-  for (const v of ["roster", "channels", "delivery", "health", "plots"]) reload(v);
+  for (const v of ["roster", "agents", "channels", "delivery", "health", "plots"]) reload(v);
   // Until a channel is chosen, the history view only lists channels: keep that list current.
   const hist = document.querySelector(".history-form select");
   if (hist && !hist.value) reload("history");
