@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/cotal-go/cotal/internal/await"
 	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/internal/cli/supervisor"
+	"github.com/cotal-go/cotal/internal/procstat"
 )
 
 const workerFile = `---
@@ -62,40 +62,18 @@ func awaitAgent(t *testing.T, bin, mesh, name, what string, cond func(admin.Agen
 	return last
 }
 
-// procState is pid's state letter from /proc/PID/stat, "" when there is no such process.
-func procState(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	i := strings.LastIndexByte(string(data), ')')
-	f := strings.Fields(string(data[i+1:]))
-	return f[0]
-}
-
 // running says whether pid is a process that has not exited: an exited child nobody waited
 // for yet (a zombie, Z) is gone as far as a supervisor is concerned.
 func running(pid int) bool {
-	s := procState(pid)
-	return s != "" && s != "Z"
+	st, ok := procstat.Read(pid)
+	return ok && st.State != 'Z'
 }
 
 // groupRunning lists the processes of the group pgid that have not exited.
 func groupRunning(pgid int) []int {
 	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(data), ')')
-		f := strings.Fields(string(data[i+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+	for pid, st := range procstat.All() {
+		if st.Pgrp == pgid && st.State != 'Z' {
 			out = append(out, pid)
 		}
 	}

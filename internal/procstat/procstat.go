@@ -6,6 +6,8 @@ import "time"
 
 // Stat is one reading of a process.
 type Stat struct {
+	// State is the state letter, field 3: R, S, D, Z (exited, not yet waited for), ...
+	State byte
 	// Pgrp is the process group, field 5.
 	Pgrp int
 	// Start is the start time in clock ticks since boot, field 22: with the pid, it tells a

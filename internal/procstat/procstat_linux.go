@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -42,5 +43,21 @@ func parse(data []byte) (Stat, bool) {
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return Stat{}, false
 	}
-	return Stat{Pgrp: pgrp, Start: start, CPU: time.Duration(utime+stime) * clockTick}, true
+	return Stat{State: f[0][0], Pgrp: pgrp, Start: start, CPU: time.Duration(utime+stime) * clockTick}, true
+}
+
+// All reads every process this user may see, by pid.
+func All() map[int]Stat {
+	out := map[int]Stat{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		if st, ok := Read(pid); ok {
+			out[pid] = st
+		}
+	}
+	return out
 }

@@ -15,9 +15,9 @@ func TestParse(t *testing.T) {
 		ok   bool
 	}{
 		{"a plain command", "42 (cotal) S 1 40 40 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 987654 0 0",
-			Stat{Pgrp: 40, Start: 987654, CPU: 3 * time.Second}, true},
+			Stat{State: 'S', Pgrp: 40, Start: 987654, CPU: 3 * time.Second}, true},
 		{"a command name with spaces and parentheses", "7 (a) b (c)) R 1 9 9 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 55 0 0",
-			Stat{Pgrp: 9, Start: 55, CPU: 30 * time.Millisecond}, true},
+			Stat{State: 'R', Pgrp: 9, Start: 55, CPU: 30 * time.Millisecond}, true},
 		{"a short line", "7 (x) R 1 9", Stat{}, false},
 		{"no command name", "garbage", Stat{}, false},
 		{"a field that is not a number", "7 (x) R 1 z 9 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 55", Stat{}, false},
@@ -48,4 +48,10 @@ func TestReadThisProcess(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("42 (cotal) S 1 40 40 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 987654 0 0"))
 	f.Fuzz(func(t *testing.T, data []byte) { _, _ = parse(data) })
+}
+
+func TestAllHoldsThisProcess(t *testing.T) {
+	if st, ok := All()[os.Getpid()]; !ok || st.Pgrp != syscall.Getpgrp() {
+		t.Errorf("All()[self] = %+v, %v", st, ok)
+	}
 }

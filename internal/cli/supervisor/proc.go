@@ -1,11 +1,6 @@
 package supervisor
 
-import (
-	"path/filepath"
-	"strconv"
-
-	"github.com/cotal-go/cotal/internal/procstat"
-)
+import "github.com/cotal-go/cotal/internal/procstat"
 
 // startTime is pid's start time, 0 when it cannot be read: always without Linux's /proc, where
 // a pid cannot be told from a later process that took its number, so Reap kills nothing there
@@ -26,13 +21,8 @@ func leftOf(pid, pgid int, start uint64) bool {
 	if st, ok := procstat.Read(pid); ok && st.Start == start {
 		return true
 	}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		p, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		if st, ok := procstat.Read(p); ok && st.Pgrp == pgid && st.Start >= start {
+	for _, st := range procstat.All() {
+		if st.Pgrp == pgid && st.Start >= start {
 			return true
 		}
 	}
