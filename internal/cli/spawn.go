@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -11,7 +10,7 @@ import (
 )
 
 func newSpawnCmd() *cobra.Command {
-	var o spawnOptions
+	var o launchOptions
 	cmd := &cobra.Command{
 		Use:   "spawn NAME [-- COMMAND ARGS...]",
 		Short: "Run an agent runtime as the agent of an agent file, on the running mesh",
@@ -32,44 +31,56 @@ refuses such a file unless --allow-any-channel says that is meant.`,
 		Example: `  cotal spawn reviewer
   cotal spawn reviewer -- claude --permission-mode plan
   cotal spawn --runtime plain builder -- ./my-agent --verbose`,
-		Args: spawnArgs,
+		Args: o.args("spawn"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.name, o.command = args[0], args[1:]
-			if len(o.command) == 0 {
-				o.command = []string{"claude"}
-			}
+			o.set(args)
 			return runSpawn(cmd, o)
 		},
 	}
-	f := cmd.Flags()
-	addConfigFlags(f)
-	f.StringVar(&o.space, "space", "main", "space the agent joins")
-	f.StringVar(&o.runtime, "runtime", "auto", "how COMMAND is told about the mesh: claude, plain (files and environment only), or auto (claude when COMMAND is claude)")
-	f.BoolVar(&o.anyChannel, "allow-any-channel", false, "mint grants whose first segment is a wildcard (\">\", \"*.x\")")
+	o.addFlags(cmd)
 	return cmd
 }
 
-// spawnArgs wants NAME, then COMMAND only after "--", so a flag meant for COMMAND is never
-// taken as spawn's.
-func spawnArgs(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return errors.New("spawn needs the agent's NAME; `cotal personas list` shows them")
-	}
-	if dash := cmd.ArgsLenAtDash(); dash != 1 && len(args) > 1 {
-		return fmt.Errorf("spawn takes one NAME, then the command after --: cotal spawn %s -- %s",
-			args[0], strings.Join(args[1:], " "))
-	}
-	return nil
-}
-
-// spawnOptions is a spawn's command line.
-type spawnOptions struct {
+// launchOptions is the command line of spawn and start: NAME, then COMMAND only after "--",
+// so a flag meant for COMMAND is never taken as theirs.
+type launchOptions struct {
 	name, space, runtime string
 	command              []string
 	anyChannel           bool
 }
 
-func runSpawn(cmd *cobra.Command, o spawnOptions) error {
+// args is the Args check of verb (spawn or start).
+func (o *launchOptions) args(verb string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs the agent's NAME; `cotal personas list` shows them", verb)
+		}
+		if dash := cmd.ArgsLenAtDash(); dash != 1 && len(args) > 1 {
+			return fmt.Errorf("%s takes one NAME, then the command after --: cotal %s %s -- %s",
+				verb, verb, args[0], strings.Join(args[1:], " "))
+		}
+		return nil
+	}
+}
+
+// set takes NAME and COMMAND (claude without one) from args.
+func (o *launchOptions) set(args []string) {
+	o.name, o.command = args[0], args[1:]
+	if len(o.command) == 0 {
+		o.command = []string{"claude"}
+	}
+}
+
+// addFlags adds the flags spawn and start share.
+func (o *launchOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	addConfigFlags(f)
+	f.StringVar(&o.space, "space", "main", "space the agent joins")
+	f.StringVar(&o.runtime, "runtime", "auto", "how COMMAND is told about the mesh: claude, plain (files and environment only), or auto (claude when COMMAND is claude)")
+	f.BoolVar(&o.anyChannel, "allow-any-channel", false, "mint grants whose first segment is a wildcard (\">\", \"*.x\")")
+}
+
+func runSpawn(cmd *cobra.Command, o launchOptions) error {
 	if !launch.Runtimes[o.runtime] {
 		return fmt.Errorf("--runtime %q: use claude, plain or auto", o.runtime)
 	}

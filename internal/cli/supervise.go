@@ -2,14 +2,12 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,15 +18,8 @@ import (
 	"github.com/cotal-go/cotal/internal/termsafe"
 )
 
-// startOptions is a start's command line.
-type startOptions struct {
-	name, space, runtime string
-	command              []string
-	anyChannel           bool
-}
-
 func newStartCmd() *cobra.Command {
-	var o startOptions
+	var o launchOptions
 	cmd := &cobra.Command{
 		Use:   "start NAME [-- COMMAND ARGS...]",
 		Short: "Run an agent file's runtime in the background, supervised by the running mesh",
@@ -49,33 +40,17 @@ refused unless --allow-any-channel says that is meant.`,
 		Example: `  cotal start reviewer
   cotal start builder --runtime plain -- ./my-agent --verbose
   cotal ps`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return errors.New("start needs the agent's NAME; `cotal personas list` shows them")
-			}
-			if dash := cmd.ArgsLenAtDash(); dash != 1 && len(args) > 1 {
-				return fmt.Errorf("start takes one NAME, then the command after --: cotal start %s -- %s",
-					args[0], strings.Join(args[1:], " "))
-			}
-			return nil
-		},
+		Args: o.args("start"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.name, o.command = args[0], args[1:]
-			if len(o.command) == 0 {
-				o.command = []string{"claude"}
-			}
+			o.set(args)
 			return runStart(cmd, o)
 		},
 	}
-	f := cmd.Flags()
-	addConfigFlags(f)
-	f.StringVar(&o.space, "space", "main", "space the agent joins")
-	f.StringVar(&o.runtime, "runtime", "auto", "how COMMAND is told about the mesh: claude, plain (files and environment only), or auto (claude when COMMAND is claude)")
-	f.BoolVar(&o.anyChannel, "allow-any-channel", false, "mint grants whose first segment is a wildcard (\">\", \"*.x\")")
+	o.addFlags(cmd)
 	return cmd
 }
 
-func runStart(cmd *cobra.Command, o startOptions) error {
+func runStart(cmd *cobra.Command, o launchOptions) error {
 	if !launch.Runtimes[o.runtime] {
 		return fmt.Errorf("--runtime %q: use claude, plain or auto", o.runtime)
 	}
