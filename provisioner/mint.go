@@ -311,6 +311,9 @@ func newUserClaims(account, id, name string, p Profile, g Grants, perms jwt.Perm
 	for _, ch := range g.Subscribe {
 		uc.Tags = append(uc.Tags, wire.SubscribeTagPrefix+ch)
 	}
+	for _, c := range g.Capabilities {
+		uc.Tags = append(uc.Tags, wire.CapabilityTagPrefix+c)
+	}
 	return uc
 }
 
