@@ -13,6 +13,9 @@ import (
 // A space it cannot serve is logged and left out: its agents are refused by the broker's
 // no-responders instead. stop ends the services and waits for the requests they serve.
 func Run(ctx context.Context, m *space.Mesh, sup Supervisor, log *slog.Logger) (stop func()) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, name := range m.Spaces() {
