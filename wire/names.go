@@ -113,14 +113,6 @@ const DeliveryService = "delivery"
 // manager service"): spawn, despawn, persona and list of supervised agents.
 const ManagerService = "manager"
 
-// The operations of the manager control service.
-const (
-	OpManagerSpawn   = "spawn"
-	OpManagerDespawn = "despawn"
-	OpManagerPersona = "persona"
-	OpManagerList    = "list"
-)
-
 // DefaultsKey is the reserved channel-registry key holding ChannelDefaults (SPEC §7).
 const DefaultsKey = "=defaults"
 

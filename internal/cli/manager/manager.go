@@ -70,39 +70,6 @@ type Options struct {
 	MaxSpawned int
 }
 
-// SpawnArgs are the args of spawn and persona: an agent file's name, resolved as `cotal start
-// NAME` would from the caller's working directory. A path is refused (agentfile.CheckName).
-type SpawnArgs struct {
-	Name string `json:"name"`
-}
-
-// DespawnArgs are despawn's args: the supervised agent to stop; empty is the caller itself.
-type DespawnArgs struct {
-	Name string `json:"name,omitempty"`
-}
-
-// Agent is one supervised agent as list and spawn answer it.
-type Agent struct {
-	Name      string `json:"name"`
-	ID        string `json:"id"`
-	State     string `json:"state"`
-	Presence  string `json:"presence"`
-	Restarts  int    `json:"restarts"`
-	SpawnedBy string `json:"spawnedBy,omitempty"`
-}
-
-// Persona is persona's answer: an agent file's identity, grants and persona text.
-type Persona struct {
-	Name           string   `json:"name"`
-	Role           string   `json:"role,omitempty"`
-	Description    string   `json:"description,omitempty"`
-	Subscribe      []string `json:"subscribe,omitempty"`
-	AllowSubscribe []string `json:"allowSubscribe,omitempty"`
-	AllowPublish   []string `json:"allowPublish,omitempty"`
-	Capabilities   []string `json:"capabilities,omitempty"`
-	Persona        string   `json:"persona,omitempty"`
-}
-
 // Service is a running manager service.
 type Service struct {
 	opts Options
@@ -279,8 +246,8 @@ func (s *Service) caller(id string) (caller, error) {
 }
 
 // list is the space's supervised agents.
-func (s *Service) list() []Agent {
-	out := []Agent{}
+func (s *Service) list() []wire.ManagedAgent {
+	out := []wire.ManagedAgent{}
 	for _, a := range s.opts.Sup.List() {
 		if a.Space == s.opts.Space {
 			out = append(out, agentOf(a))
@@ -289,14 +256,14 @@ func (s *Service) list() []Agent {
 	return out
 }
 
-func agentOf(a admin.AgentInfo) Agent {
-	return Agent{Name: a.Name, ID: a.ID, State: a.State, Presence: a.Presence, Restarts: a.Restarts, SpawnedBy: a.SpawnedBy}
+func agentOf(a admin.AgentInfo) wire.ManagedAgent {
+	return wire.ManagedAgent{Name: a.Name, ID: a.ID, State: a.State, Presence: a.Presence, Restarts: a.Restarts, SpawnedBy: a.SpawnedBy}
 }
 
 // file resolves the agent file name as `cotal start NAME` would in the caller's working
 // directory; a name that is not an agent name (a path, `..`) is refused before any lookup.
 func (s *Service) file(c caller, raw json.RawMessage) (*agentfile.Agent, string, error) {
-	var args SpawnArgs
+	var args wire.ManagerNameArgs
 	if len(raw) == 0 || json.Unmarshal(raw, &args) != nil {
 		return nil, "", fmt.Errorf("%s: args must be {\"name\": NAME}", wire.ReasonMalformedJSON)
 	}
@@ -319,7 +286,7 @@ func (s *Service) file(c caller, raw json.RawMessage) (*agentfile.Agent, string,
 }
 
 // persona answers an agent file's identity, grants and persona, to a caller that may spawn.
-func (s *Service) persona(c caller, raw json.RawMessage) (*Persona, error) {
+func (s *Service) persona(c caller, raw json.RawMessage) (*wire.ManagerPersona, error) {
 	if !c.can(wire.CapabilitySpawn) {
 		return nil, errors.New(ReasonNoCapability)
 	}
@@ -327,7 +294,7 @@ func (s *Service) persona(c caller, raw json.RawMessage) (*Persona, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Persona{Name: a.Name, Role: a.Role, Description: a.Description, Subscribe: a.Subscribe,
+	return &wire.ManagerPersona{Name: a.Name, Role: a.Role, Description: a.Description, Subscribe: a.Subscribe,
 		AllowSubscribe: a.AllowSubscribe, AllowPublish: a.AllowPublish, Capabilities: a.Capabilities,
 		Persona: a.Persona}, nil
 }
@@ -335,7 +302,7 @@ func (s *Service) persona(c caller, raw json.RawMessage) (*Persona, error) {
 // spawn starts the agent file name under the supervisor with the caller's runtime command and
 // working directory, once the file's grants are within the caller's own and the caller runs
 // fewer than MaxSpawned agents it spawned.
-func (s *Service) spawn(ctx context.Context, c caller, raw json.RawMessage) (*Agent, error) {
+func (s *Service) spawn(ctx context.Context, c caller, raw json.RawMessage) (*wire.ManagedAgent, error) {
 	if !c.can(wire.CapabilitySpawn) {
 		return nil, errors.New(ReasonNoCapability)
 	}
@@ -383,13 +350,13 @@ func (s *Service) spawn(ctx context.Context, c caller, raw json.RawMessage) (*Ag
 // despawn stops the caller itself (no name, or its own), after the answer is sent; or an
 // agent the caller spawned, when it holds the spawn capability. Any other target is refused.
 func (s *Service) despawn(ctx context.Context, c caller, raw json.RawMessage) (any, func(), error) {
-	var args DespawnArgs
+	var args wire.ManagerDespawnArgs
 	if len(raw) > 0 && json.Unmarshal(raw, &args) != nil {
 		return nil, nil, fmt.Errorf("%s: args must be {\"name\": NAME} or none", wire.ReasonMalformedJSON)
 	}
 	if args.Name == "" || args.Name == c.start.Name {
 		name := c.start.Name
-		return map[string]string{"name": name, "state": admin.AgentStopping}, func() {
+		return wire.ManagerDespawnReply{Name: name, State: admin.AgentStopping}, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
 			defer cancel()
 			if err := s.opts.Sup.Stop(ctx, s.opts.Space, name); err != nil {
@@ -416,5 +383,5 @@ func (s *Service) despawn(ctx context.Context, c caller, raw json.RawMessage) (a
 	if err := s.opts.Sup.Stop(ctx, s.opts.Space, args.Name); err != nil {
 		return nil, nil, err
 	}
-	return map[string]string{"name": args.Name, "state": admin.AgentExited}, nil, nil
+	return wire.ManagerDespawnReply{Name: args.Name, State: admin.AgentExited}, nil, nil
 }

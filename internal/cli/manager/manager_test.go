@@ -198,8 +198,8 @@ func TestSpawnRunsATeammateWithExactlyItsFilesGrants(t *testing.T) {
 	h.start("lead")
 	lead := h.as(h.creds("lead"))
 
-	var p manager.Persona
-	r, err := request(lead, wire.OpManagerPersona, manager.SpawnArgs{Name: "worker"})
+	var p wire.ManagerPersona
+	r, err := request(lead, wire.OpManagerPersona, wire.ManagerNameArgs{Name: "worker"})
 	if err != nil {
 		t.Fatalf("persona: %v", err)
 	}
@@ -207,11 +207,11 @@ func TestSpawnRunsATeammateWithExactlyItsFilesGrants(t *testing.T) {
 		t.Fatalf("persona = %+v (%v)", p, err)
 	}
 
-	r, err = request(lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: "worker"})
+	r, err = request(lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "worker"})
 	if err != nil {
 		t.Fatalf("spawn: %v", err)
 	}
-	var got manager.Agent
+	var got wire.ManagedAgent
 	if err := json.Unmarshal(r.Data, &got); err != nil || got.Name != "worker" || got.SpawnedBy != lead.ID() {
 		t.Fatalf("spawn answered %+v (%v)", got, err)
 	}
@@ -241,7 +241,7 @@ func TestSpawnRunsATeammateWithExactlyItsFilesGrants(t *testing.T) {
 	if _, err := worker.Send(ctx, "team.other", []wire.Part{wire.TextPart("not mine")}); !errors.Is(err, endpoint.ErrPublishRefused) {
 		t.Fatalf("post outside the file's grants: %v, want ErrPublishRefused", err)
 	}
-	if _, err := request(worker, wire.OpManagerSpawn, manager.SpawnArgs{Name: "peer"}); err == nil ||
+	if _, err := request(worker, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "peer"}); err == nil ||
 		!strings.Contains(err.Error(), manager.ReasonNoCapability) {
 		t.Fatalf("spawn by the capability-less teammate: %v, want %q", err, manager.ReasonNoCapability)
 	}
@@ -253,7 +253,7 @@ func TestManagerRefusals(t *testing.T) {
 	h.start("peer")
 	h.start("spawner")
 	lead, peer, spawner := h.as(h.creds("lead")), h.as(h.creds("peer")), h.as(h.creds("spawner"))
-	if _, err := request(lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: "worker"}); err != nil {
+	if _, err := request(lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "worker"}); err != nil {
 		t.Fatalf("spawn: %v", err)
 	}
 	tests := []struct {
@@ -263,19 +263,19 @@ func TestManagerRefusals(t *testing.T) {
 		args any
 		want string
 	}{
-		{"spawn without the capability", peer, wire.OpManagerSpawn, manager.SpawnArgs{Name: "worker"}, manager.ReasonNoCapability},
-		{"persona without the capability", peer, wire.OpManagerPersona, manager.SpawnArgs{Name: "worker"}, manager.ReasonNoCapability},
-		{"despawn of another without the capability", peer, wire.OpManagerDespawn, manager.DespawnArgs{Name: "lead"}, "only yourself"},
-		{"despawn of an agent the caller did not spawn", spawner, wire.OpManagerDespawn, manager.DespawnArgs{Name: "worker"}, "only yourself and the agents you spawned"},
-		{"despawn of the operator's agent", lead, wire.OpManagerDespawn, manager.DespawnArgs{Name: "peer"}, "only yourself and the agents you spawned"},
-		{"a file asking wider grants", lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: "wide"}, "wider than the spawner's own"},
-		{"grants wider than another spawner's", spawner, wire.OpManagerSpawn, manager.SpawnArgs{Name: "wide"}, "wider than the spawner's own"},
-		{"a file granting the spawn capability", lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: "spawner"}, "only the operator hands out"},
-		{"a path for a name", lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: "../x"}, "use only letters"},
-		{"an absolute path for a persona", lead, wire.OpManagerPersona, manager.SpawnArgs{Name: "/etc/passwd"}, "use only letters"},
-		{"a name with no file", lead, wire.OpManagerPersona, manager.SpawnArgs{Name: "nobody"}, "no agent file"},
-		{"a spawn of a name with no file", lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: "peer2"}, "no agent file"},
-		{"a spawn past the bound", lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: "peer"}, "the limit is 1"},
+		{"spawn without the capability", peer, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "worker"}, manager.ReasonNoCapability},
+		{"persona without the capability", peer, wire.OpManagerPersona, wire.ManagerNameArgs{Name: "worker"}, manager.ReasonNoCapability},
+		{"despawn of another without the capability", peer, wire.OpManagerDespawn, wire.ManagerDespawnArgs{Name: "lead"}, "only yourself"},
+		{"despawn of an agent the caller did not spawn", spawner, wire.OpManagerDespawn, wire.ManagerDespawnArgs{Name: "worker"}, "only yourself and the agents you spawned"},
+		{"despawn of the operator's agent", lead, wire.OpManagerDespawn, wire.ManagerDespawnArgs{Name: "peer"}, "only yourself and the agents you spawned"},
+		{"a file asking wider grants", lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "wide"}, "wider than the spawner's own"},
+		{"grants wider than another spawner's", spawner, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "wide"}, "wider than the spawner's own"},
+		{"a file granting the spawn capability", lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "spawner"}, "only the operator hands out"},
+		{"a path for a name", lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "../x"}, "use only letters"},
+		{"an absolute path for a persona", lead, wire.OpManagerPersona, wire.ManagerNameArgs{Name: "/etc/passwd"}, "use only letters"},
+		{"a name with no file", lead, wire.OpManagerPersona, wire.ManagerNameArgs{Name: "nobody"}, "no agent file"},
+		{"a spawn of a name with no file", lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "peer2"}, "no agent file"},
+		{"a spawn past the bound", lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "peer"}, "the limit is 1"},
 		{"an unknown op", lead, "rootshell", nil, "not supported"},
 	}
 	for _, tt := range tests {
@@ -295,11 +295,11 @@ func TestAnAgentDespawnsItselfAndItsTeammate(t *testing.T) {
 	h := newHarness(t, 0)
 	h.start("lead")
 	lead := h.as(h.creds("lead"))
-	if _, err := request(lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: "worker"}); err != nil {
+	if _, err := request(lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: "worker"}); err != nil {
 		t.Fatalf("spawn: %v", err)
 	}
 	worker, _ := h.agent("worker")
-	if _, err := request(lead, wire.OpManagerDespawn, manager.DespawnArgs{Name: "worker"}); err != nil {
+	if _, err := request(lead, wire.OpManagerDespawn, wire.ManagerDespawnArgs{Name: "worker"}); err != nil {
 		t.Fatalf("despawn of the teammate lead spawned: %v", err)
 	}
 	if _, ok := h.agent("worker"); ok {
@@ -424,7 +424,7 @@ func TestAFloodOfSpawnsIsBounded(t *testing.T) {
 	names := []string{"worker", "peer", "spawner", "wide"}
 	for i := range errs {
 		wg.Go(func() {
-			_, errs[i] = request(lead, wire.OpManagerSpawn, manager.SpawnArgs{Name: names[i%len(names)]})
+			_, errs[i] = request(lead, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: names[i%len(names)]})
 		})
 	}
 	wg.Wait()

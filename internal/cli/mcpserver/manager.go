@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cotal-go/cotal/endpoint"
-	"github.com/cotal-go/cotal/internal/cli/agentfile"
-	"github.com/cotal-go/cotal/internal/cli/manager"
 	"github.com/cotal-go/cotal/internal/termsafe"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -48,6 +47,10 @@ func (s *Server) addManagerTools() {
 	}
 }
 
+// ManagerTimeout is added to Options.CallTimeout for a manager request: a spawn mints, writes
+// files and starts a process, a despawn of a teammate waits for it to end.
+const ManagerTimeout = 30 * time.Second
+
 type agentNameInput struct {
 	Name string `json:"name" jsonschema:"the agent file's name, e.g. reviewer (.cotal/agents/reviewer.md)"`
 }
@@ -61,7 +64,7 @@ func (s *Server) managerRequest(ctx context.Context, action, op string, args, ou
 	if err := s.online(action); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout+manager.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout+ManagerTimeout)
 	defer cancel()
 	reply, err := s.e.Request(ctx, wire.ManagerService, op, args)
 	if err != nil {
@@ -76,61 +79,58 @@ func (s *Server) managerRequest(ctx context.Context, action, op string, args, ou
 }
 
 func checkAgentName(name string) error {
-	if err := agentfile.CheckName(name); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	// The service checks the name by agentfile's rule; this refuses early what is no name.
+	if !wire.IsToken(name) {
+		return fmt.Errorf("%w: name %q: use only letters, digits, '_' and '-' (an agent file's name, not a path)",
+			ErrInvalidArgument, name)
 	}
 	return nil
 }
 
-func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, in agentNameInput) (*mcp.CallToolResult, manager.Agent, error) {
+func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, in agentNameInput) (*mcp.CallToolResult, wire.ManagedAgent, error) {
 	if err := checkAgentName(in.Name); err != nil {
-		return nil, manager.Agent{}, err
+		return nil, wire.ManagedAgent{}, err
 	}
-	var a manager.Agent
-	if err := s.managerRequest(ctx, "spawn "+in.Name, wire.OpManagerSpawn, manager.SpawnArgs{Name: in.Name}, &a); err != nil {
-		return nil, manager.Agent{}, err
+	var a wire.ManagedAgent
+	if err := s.managerRequest(ctx, "spawn "+in.Name, wire.OpManagerSpawn, wire.ManagerNameArgs{Name: in.Name}, &a); err != nil {
+		return nil, wire.ManagedAgent{}, err
 	}
 	return nil, safeAgent(a), nil
 }
 
-func (s *Server) persona(ctx context.Context, _ *mcp.CallToolRequest, in agentNameInput) (*mcp.CallToolResult, manager.Persona, error) {
+func (s *Server) persona(ctx context.Context, _ *mcp.CallToolRequest, in agentNameInput) (*mcp.CallToolResult, wire.ManagerPersona, error) {
 	if err := checkAgentName(in.Name); err != nil {
-		return nil, manager.Persona{}, err
+		return nil, wire.ManagerPersona{}, err
 	}
-	var p manager.Persona
-	if err := s.managerRequest(ctx, "read the agent file "+in.Name, wire.OpManagerPersona, manager.SpawnArgs{Name: in.Name}, &p); err != nil {
-		return nil, manager.Persona{}, err
+	var p wire.ManagerPersona
+	if err := s.managerRequest(ctx, "read the agent file "+in.Name, wire.OpManagerPersona, wire.ManagerNameArgs{Name: in.Name}, &p); err != nil {
+		return nil, wire.ManagerPersona{}, err
 	}
-	return nil, manager.Persona{Name: termsafe.String(p.Name), Role: termsafe.String(p.Role),
+	return nil, wire.ManagerPersona{Name: termsafe.String(p.Name), Role: termsafe.String(p.Role),
 		Description: termsafe.String(p.Description), Subscribe: safeList(p.Subscribe),
 		AllowSubscribe: safeList(p.AllowSubscribe), AllowPublish: safeList(p.AllowPublish),
 		Capabilities: safeList(p.Capabilities), Persona: termsafe.Text(p.Persona)}, nil
 }
 
-type despawnView struct {
-	Name  string `json:"name"`
-	State string `json:"state"`
-}
-
-func (s *Server) despawn(ctx context.Context, _ *mcp.CallToolRequest, in despawnInput) (*mcp.CallToolResult, despawnView, error) {
+func (s *Server) despawn(ctx context.Context, _ *mcp.CallToolRequest, in despawnInput) (*mcp.CallToolResult, wire.ManagerDespawnReply, error) {
 	if in.Name != "" {
 		if err := checkAgentName(in.Name); err != nil {
-			return nil, despawnView{}, err
+			return nil, wire.ManagerDespawnReply{}, err
 		}
 	}
-	var v despawnView
+	var v wire.ManagerDespawnReply
 	var args any
 	if in.Name != "" {
-		args = manager.DespawnArgs{Name: in.Name}
+		args = wire.ManagerDespawnArgs{Name: in.Name}
 	}
 	if err := s.managerRequest(ctx, "despawn", wire.OpManagerDespawn, args, &v); err != nil {
-		return nil, despawnView{}, err
+		return nil, wire.ManagerDespawnReply{}, err
 	}
-	return nil, despawnView{Name: termsafe.String(v.Name), State: termsafe.String(v.State)}, nil
+	return nil, wire.ManagerDespawnReply{Name: termsafe.String(v.Name), State: termsafe.String(v.State)}, nil
 }
 
-func safeAgent(a manager.Agent) manager.Agent {
-	return manager.Agent{Name: termsafe.String(a.Name), ID: termsafe.String(a.ID), State: termsafe.String(a.State),
+func safeAgent(a wire.ManagedAgent) wire.ManagedAgent {
+	return wire.ManagedAgent{Name: termsafe.String(a.Name), ID: termsafe.String(a.ID), State: termsafe.String(a.State),
 		Presence: termsafe.String(a.Presence), Restarts: a.Restarts, SpawnedBy: termsafe.String(a.SpawnedBy)}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/space"
 	"github.com/cotal-go/cotal/space/spacetest"
+	"github.com/cotal-go/cotal/wire"
 )
 
 var managerFiles = map[string]string{
@@ -149,7 +150,7 @@ func TestManagerToolsFollowTheCredential(t *testing.T) {
 
 	// The call path end to end: lead reads worker's file, worker despawns itself, and lead
 	// spawns it again as its own teammate.
-	var p manager.Persona
+	var p wire.ManagerPersona
 	agents["lead"].ok(t, "cotal_persona", map[string]any{"name": "worker"}, &p)
 	if p.Persona != "You build." {
 		t.Fatalf("cotal_persona = %+v", p)
@@ -175,7 +176,7 @@ func TestManagerToolsFollowTheCredential(t *testing.T) {
 		}
 		return true
 	})
-	var spawned manager.Agent
+	var spawned wire.ManagedAgent
 	agents["lead"].ok(t, "cotal_spawn", map[string]any{"name": "worker"}, &spawned)
 	if spawned.Name != "worker" || spawned.SpawnedBy == "" {
 		t.Fatalf("cotal_spawn = %+v", spawned)
