@@ -83,8 +83,8 @@ type Service struct {
 }
 
 // Serve answers the space's manager requests until ctx ends, then waits for the requests it
-// is serving. It subscribes before it returns from its first step, so a caller may send once
-// Serve's ready is closed.
+// is serving. It calls ready once its subscription is confirmed by the broker, so a request
+// sent after ready is served.
 func Serve(ctx context.Context, opts Options, ready func()) error {
 	if opts.MaxSpawned <= 0 {
 		opts.MaxSpawned = DefaultMaxSpawned

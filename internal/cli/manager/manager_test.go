@@ -381,10 +381,13 @@ func TestAReplySubjectOutsideTheSubtreeGetsNoAnswer(t *testing.T) {
 			if _, err := request(lead, wire.OpManagerList, nil); err != nil {
 				t.Fatalf("list in the subtree: %v", err)
 			}
-			time.Sleep(500 * time.Millisecond)
-			mu.Lock()
-			defer mu.Unlock()
-			if len(got) != 0 {
+			// An answer would be on its way by now; give it half a second to arrive.
+			answered := await.Until(500*time.Millisecond, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(got) > 0
+			})
+			if answered {
 				t.Fatalf("the service answered on %v", got)
 			}
 		})
@@ -461,4 +464,70 @@ func jwtAndSeed(t *testing.T, creds []byte) (string, string) {
 		t.Fatal(fmt.Errorf("no JWT block"))
 	}
 	return strings.TrimSpace(s[i+len("-----BEGIN NATS USER JWT-----") : j]), seed
+}
+
+func TestARequestInAnotherAgentsNameIsRefused(t *testing.T) {
+	h := newHarness(t, 0)
+	h.start("lead")
+	h.start("peer")
+	leadCreds := h.creds("lead")
+	lead := h.as(leadCreds)
+	peerID := mustAgent(t, h, "peer").ID
+	n := wire.NewNames("main")
+
+	t.Run("from.id of another agent is refused", func(t *testing.T) {
+		attacker := rawConn(t, h, leadCreds)
+		subject := n.CtlSubject(wire.ManagerService, lead.ID())
+		reply := wire.ControlReplySubject(subject)
+		sub, err := attacker.SubscribeSync(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := json.Marshal(wire.ControlRequest{Op: wire.OpManagerDespawn, From: wire.EndpointRef{ID: peerID, Name: "peer"}})
+		if err := attacker.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: req}); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := sub.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := wire.DecodeControlReply(msg.Data)
+		if err != nil || r.OK || !strings.Contains(r.Error, wire.ReasonSenderMismatch) {
+			t.Fatalf("answer %+v (%v), want a sender-mismatch refusal", r, err)
+		}
+		if _, ok := h.agent("peer"); !ok {
+			t.Fatal("peer was despawned in its name")
+		}
+	})
+	t.Run("the subject of another agent is refused by the broker", func(t *testing.T) {
+		violations := make(chan error, 4)
+		c, err := endpoint.ParseCredential(leadCreds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jwt, seed := jwtAndSeed(t, leadCreds)
+		nc, err := nats.Connect("", nats.InProcessServer(h.m.InProcess()), nats.UserJWTAndSeed(jwt, seed),
+			nats.CustomInboxPrefix(wire.InboxPrefix(c.ID)),
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		req, _ := json.Marshal(wire.ControlRequest{Op: wire.OpManagerDespawn, From: wire.EndpointRef{ID: peerID, Name: "peer"}})
+		subject := n.CtlSubject(wire.ManagerService, peerID)
+		if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: wire.ControlReplySubject(subject), Data: req}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-violations:
+			if !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+				t.Fatalf("the broker answered %v, want a permissions violation", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the broker let lead publish on peer's manager subject")
+		}
+		if _, ok := h.agent("peer"); !ok {
+			t.Fatal("peer was despawned in its name")
+		}
+	})
 }
