@@ -6,9 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cotal-go/cotal/endpoint"
 	"github.com/cotal-go/cotal/internal/cli/admin"
@@ -87,4 +90,38 @@ func TestUpServesTheManagerService(t *testing.T) {
 	if _, ok := psAgent(t, bin, mesh, "helper"); ok {
 		t.Error("ps still lists helper after its despawn")
 	}
+
+	t.Run("cotal mcp offers the manager tools the credential carries", func(t *testing.T) {
+		lead := startMCP(t, bin, up.link, filepath.Join(mesh, "spawn", "main", "lead", "lead.creds"), "lead")
+		plain := startMCP(t, bin, up.link, mintAgent(t, bin, mesh, "plain"), "plain")
+		for _, tt := range []struct {
+			a    *mcpAgent
+			want map[string]bool
+		}{
+			{lead, map[string]bool{"cotal_spawn": true, "cotal_persona": true, "cotal_despawn": true}},
+			{plain, map[string]bool{"cotal_spawn": false, "cotal_persona": false, "cotal_despawn": false}},
+		} {
+			tools, err := tt.a.cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range tt.want {
+				if got := slices.ContainsFunc(tools.Tools, func(x *mcp.Tool) bool { return x.Name == name }); got != want {
+					t.Errorf("%s lists %s: %v, want %v", tt.a.name, name, got, want)
+				}
+			}
+		}
+		var spawned wire.ManagedAgent
+		lead.ok(t, "cotal_spawn", map[string]any{"name": "helper"}, &spawned)
+		if spawned.Name != "helper" {
+			t.Fatalf("cotal_spawn = %+v", spawned)
+		}
+		awaitAgent(t, bin, mesh, "helper", "running, spawned through MCP", func(a admin.AgentInfo) bool {
+			return a.State == admin.AgentRunning && a.SpawnedBy == e.ID()
+		})
+		lead.ok(t, "cotal_despawn", map[string]any{"name": "helper"}, nil)
+		if _, ok := psAgent(t, bin, mesh, "helper"); ok {
+			t.Error("ps still lists helper after cotal_despawn")
+		}
+	})
 }
