@@ -72,8 +72,9 @@ type Options struct {
 
 // Service is a running manager service.
 type Service struct {
-	opts Options
-	log  *slog.Logger
+	opts     Options
+	log      *slog.Logger
+	requests wire.RequestLog // request ids seen recently, so a copy is not served twice
 
 	mu       sync.Mutex
 	inFlight map[string]int // admitted, unanswered requests by sender; guarded by mu
@@ -128,6 +129,11 @@ func (s *Service) admit(ctx context.Context, m *nats.Msg) {
 		return
 	}
 	sender := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	if s.requests.Duplicate(sender, m.Header.Get(wire.RequestIDHeader), time.Now()) {
+		// The broker delivered it twice (it re-registers the account's imports at every
+		// mint a spawn makes); the first copy is answered.
+		return
+	}
 	s.mu.Lock()
 	if s.inFlight[sender] >= DefaultPerSender {
 		s.mu.Unlock()

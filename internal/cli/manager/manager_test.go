@@ -531,3 +531,38 @@ func TestARequestInAnotherAgentsNameIsRefused(t *testing.T) {
 		}
 	})
 }
+
+func TestARequestDeliveredTwiceIsServedOnce(t *testing.T) {
+	h := newHarness(t, 0)
+	h.start("lead")
+	creds := h.creds("lead")
+	lead := h.as(creds)
+	nc := rawConn(t, h, creds)
+	subject := wire.NewNames("main").CtlSubject(wire.ManagerService, lead.ID())
+	answers, err := nc.SubscribeSync(subject + ".reply.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := json.Marshal(wire.ControlRequest{Op: wire.OpManagerList, From: wire.EndpointRef{ID: lead.ID(), Name: "lead"}})
+	first, second, other := wire.ControlReplySubject(subject), wire.ControlReplySubject(subject), wire.ControlReplySubject(subject)
+	for _, r := range []struct{ reply, id string }{{first, "one-request"}, {second, "one-request"}, {other, "another"}} {
+		if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: r.reply, Data: req,
+			Header: nats.Header{wire.RequestIDHeader: {r.id}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for len(got) < 2 {
+		m, err := answers.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("answers so far %v: %v", got, err)
+		}
+		got[m.Subject] = true
+	}
+	if !got[first] || !got[other] {
+		t.Fatalf("answered %v, want the first copy and the other request", got)
+	}
+	if m, err := answers.NextMsg(300 * time.Millisecond); err == nil {
+		t.Fatalf("the second copy was answered too, on %s", m.Subject)
+	}
+}
