@@ -14,12 +14,14 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/internal/cli/agentfile"
+	"github.com/cotal-go/cotal/internal/loggate"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -70,11 +72,13 @@ type Options struct {
 	MaxSpawned int
 }
 
-// Service is a running manager service.
-type Service struct {
-	opts     Options
-	log      *slog.Logger
-	requests wire.RequestLog // request ids seen recently, so a copy is not served twice
+// service is a running manager service. Locks: mu and spawnMu are never held together.
+type service struct {
+	opts       Options
+	log        *slog.Logger
+	requests   wire.RequestLog // request ids seen recently, so a copy is not served twice
+	refusedLog loggate.Gate    // paces the lines of requests dropped for their reply subject
+	dropped    atomic.Int64    // requests dropped for their reply subject
 
 	mu       sync.Mutex
 	inFlight map[string]int // admitted, unanswered requests by sender; guarded by mu
@@ -90,7 +94,7 @@ func Serve(ctx context.Context, opts Options, ready func()) error {
 	if opts.MaxSpawned <= 0 {
 		opts.MaxSpawned = DefaultMaxSpawned
 	}
-	s := &Service{opts: opts, log: opts.Log, inFlight: map[string]int{}, workers: make(chan struct{}, DefaultWorkers)}
+	s := &service{opts: opts, log: opts.Log, inFlight: map[string]int{}, workers: make(chan struct{}, DefaultWorkers)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -122,10 +126,14 @@ func Serve(ctx context.Context, opts Options, ready func()) error {
 // admit serves m on a worker, or answers it busy. A reply subject outside the request
 // subject's own .reply. subtree gets no answer at all (wire.CheckControlReplySubject, the
 // rule every cotal control service answers by).
-func (s *Service) admit(ctx context.Context, m *nats.Msg) {
+func (s *service) admit(ctx context.Context, m *nats.Msg) {
 	if err := wire.CheckControlReplySubject(m.Subject, m.Reply); err != nil {
-		s.log.Warn("dropped a manager request whose reply subject is outside its own subtree",
-			"subject", m.Subject, "reply", m.Reply)
+		// Counted, and logged at a pace: a flood would otherwise flood the log too.
+		n := s.dropped.Add(1)
+		if s.refusedLog.Admit(time.Now()) {
+			s.log.Warn("dropping manager requests whose reply subject is outside their own subtree",
+				"subject", m.Subject, "reply", m.Reply, "dropped_so_far", n)
+		}
 		return
 	}
 	sender := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
@@ -166,7 +174,7 @@ func (s *Service) admit(ctx context.Context, m *nats.Msg) {
 	})
 }
 
-func (s *Service) respond(m *nats.Msg, reply wire.ControlReply) {
+func (s *service) respond(m *nats.Msg, reply wire.ControlReply) {
 	data, err := json.Marshal(reply)
 	if err == nil {
 		err = m.Respond(data)
@@ -194,7 +202,7 @@ func (c caller) can(capability string) bool {
 
 // handle checks and serves one request; after, when set, runs once the answer is sent (a
 // despawn of the caller itself, which ends the caller's connection).
-func (s *Service) handle(ctx context.Context, m *nats.Msg) (wire.ControlReply, func()) {
+func (s *service) handle(ctx context.Context, m *nats.Msg) (wire.ControlReply, func()) {
 	sub, req, err := wire.CheckControlRequest(m.Subject, m.Data)
 	if err != nil {
 		reason, ok := wire.ReasonOf(err)
@@ -234,7 +242,7 @@ func (s *Service) handle(ctx context.Context, m *nats.Msg) (wire.ControlReply, f
 }
 
 // caller is the supervised agent id with its active registry row, or why not.
-func (s *Service) caller(id string) (caller, error) {
+func (s *service) caller(id string) (caller, error) {
 	start, ok := s.opts.Sup.ByID(s.opts.Space, id)
 	if !ok {
 		return caller{}, errors.New(ReasonNotSupervised)
@@ -252,7 +260,7 @@ func (s *Service) caller(id string) (caller, error) {
 }
 
 // list is the space's supervised agents.
-func (s *Service) list() []wire.ManagedAgent {
+func (s *service) list() []wire.ManagedAgent {
 	out := []wire.ManagedAgent{}
 	for _, a := range s.opts.Sup.List() {
 		if a.Space == s.opts.Space {
@@ -268,7 +276,7 @@ func agentOf(a admin.AgentInfo) wire.ManagedAgent {
 
 // file resolves the agent file name as `cotal start NAME` would in the caller's working
 // directory; a name that is not an agent name (a path, `..`) is refused before any lookup.
-func (s *Service) file(c caller, raw json.RawMessage) (*agentfile.Agent, string, error) {
+func (s *service) file(c caller, raw json.RawMessage) (*agentfile.Agent, string, error) {
 	var args wire.ManagerNameArgs
 	if len(raw) == 0 || json.Unmarshal(raw, &args) != nil {
 		return nil, "", fmt.Errorf("%s: args must be {\"name\": NAME}", wire.ReasonMalformedJSON)
@@ -292,7 +300,7 @@ func (s *Service) file(c caller, raw json.RawMessage) (*agentfile.Agent, string,
 }
 
 // persona answers an agent file's identity, grants and persona, to a caller that may spawn.
-func (s *Service) persona(c caller, raw json.RawMessage) (*wire.ManagerPersona, error) {
+func (s *service) persona(c caller, raw json.RawMessage) (*wire.ManagerPersona, error) {
 	if !c.can(wire.CapabilitySpawn) {
 		return nil, errors.New(ReasonNoCapability)
 	}
@@ -308,7 +316,7 @@ func (s *Service) persona(c caller, raw json.RawMessage) (*wire.ManagerPersona, 
 // spawn starts the agent file name under the supervisor with the caller's runtime command and
 // working directory, once the file's grants are within the caller's own and the caller runs
 // fewer than MaxSpawned agents it spawned.
-func (s *Service) spawn(ctx context.Context, c caller, raw json.RawMessage) (*wire.ManagedAgent, error) {
+func (s *service) spawn(ctx context.Context, c caller, raw json.RawMessage) (*wire.ManagedAgent, error) {
 	if !c.can(wire.CapabilitySpawn) {
 		return nil, errors.New(ReasonNoCapability)
 	}
@@ -355,7 +363,7 @@ func (s *Service) spawn(ctx context.Context, c caller, raw json.RawMessage) (*wi
 
 // despawn stops the caller itself (no name, or its own), after the answer is sent; or an
 // agent the caller spawned, when it holds the spawn capability. Any other target is refused.
-func (s *Service) despawn(ctx context.Context, c caller, raw json.RawMessage) (any, func(), error) {
+func (s *service) despawn(ctx context.Context, c caller, raw json.RawMessage) (any, func(), error) {
 	var args wire.ManagerDespawnArgs
 	if len(raw) > 0 && json.Unmarshal(raw, &args) != nil {
 		return nil, nil, fmt.Errorf("%s: args must be {\"name\": NAME} or none", wire.ReasonMalformedJSON)
