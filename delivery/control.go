@@ -86,7 +86,7 @@ func (s *Service) admitControl(pool *controlPool, m *nats.Msg) {
 		}
 		return
 	}
-	if s.requests.duplicate(m.Subject, m.Header.Get(wire.RequestIDHeader), time.Now()) {
+	if s.requests.Duplicate(m.Subject, m.Header.Get(wire.RequestIDHeader), time.Now()) {
 		// The first copy is answered; this one reached the service a second time.
 		s.stats.controlDuplicates.Add(1)
 		return

@@ -41,7 +41,7 @@ type Service struct {
 	gaps     gapLog
 	inGaps   gapLog // INBOX sequences the reader never saw
 	quota    handoffQuota
-	requests requestLog // control request ids seen recently
+	requests wire.RequestLog // control request ids seen recently
 	// refusedLog paces the log lines of control requests refused for their reply subject.
 	refusedLog loggate.Gate
 	backlog    *backlog

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,13 @@ type Credential struct {
 	// PublishACL are the channel patterns the credential may send to, from its chat publish
 	// grants (SPEC §9: allowPublish); empty for the observer and admin, which have none.
 	PublishACL []string
+	// Capabilities are the cotal-capability tags: what the holder may ask of the manager
+	// control service (wire.CapabilitySpawn).
+	Capabilities []string
+	// ManagerControl reports whether the credential may send requests to the manager control
+	// service (wire.ManagerService): its publish grants hold ctl.manager.<id>. Only agents the
+	// supervisor of `cotal up` runs are minted so.
+	ManagerControl bool
 	// Expires is when the JWT expires; zero when it does not.
 	Expires time.Time
 }
@@ -121,11 +129,14 @@ func parseCreds(contents []byte) (*credential, error) {
 			c.Role = r
 		} else if ch, ok := strings.CutPrefix(tag, wire.SubscribeTagPrefix); ok {
 			c.Subscribe = append(c.Subscribe, ch)
+		} else if cp, ok := strings.CutPrefix(tag, wire.CapabilityTagPrefix); ok {
+			c.Capabilities = append(c.Capabilities, cp)
 		}
 	}
 	if c.Space != "" {
 		n := wire.NewNames(c.Space)
 		c.ReadACL, c.PublishACL = c.readACL(n), c.publishACL(n)
+		c.ManagerControl = slices.Contains(c.pubAllow, n.CtlSubject(wire.ManagerService, c.ID))
 	}
 	return c, nil
 }

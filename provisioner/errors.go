@@ -27,6 +27,8 @@ var (
 	// ErrInvalidGrant means a channel policy string, role or id is malformed, or subscribe is
 	// not covered by allowSubscribe.
 	ErrInvalidGrant = errors.New("invalid grant")
+	// ErrWiderGrant means grants reach past the grants they must stay within (Grants.Within).
+	ErrWiderGrant = errors.New("grant wider than the spawner's own")
 	// ErrGrantsNotAllowed means channel grants or a role were given to a profile whose
 	// permissions they cannot change (observer, admin, infrastructure).
 	ErrGrantsNotAllowed = errors.New("grants apply only to the agent profile")

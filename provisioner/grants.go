@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cotal-go/cotal/wire"
@@ -23,11 +24,20 @@ type Grants struct {
 	// Role is the anycast role whose svc_<role> durable the agent binds; empty for none. It
 	// must be a routing token ([A-Za-z0-9_-]+), so that it is the same on every subject.
 	Role string `json:"role,omitempty"`
+	// ManagerControl lets the agent send requests to the space's `manager` control service
+	// (docs/agents.md "The manager service"): publish on its own ctl.manager.<id> and
+	// subscribe to that subject's reply subtree. Only the supervisor of `cotal up` mints it.
+	ManagerControl bool `json:"managerControl,omitempty"`
+	// Capabilities are what the agent may ask of the manager service beyond despawning itself
+	// (wire.CapabilitySpawn), minted as cotal-capability tags and kept in the registry row,
+	// where the service reads them. They need ManagerControl.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // IsZero reports whether g grants nothing and names no role.
 func (g Grants) IsZero() bool {
-	return len(g.Subscribe) == 0 && len(g.AllowSubscribe) == 0 && len(g.AllowPublish) == 0 && g.Role == ""
+	return len(g.Subscribe) == 0 && len(g.AllowSubscribe) == 0 && len(g.AllowPublish) == 0 && g.Role == "" &&
+		!g.ManagerControl && len(g.Capabilities) == 0
 }
 
 // withDefaults returns g with AllowSubscribe defaulted to Subscribe (SPEC §9).
@@ -73,6 +83,14 @@ func (g Grants) validate() error {
 	if g.Role != "" && !isToken(g.Role) {
 		return &GrantError{"role", 0, fmt.Errorf("%w: role %q is not a routing token; use only letters, digits, '_' and '-'", ErrInvalidGrant, g.Role)}
 	}
+	for i, c := range g.Capabilities {
+		if !wire.KnownCapability(c) {
+			return &GrantError{"capabilities", i, fmt.Errorf("%w: capability %q is unknown; use %s", ErrInvalidGrant, c, wire.CapabilitySpawn)}
+		}
+		if !g.ManagerControl {
+			return &GrantError{"capabilities", i, fmt.Errorf("%w: capability %q needs the manager control grant, which only the supervisor mints", ErrInvalidGrant, c)}
+		}
+	}
 	for i, ch := range g.Subscribe {
 		if !coveredByAny(g.AllowSubscribe, ch) {
 			return &GrantError{"subscribe", i, fmt.Errorf("%w: subscribe entry %q is outside allowSubscribe %v; add it to allowSubscribe", ErrInvalidGrant, ch, g.AllowSubscribe)}
@@ -86,16 +104,18 @@ func isToken(s string) bool { return s != "" && wire.Sanitize(s) == s }
 
 func coveredByAny(patterns []string, ch string) bool {
 	for _, p := range patterns {
-		if covers(p, ch) {
+		if Covers(p, ch) {
 			return true
 		}
 	}
 	return false
 }
 
-// covers reports whether every channel matched by pattern sub is also matched by pattern
-// sup, with NATS wildcard semantics: `*` is one segment, a final `>` one or more.
-func covers(sup, sub string) bool {
+// Covers reports whether every channel matched by pattern sub is also matched by pattern
+// sup, with NATS wildcard semantics: `*` is one segment, a final `>` one or more. It is the
+// one coverage rule of grants: subscribe within allowSubscribe, and a spawned agent's grants
+// within its spawner's (Grants.Within).
+func Covers(sup, sub string) bool {
 	a, b := strings.Split(sup, "."), strings.Split(sub, ".")
 	for i, s := range a {
 		if s == ">" {
@@ -109,4 +129,34 @@ func covers(sup, sub string) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// Within refuses grants g wider than outer: every subscribe, allowSubscribe and allowPublish
+// pattern of g (AllowSubscribe defaulted to Subscribe on both sides) must be covered by a
+// pattern of the same list of outer (Covers), g's role must be outer's when g names one, and
+// g may hold no capability outer lacks. The error is a *GrantError naming g's entry. An agent
+// spawning a teammate passes its own grants as outer, so it never hands out more than it holds.
+func (g Grants) Within(outer Grants) error {
+	g, outer = g.withDefaults(), outer.withDefaults()
+	for _, list := range []struct {
+		field        string
+		inner, outer []string
+	}{{"subscribe", g.Subscribe, outer.AllowSubscribe}, {"allowSubscribe", g.AllowSubscribe, outer.AllowSubscribe},
+		{"allowPublish", g.AllowPublish, outer.AllowPublish}} {
+		for i, ch := range list.inner {
+			if !coveredByAny(list.outer, ch) {
+				return &GrantError{list.field, i, fmt.Errorf("%w: %s entry %q is outside the spawner's own %v",
+					ErrWiderGrant, list.field, ch, list.outer)}
+			}
+		}
+	}
+	if g.Role != "" && g.Role != outer.Role {
+		return &GrantError{"role", 0, fmt.Errorf("%w: role %q is not the spawner's own role %q", ErrWiderGrant, g.Role, outer.Role)}
+	}
+	for i, c := range g.Capabilities {
+		if !slices.Contains(outer.Capabilities, c) {
+			return &GrantError{"capabilities", i, fmt.Errorf("%w: capability %q is not the spawner's", ErrWiderGrant, c)}
+		}
+	}
+	return nil
 }

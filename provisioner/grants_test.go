@@ -27,8 +27,8 @@ func TestCovers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.sup+" covers "+tt.sub, func(t *testing.T) {
-			if got := covers(tt.sup, tt.sub); got != tt.want {
-				t.Errorf("covers(%q, %q) = %v, want %v", tt.sup, tt.sub, got, tt.want)
+			if got := Covers(tt.sup, tt.sub); got != tt.want {
+				t.Errorf("Covers(%q, %q) = %v, want %v", tt.sup, tt.sub, got, tt.want)
 			}
 		})
 	}

@@ -247,16 +247,16 @@ func revokeForMint(b *bbolt.Bucket, acct *jwt.AccountClaims, req MintRequest, c 
 	return true, nil
 }
 
-// InfraCredential mints a credential for cotal's own provisioner, delivery, delivery control
-// or leaf relay connection in space: a user of the storage account (the last two of the agent
-// account), a
+// InfraCredential mints a credential for cotal's own provisioner, delivery, delivery control,
+// leaf relay or manager control connection in space: a user of the storage account (the last
+// three of the agent account), a
 // fresh key every call, the narrow permissions of its profile, no expiry (an expiring JWT would disconnect a long-running mesh mid-flight),
 // and usable only over an in-process connection (allowed connection type IN_PROCESS), so the
 // credential is worthless outside the process that holds it. It is not recorded in the
 // registry; a restart mints new ones.
 func (s *Store) InfraCredential(space string, p Profile) (*Credential, error) {
 	if !p.infra() {
-		return nil, fmt.Errorf("%w %q: InfraCredential takes provisioner, delivery, delivery-control or leaf-relay", ErrUnknownProfile, p)
+		return nil, fmt.Errorf("%w %q: InfraCredential takes provisioner, delivery, delivery-control, leaf-relay or manager-control", ErrUnknownProfile, p)
 	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
@@ -310,6 +310,9 @@ func newUserClaims(account, id, name string, p Profile, g Grants, perms jwt.Perm
 	// (wire.SubscribeTagPrefix).
 	for _, ch := range g.Subscribe {
 		uc.Tags = append(uc.Tags, wire.SubscribeTagPrefix+ch)
+	}
+	for _, c := range g.Capabilities {
+		uc.Tags = append(uc.Tags, wire.CapabilityTagPrefix+c)
 	}
 	return uc
 }

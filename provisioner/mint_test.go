@@ -213,7 +213,7 @@ func TestRemintAfterRevokeIsNotRevoked(t *testing.T) {
 
 func TestInfraCredential(t *testing.T) {
 	s := openStore(t)
-	for _, p := range []Profile{ProfileProvisioner, ProfileDelivery, ProfileLeafRelay} {
+	for _, p := range []Profile{ProfileProvisioner, ProfileDelivery, ProfileLeafRelay, ProfileManagerControl} {
 		t.Run(string(p)+" is in-process only, unexpiring and unrecorded", func(t *testing.T) {
 			c, err := s.InfraCredential("alpha", p)
 			if err != nil {
@@ -235,9 +235,10 @@ func TestInfraCredential(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the leaf relay is a user of the agent account, the others of the storage account", func(t *testing.T) {
+	t.Run("the leaf relay and manager control are users of the agent account, the others of the storage account", func(t *testing.T) {
 		alpha, _ := s.Space("alpha")
-		for p, account := range map[Profile]string{ProfileLeafRelay: alpha.PublicKey, ProfileDelivery: alpha.Storage} {
+		for p, account := range map[Profile]string{ProfileLeafRelay: alpha.PublicKey, ProfileManagerControl: alpha.PublicKey,
+			ProfileDelivery: alpha.Storage} {
 			c, err := s.InfraCredential("alpha", p)
 			if err != nil {
 				t.Fatal(err)

@@ -43,13 +43,17 @@ const (
 	// ProfileLeafRelay relays presence records across a leaf link (wire.LeafRelayPermissions);
 	// a user of the agent account, where agents write presence.
 	ProfileLeafRelay Profile = "leaf-relay"
+	// ProfileManagerControl takes the `manager` control service's requests and sends its
+	// answers (wire.ManagerControlPermissions); a user of the agent account, opened by the
+	// process that supervises agents (`cotal up`).
+	ProfileManagerControl Profile = "manager-control"
 )
 
 // Valid reports whether p is one of the Profile constants.
 func (p Profile) Valid() bool {
 	switch p {
 	case ProfileAgent, ProfileObserver, ProfileAdmin, ProfileLeaf, ProfileProvisioner, ProfileDelivery, ProfileDeliveryControl,
-		ProfileLeafRelay:
+		ProfileLeafRelay, ProfileManagerControl:
 		return true
 	}
 	return false
@@ -57,13 +61,14 @@ func (p Profile) Valid() bool {
 
 // infra reports whether p is an infrastructure profile.
 func (p Profile) infra() bool {
-	return p == ProfileProvisioner || p == ProfileDelivery || p == ProfileDeliveryControl || p == ProfileLeafRelay
+	return p == ProfileProvisioner || p == ProfileDelivery || p == ProfileDeliveryControl || p == ProfileLeafRelay ||
+		p == ProfileManagerControl
 }
 
 // inAgentAccount reports whether the infrastructure profile p is a user of the agent account
 // rather than of storage.
 func (p Profile) inAgentAccount() bool {
-	return p == ProfileDeliveryControl || p == ProfileLeafRelay
+	return p == ProfileDeliveryControl || p == ProfileLeafRelay || p == ProfileManagerControl
 }
 
 // Permissions returns the exact NATS permissions of profile for the instance id (a user public
@@ -87,7 +92,8 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 		if err := g.validate(); err != nil {
 			return jwt.Permissions{}, err
 		}
-		w = wire.AgentPermissions(names, id, wire.AgentScope{AllowSubscribe: g.AllowSubscribe, AllowPublish: g.AllowPublish, Role: g.Role})
+		w = wire.AgentPermissions(names, id, wire.AgentScope{AllowSubscribe: g.AllowSubscribe, AllowPublish: g.AllowPublish,
+			Role: g.Role, ManagerControl: g.ManagerControl})
 	case ProfileObserver:
 		w = wire.ObserverPermissions(names, id)
 	case ProfileAdmin:
@@ -102,6 +108,8 @@ func Permissions(profile Profile, names wire.Names, id string, g Grants) (jwt.Pe
 		w = wire.DeliveryControlPermissions(names)
 	case ProfileLeafRelay:
 		w = wire.LeafRelayPermissions(names)
+	case ProfileManagerControl:
+		w = wire.ManagerControlPermissions(names)
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w %q: use agent, observer, admin or leaf", ErrUnknownProfile, profile)
 	}

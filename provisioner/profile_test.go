@@ -35,6 +35,13 @@ var goldenCases = []struct {
 	{"delivery", ProfileDelivery, Grants{}},
 	{"delivery-control", ProfileDeliveryControl, Grants{}},
 	{"leaf-relay", ProfileLeafRelay, Grants{}},
+	{"manager-control", ProfileManagerControl, Grants{}},
+	{"agent-supervised", ProfileAgent, Grants{
+		Subscribe:      []string{"general"},
+		AllowPublish:   []string{"general"},
+		ManagerControl: true,
+		Capabilities:   []string{wire.CapabilitySpawn},
+	}},
 }
 
 func TestPermissionsMatchGoldenFiles(t *testing.T) {

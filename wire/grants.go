@@ -43,6 +43,9 @@ type AgentScope struct {
 	AllowSubscribe []string
 	AllowPublish   []string
 	Role           string
+	// ManagerControl adds the request subject of the manager control service and its reply
+	// subtree (ManagerService).
+	ManagerControl bool
 }
 
 // AgentPermissions are the agent profile's permissions for instance id: SPEC Appendix B plus

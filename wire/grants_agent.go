@@ -67,6 +67,13 @@ func agentPermissions(p *Permissions, n Names, id string, g AgentScope) {
 	}
 
 	agentLayoutAdditions(p, n, id)
+	if g.ManagerControl {
+		// A supervised agent's requests to the manager service and their replies
+		// (docs/agents.md "The manager service"); no other credential can reach it.
+		ctl := n.CtlSubject(ManagerService, id)
+		p.Pub.Allow.add(ctl)
+		p.Sub.Allow.add(ctl + ".reply.>")
+	}
 }
 
 // agentLayoutAdditions are the agent grants beyond SPEC Appendix B (docs/accounts.md "Profiles

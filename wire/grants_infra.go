@@ -65,6 +65,16 @@ func DeliveryControlPermissions(n Names) Permissions {
 	return p
 }
 
+// ManagerControlPermissions are the manager control service's: take requests on
+// cotal.<s>.ctl.manager.* and answer inside each one's reply subtree.
+func ManagerControlPermissions(n Names) Permissions {
+	var p Permissions
+	ctl := n.Prefix() + ".ctl." + ManagerService
+	p.Sub.Allow.add(ctl + ".*")
+	p.Pub.Allow.add(ctl + ".*.reply.>")
+	return p
+}
+
 // deliveryPermissions scope the durable backstop (SPEC §4, §8; docs/durable.md and
 // docs/storage.md "Control service") to one space: exactly what the delivery service uses, and
 // the delivery tests run the service under nothing more. It reads chat content through its own

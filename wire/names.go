@@ -109,6 +109,10 @@ const (
 // service").
 const DeliveryService = "delivery"
 
+// ManagerService is the control service name of the agent manager (docs/agents.md "The
+// manager service"): spawn, despawn, persona and list of supervised agents.
+const ManagerService = "manager"
+
 // DefaultsKey is the reserved channel-registry key holding ChannelDefaults (SPEC §7).
 const DefaultsKey = "=defaults"
 

@@ -12,7 +12,17 @@ const (
 	ProfileTagPrefix   = "cotal-profile:"
 	RoleTagPrefix      = "cotal-role:"
 	SubscribeTagPrefix = "cotal-subscribe:"
+	// CapabilityTagPrefix names a capability the agent holds toward the manager service
+	// (docs/agents.md "The manager service"), one tag each: cotal-capability:spawn.
+	CapabilityTagPrefix = "cotal-capability:"
 )
+
+// CapabilitySpawn lets an agent ask the manager service to spawn a teammate from an agent
+// file and to read agent files' personas and grants.
+const CapabilitySpawn = "spawn"
+
+// KnownCapability reports whether c is a capability cotal grants.
+func KnownCapability(c string) bool { return c == CapabilitySpawn }
 
 // The user-facing profiles of SPEC Appendix B, as the cotal-profile tag names them. The
 // provisioner mints them and a client reads them back from the tag, so both take the names

@@ -103,7 +103,7 @@ func runMCP(cmd *cobra.Command, link, credsPath string, inboxSize int) error {
 		defer cancel()
 		_ = e.Close(ctx)
 	}()
-	opts := mcpserver.Options{Version: cotalVersion(), Logger: log}
+	opts := mcpserver.Options{Version: cotalVersion(), Logger: log, Manager: mcpserver.AccessOf(cred)}
 	if len(channels) > 0 {
 		opts.DefaultChannel = channels[0]
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/internal/cli/console"
 	"github.com/cotal-go/cotal/internal/cli/launch"
+	"github.com/cotal-go/cotal/internal/cli/manager"
 	"github.com/cotal-go/cotal/internal/cli/supervisor"
 	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/space"
@@ -160,10 +161,12 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	logs.rec.recovered(opts.Logger)
 	var presence *presenceLog
 	var sup *supervisor.Supervisor
+	stopManager := func() {}
 	shutdown := func() error {
 		ctx, cancel := newTimeoutContext(30 * time.Second)
 		defer cancel()
 		var supErr error
+		stopManager() // no agent is spawned while the supervisor stops them
 		if sup != nil {
 			supErr = sup.Close(ctx) // the agents stop while the mesh can still revoke them
 		}
@@ -183,6 +186,9 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	sup = supervisor.New(supervisor.Options{Dir: cfg.Dir, Mesh: m, Log: opts.Logger, Presence: presence.presence})
 	srv.Supervise(sup)
 	con.ShowAgents(sup)
+	if !cfg.Open {
+		stopManager = manager.Run(cmd.Context(), m, sup, opts.Logger)
+	}
 	srv.Serve(m, opts.Logger)
 	consoleURL, err := startConsole(cmd.Context(), con, m)
 	if err != nil {

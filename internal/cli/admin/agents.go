@@ -37,6 +37,9 @@ type AgentStart struct {
 	WorkDir string `json:"workDir"`
 	// AllowAnyChannel mints grants whose first segment is a wildcard.
 	AllowAnyChannel bool `json:"allowAnyChannel,omitempty"`
+	// SpawnedBy is the credential id of the supervised agent that asked the manager service
+	// for this one; set in process only, never over the socket.
+	SpawnedBy string `json:"-"`
 }
 
 // The states of a supervised agent.
@@ -73,6 +76,9 @@ type AgentInfo struct {
 	Log string `json:"log"`
 	// ExitStatus says how its last run ended, when one did.
 	ExitStatus string `json:"exitStatus,omitempty"`
+	// SpawnedBy is the id of the agent that spawned it through the manager service; empty
+	// for one the operator started.
+	SpawnedBy string `json:"spawnedBy,omitempty"`
 }
 
 // AgentLogs is the end of a supervised agent's output, as written.

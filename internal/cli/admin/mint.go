@@ -31,6 +31,12 @@ type MintSpec struct {
 	// ForgetOnRevoke drops the registry row once the credential is revoked
 	// (provisioner.MintRequest.ForgetOnRevoke).
 	ForgetOnRevoke bool `json:"forgetOnRevoke,omitempty"`
+	// ManagerControl and Capabilities are provisioner.Grants' own: the reach of the manager
+	// control service and what the agent may ask of it. Only the supervisor of the process
+	// that runs the mesh sets them; they never travel over the socket, so a credential minted
+	// any other way cannot reach the manager service.
+	ManagerControl bool     `json:"-"`
+	Capabilities   []string `json:"-"`
 }
 
 // MintedCredential is a minted credential: its id and the .creds file text.
@@ -52,7 +58,8 @@ func (s MintSpec) request() (provisioner.MintRequest, error) {
 	req := provisioner.MintRequest{
 		Space: s.Space, Name: s.Name, Profile: provisioner.Profile(s.Profile),
 		Grants: provisioner.Grants{Subscribe: s.Subscribe, AllowSubscribe: s.AllowSubscribe,
-			AllowPublish: s.AllowPublish, Role: s.Role},
+			AllowPublish: s.AllowPublish, Role: s.Role, ManagerControl: s.ManagerControl,
+			Capabilities: s.Capabilities},
 		ExpiresIn: s.ExpiresIn, ExpiresAt: s.ExpiresAt, NoExpiry: s.NoExpiry, Replace: s.Replace,
 		ForgetOnRevoke: s.ForgetOnRevoke,
 	}

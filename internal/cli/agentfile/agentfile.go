@@ -40,7 +40,10 @@ type Agent struct {
 	AllowSubscribe []string `json:"allowSubscribe,omitempty"`
 	AllowPublish   []string `json:"allowPublish,omitempty"`
 	Model          string   `json:"model,omitempty"`
-	Persona        string   `json:"persona,omitempty"`
+	// Capabilities are what a supervised runtime of the file may ask of the manager service
+	// (wire.CapabilitySpawn); the reference's key.
+	Capabilities []string `json:"capabilities,omitempty"`
+	Persona      string   `json:"persona,omitempty"`
 
 	path  string
 	lines map[string][]int // per grant key, the line of each entry (of the key for a scalar)

@@ -73,6 +73,7 @@ func TestParseRefuses(t *testing.T) {
 		{"no-name.md", "no-name.md:2: invalid agent file: the name is empty"},
 		{"alias.md", "invalid agent file"},
 		{"nested.md", "nested.md:3: invalid agent file: subscribe must be a list"},
+		{"bad-capability.md", "bad-capability.md:5: invalid agent file: capability \"rule-the-world\" is unknown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

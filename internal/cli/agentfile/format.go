@@ -24,7 +24,8 @@ func (a *Agent) Format() ([]byte, error) {
 	for _, f := range []struct {
 		key string
 		v   []string
-	}{{"tags", a.Tags}, {"subscribe", a.Subscribe}, {"allowSubscribe", a.AllowSubscribe}, {"allowPublish", a.AllowPublish}} {
+	}{{"tags", a.Tags}, {"subscribe", a.Subscribe}, {"allowSubscribe", a.AllowSubscribe}, {"allowPublish", a.AllowPublish},
+		{"capabilities", a.Capabilities}} {
 		if len(f.v) > 0 {
 			seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 			for _, e := range f.v {

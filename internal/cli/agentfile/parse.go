@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/cotal-go/cotal/provisioner"
+	"github.com/cotal-go/cotal/wire"
 )
 
 // Parse reads the agent file text data; path names the file in errors, which say
@@ -117,7 +118,7 @@ func (a *Agent) field(k, v *yaml.Node) error {
 	str := map[string]*string{"name": &a.Name, "role": &a.Role, "kind": &a.Kind,
 		"description": &a.Description, "model": &a.Model}
 	list := map[string]*[]string{"tags": &a.Tags, "subscribe": &a.Subscribe,
-		"allowSubscribe": &a.AllowSubscribe, "allowPublish": &a.AllowPublish}
+		"allowSubscribe": &a.AllowSubscribe, "allowPublish": &a.AllowPublish, "capabilities": &a.Capabilities}
 	switch p := str[k.Value]; {
 	case p != nil:
 		s, err := scalar(k.Value, v)
@@ -131,6 +132,13 @@ func (a *Agent) field(k, v *yaml.Node) error {
 		entries, lines, err := sequence(k.Value, v)
 		*list[k.Value] = entries
 		a.lines[k.Value] = lines
+		if err == nil && k.Value == "capabilities" {
+			for i, c := range entries {
+				if !wire.KnownCapability(c) {
+					return &lineError{lines[i], fmt.Errorf("%w: capability %q is unknown; use %s", ErrInvalid, c, wire.CapabilitySpawn)}
+				}
+			}
+		}
 		return err
 	case k.Value == "profile":
 		// Not a key of the format: a file that names a profile is refused unless it names the

@@ -66,6 +66,10 @@ type Spec struct {
 	Link    string           // the space's join link
 	Runtime string           // claude, plain or auto (claude when Command[0] is named claude)
 	Command []string         // the runtime's command line, before the preset's flags
+	// Supervised mints the credential for a runtime the supervisor of `cotal up` runs: it may
+	// reach the manager control service, with the file's capabilities (docs/agents.md "The
+	// manager service"). A foreground `cotal spawn` gets neither.
+	Supervised bool
 }
 
 // CheckGrants refuses an agent file whose grants cover every team's channels, unless
@@ -124,7 +128,8 @@ func Prepare(ctx context.Context, m Minter, s Spec) (*Agent, error) {
 	g := s.Agent.Grants()
 	a.Cred, err = m.Mint(ctx, admin.MintSpec{Space: s.Space, Name: s.Agent.Name,
 		Profile: wire.ProfileAgent, Role: g.Role, Subscribe: g.Subscribe, AllowSubscribe: g.AllowSubscribe,
-		AllowPublish: g.AllowPublish, IdentitySeed: seed})
+		AllowPublish: g.AllowPublish, IdentitySeed: seed, ManagerControl: s.Supervised,
+		Capabilities: capabilities(s)})
 	if err != nil {
 		return nil, fmt.Errorf("mint %s from %s: %w", s.Agent.Name, s.File, err)
 	}
@@ -135,6 +140,15 @@ func Prepare(ctx context.Context, m Minter, s Spec) (*Agent, error) {
 		return nil, fmt.Errorf("%w; the credential was revoked", err)
 	}
 	return a, nil
+}
+
+// capabilities are the file's capabilities when the runtime is supervised, else none: only
+// a supervised runtime reaches the manager service they are asked of.
+func capabilities(s Spec) []string {
+	if !s.Supervised {
+		return nil
+	}
+	return s.Agent.Capabilities
 }
 
 // checkNotActive refuses an agent whose name an active credential holds: re-minting its

@@ -41,6 +41,9 @@ type Options struct {
 	// Logger receives the server's logs; default discards. It must not write to the stdio
 	// transport's stdout.
 	Logger *slog.Logger
+	// Manager is what the credential may ask of the manager service; zero lists no manager
+	// tool (manager.go).
+	Manager ManagerAccess
 }
 
 // Server is an MCP server whose tools act as one agent of a Cotal mesh: the Endpoint it was
@@ -86,6 +89,7 @@ func NewServer(e *endpoint.Endpoint, inbox *Inbox, opts Options) *Server {
 			UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		})
 	s.addTools()
+	s.addManagerTools()
 	s.mcp.AddResource(&mcp.Resource{URI: InboxURI, Name: "inbox", Title: "Cotal inbox", MIMEType: "application/json",
 		Description: "Messages waiting for this agent, oldest first. Reading it does not clear it; cotal_inbox does. " +
 			"Subscribe to be told when a message arrives."}, s.readInbox)

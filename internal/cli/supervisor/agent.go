@@ -32,7 +32,8 @@ type agent struct {
 	key     key
 	workDir string
 	command []string
-	prep    *launch.Agent // set by Start before listed; read-only after
+	req     admin.AgentStart // what Start was asked, for the manager service
+	prep    *launch.Agent    // set by Start before listed; read-only after
 	logPath string
 	listed  bool // Start ran it: List, Stop, Logs and StateFile see it; guarded by Supervisor.mu
 
@@ -337,7 +338,7 @@ func (a *agent) info(presence func(spaceName, id string) string) admin.AgentInfo
 	a.mu.Lock()
 	i := admin.AgentInfo{Space: a.key.space, Name: a.key.name, ID: a.prep.Cred.ID, PID: a.pid, State: a.state,
 		Command: a.command, Restarts: a.restarts, LastLine: a.lastLine, Log: a.logPath, ExitStatus: a.exitStatus,
-		Presence: admin.PresenceUnknown}
+		Presence: admin.PresenceUnknown, SpawnedBy: a.req.SpawnedBy}
 	if a.pid != 0 {
 		i.Started = a.started
 	}

@@ -89,7 +89,7 @@ func (s *Supervisor) Start(ctx context.Context, req admin.AgentStart) (*admin.Ag
 		return nil, fmt.Errorf("%w: %s in space %s; `cotal stop %s --space %s` stops it",
 			admin.ErrAgentSupervised, req.Name, req.Space, req.Name, req.Space)
 	}
-	a := &agent{sup: s, key: k, workDir: req.WorkDir, command: req.Command, state: stateStarting,
+	a := &agent{sup: s, key: k, workDir: req.WorkDir, command: req.Command, req: req, state: stateStarting,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.agents[k] = a // reserved: a second Start of the name is refused meanwhile
 	s.mu.Unlock()
@@ -146,7 +146,7 @@ func (s *Supervisor) start(ctx context.Context, a *agent, req admin.AgentStart) 
 		return nil, err
 	}
 	a.prep, err = launch.Prepare(ctx, s.mint, launch.Spec{Dir: s.opts.Dir, Space: req.Space, Agent: file,
-		File: req.File, Link: link, Runtime: req.Runtime, Command: req.Command})
+		File: req.File, Link: link, Runtime: req.Runtime, Command: req.Command, Supervised: true})
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +195,19 @@ func (s *Supervisor) List() []admin.AgentInfo {
 		return cmp.Or(cmp.Compare(x.Space, y.Space), cmp.Compare(x.Name, y.Name))
 	})
 	return out
+}
+
+// ByID is the request that started the running agent whose credential is id in spaceName,
+// and false when the supervisor runs none: the manager service knows its callers by it.
+func (s *Supervisor) ByID(spaceName, id string) (admin.AgentStart, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, a := range s.agents {
+		if k.space == spaceName && a.listed && a.prep.Cred.ID == id && !a.ended() {
+			return a.req, true
+		}
+	}
+	return admin.AgentStart{}, false
 }
 
 // lookup is the agent name of spaceName, or ErrNoSuchAgent saying what to do.

@@ -1,4 +1,4 @@
-package delivery
+package wire
 
 import (
 	"fmt"
@@ -21,24 +21,24 @@ func TestRequestLogServesARequestOnce(t *testing.T) {
 		{"no id twice", "alice", "", now, false},
 		{"after the window", "alice", "r1", now.Add(requestLogWindow + time.Second), false},
 	}
-	var l requestLog
+	var l RequestLog
 	for _, tt := range tests {
-		if got := l.duplicate(tt.sender, tt.id, tt.at); got != tt.wantDuplicate {
+		if got := l.Duplicate(tt.sender, tt.id, tt.at); got != tt.wantDuplicate {
 			t.Errorf("%s: duplicate = %v, want %v", tt.name, got, tt.wantDuplicate)
 		}
 	}
 }
 
 func TestRequestLogIsBounded(t *testing.T) {
-	var l requestLog
+	var l RequestLog
 	now := time.Now()
 	for i := range requestLogSize + 10 {
-		l.duplicate("alice", fmt.Sprint(i), now)
+		l.Duplicate("alice", fmt.Sprint(i), now)
 	}
 	if len(l.seen) != requestLogSize || len(l.order) != requestLogSize {
 		t.Fatalf("remembers %d ids (%d in order), want %d", len(l.seen), len(l.order), requestLogSize)
 	}
-	if l.duplicate("alice", "0", now) {
+	if l.Duplicate("alice", "0", now) {
 		t.Error("the oldest id is still remembered past the bound")
 	}
 }

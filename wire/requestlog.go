@@ -1,4 +1,4 @@
-package delivery
+package wire
 
 import (
 	"sync"
@@ -12,21 +12,22 @@ const (
 	requestLogWindow = time.Minute
 )
 
-// requestLog remembers the ids of recent control requests (wire.RequestIDHeader) so that a
-// request the broker delivered twice is served once. nats-server re-registers an account's
+// RequestLog remembers the ids of recent control requests (RequestIDHeader) so that a
+// request the broker delivered twice is served once; every cotal control service (delivery,
+// manager) consults one before it admits a request. The zero value is ready. nats-server re-registers an account's
 // imports whenever its JWT changes (every mint of a new identity and every revocation re-signs
 // the agent account, wire/accounts.go), and a request crossing the import at that moment can
-// reach storage twice. Served twice, a durable join could land after the leave that followed
+// reach the service twice. Served twice, a durable join could land after the leave that followed
 // it and leave a membership active that its owner had ended.
-type requestLog struct {
+type RequestLog struct {
 	mu    sync.Mutex
 	seen  map[string]time.Time
 	order []string
 }
 
-// duplicate reports whether the request id of sender was seen within the window, and records
+// Duplicate reports whether the request id of sender was seen within the window, and records
 // it if not. A request without an id (an older or foreign client) is never a duplicate.
-func (l *requestLog) duplicate(sender, id string, now time.Time) bool {
+func (l *RequestLog) Duplicate(sender, id string, now time.Time) bool {
 	if id == "" {
 		return false
 	}
