@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,4 +140,117 @@ func TestATeamOfFakeRuntimesCoordinates(t *testing.T) {
 	if left := psAgents(t, bin, mesh); len(left) != 0 {
 		t.Errorf("ps lists %v after every stop", left)
 	}
+}
+
+// TestATeamSpawnsThroughTheManagerAndLeavesNothingAfterAKill runs the lifecycle of the
+// issue's fake runtime: lead, whose file grants spawn, spawns helper through cotal_spawn; the
+// two coordinate on general; helper despawns itself; loner, whose file grants no capability,
+// has no cotal_spawn and a call of it fails. Then the supervisor is killed with SIGKILL, and
+// the next `cotal up` leaves no process of the team and no credential of it active.
+func TestATeamSpawnsThroughTheManagerAndLeavesNothingAfterAKill(t *testing.T) {
+	bin, fr := cotalBin(t), fakeRuntimeBin(t)
+	project, mesh, dir := t.TempDir(), t.TempDir(), t.TempDir()
+	up := startUp(t, bin, mesh)
+	files := map[string]string{
+		"lead":   "---\nname: lead\ncapabilities: [spawn]\nsubscribe: [general]\nallowPublish: [general]\n---\nYou lead.\n",
+		"helper": "---\nname: helper\nsubscribe: [general]\nallowPublish: [general]\n---\nYou help.\n",
+		"loner":  "---\nname: loner\nsubscribe: [general]\nallowPublish: [general]\n---\nYou work alone.\n",
+	}
+	steps := map[string][]string{
+		"lead": {"tools", "call:cotal_orientation:", `call:cotal_join:{"channel":"general"}`,
+			`call:cotal_spawn:{"name":"helper"}`, "await:helper here",
+			`call:cotal_send:{"channel":"general","text":"thanks helper"}`, "hold"},
+		"helper": {`call:cotal_join:{"channel":"general"}`, `call:cotal_send:{"channel":"general","text":"helper here"}`,
+			"await:thanks helper", "call:cotal_despawn:", "hold"},
+		"loner": {"tools", `call:cotal_spawn:{"name":"helper"}`, "hold"},
+	}
+	for name, text := range files {
+		writeAgentFile(t, project, name, text)
+		if err := os.WriteFile(filepath.Join(dir, name+".steps"), []byte(strings.Join(steps[name], "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"lead", "loner"} {
+		if o, stderr, code := runIn(t, bin, project, nil, "start", name, "--dir", mesh, "--", fr, "-dir", dir); code != 0 {
+			t.Fatalf("start %s: exit %d: %s%s", name, code, o, stderr)
+		}
+	}
+
+	lead := awaitSteps(t, filepath.Join(dir, "lead.jsonl"), 6)
+	for _, s := range lead[:6] {
+		if s.Err != "" || s.ToolError {
+			t.Errorf("lead: step %s failed: %s %s", s.Step, s.Err, s.Text)
+		}
+	}
+	if !slices.Contains(lead[0].Tools, "cotal_spawn") || !slices.Contains(lead[0].Tools, "cotal_despawn") {
+		t.Errorf("lead, granted spawn, lists %v", lead[0].Tools)
+	}
+	helper := awaitSteps(t, filepath.Join(dir, "helper.jsonl"), 4)
+	for _, s := range helper[:4] {
+		if s.Err != "" || s.ToolError {
+			t.Errorf("helper: step %s failed: %s %s", s.Step, s.Err, s.Text)
+		}
+	}
+	loner := awaitSteps(t, filepath.Join(dir, "loner.jsonl"), 2)
+	if slices.Contains(loner[0].Tools, "cotal_spawn") || !slices.Contains(loner[0].Tools, "cotal_despawn") {
+		t.Errorf("loner, granted no capability, lists %v", loner[0].Tools)
+	}
+	if loner[1].Err == "" && !loner[1].ToolError {
+		t.Errorf("loner's cotal_spawn succeeded: %s", loner[1].Text)
+	}
+
+	// helper despawned itself: gone from ps, its credential revoked.
+	await.True(t, 60*time.Second, "helper gone from ps after its despawn", func() bool {
+		_, ok := psAgent(t, bin, mesh, "helper")
+		return !ok
+	})
+	checkRevoked(t, bin, mesh, credentialIDOf(t, bin, mesh, "helper"))
+
+	// SIGKILL the supervisor with lead and loner running, then start it again.
+	var pids []int
+	for _, name := range []string{"lead", "loner"} {
+		a, ok := psAgent(t, bin, mesh, name)
+		if !ok {
+			t.Fatalf("%s is not supervised before the kill", name)
+		}
+		pids = append(pids, a.PID)
+	}
+	if err := up.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = up.cmd.Wait()
+	startUp(t, bin, mesh)
+	awaitGone(t, "the team's processes after the restart", func() []int {
+		var left []int
+		for _, pid := range pids {
+			left = append(left, groupRunning(pid)...)
+		}
+		return left
+	})
+	for _, name := range []string{"lead", "loner", "helper"} {
+		checkRevoked(t, bin, mesh, credentialIDOf(t, bin, mesh, name))
+	}
+}
+
+// credentialIDOf is the id of the newest credential named name in `auth list`.
+func credentialIDOf(t *testing.T, bin, mesh, name string) string {
+	t.Helper()
+	out, stderr, code := runCotal(t, bin, "auth", "list", "--dir", mesh, "--json", "--all")
+	if code != 0 {
+		t.Fatalf("auth list: exit %d: %s", code, stderr)
+	}
+	var recs []struct{ ID, Name string }
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("auth list --json: %v\n%s", err, out)
+	}
+	id := ""
+	for _, r := range recs {
+		if r.Name == name {
+			id = r.ID // each name of the team is minted once
+		}
+	}
+	if id == "" {
+		t.Fatalf("no credential named %s in:\n%s", name, out)
+	}
+	return id
 }

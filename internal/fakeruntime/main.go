@@ -1,8 +1,10 @@
 // Command fakeruntime is an agent runtime for tests: it does what Claude Code or another MCP
 // client does with the configuration `cotal spawn` and `cotal start` write, without a model.
 // It reads the MCP server entry named cotal from $COTAL_MCP_CONFIG, runs it over stdio,
-// initializes, lists the tools, and then runs its steps in order, appending one JSON line per
-// step to the -out file:
+// initializes, and then runs its steps in order, appending one JSON line per step to the -out
+// file. With -dir instead, the steps are the lines of DIR/$COTAL_NAME.steps and the results go
+// to DIR/$COTAL_NAME.jsonl: a teammate the manager service spawns runs its spawner's command,
+// so one command line serves a whole team. The steps:
 //
 //	tools                  the tools the server lists
 //	call:TOOL:JSON         call TOOL with the JSON object of arguments
@@ -22,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -49,13 +52,29 @@ type mcpConfig struct {
 
 func main() {
 	out := flag.String("out", "", "file to append one JSON line per step to")
+	dir := flag.String("dir", "", "directory of NAME.steps and NAME.jsonl, NAME being $COTAL_NAME")
 	wait := flag.Duration("wait", time.Minute, "how long await waits")
 	flag.Parse()
+	steps := flag.Args()
+	if *dir != "" {
+		name := os.Getenv("COTAL_NAME")
+		data, err := os.ReadFile(filepath.Join(*dir, name+".steps"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fakeruntime:", err)
+			os.Exit(2)
+		}
+		*out, steps = filepath.Join(*dir, name+".jsonl"), nil
+		for _, line := range strings.Split(string(data), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				steps = append(steps, line)
+			}
+		}
+	}
 	if *out == "" {
-		fmt.Fprintln(os.Stderr, "fakeruntime: -out is required")
+		fmt.Fprintln(os.Stderr, "fakeruntime: give -out or -dir")
 		os.Exit(2)
 	}
-	os.Exit(run(*out, *wait, flag.Args()))
+	os.Exit(run(*out, *wait, steps))
 }
 
 func run(out string, wait time.Duration, steps []string) int {
