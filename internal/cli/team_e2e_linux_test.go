@@ -185,8 +185,10 @@ func TestATeamSpawnsThroughTheManagerAndLeavesNothingAfterAKill(t *testing.T) {
 	if !slices.Contains(lead[0].Tools, "cotal_spawn") || !slices.Contains(lead[0].Tools, "cotal_despawn") {
 		t.Errorf("lead, granted spawn, lists %v", lead[0].Tools)
 	}
+	// Its own despawn may end helper, and its MCP server with it, before the answer is read:
+	// what shows it is ps and the credential, below.
 	helper := awaitSteps(t, filepath.Join(dir, "helper.jsonl"), 4)
-	for _, s := range helper[:4] {
+	for _, s := range helper[:3] {
 		if s.Err != "" || s.ToolError {
 			t.Errorf("helper: step %s failed: %s %s", s.Step, s.Err, s.Text)
 		}
