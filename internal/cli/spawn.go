@@ -112,5 +112,5 @@ func runSpawn(cmd *cobra.Command, o launchOptions) error {
 	if err != nil {
 		return err
 	}
-	return runSpawned(cmd, s)
+	return runSpawned(cmd, c, s)
 }

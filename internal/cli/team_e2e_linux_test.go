@@ -256,3 +256,77 @@ func credentialIDOf(t *testing.T, bin, mesh, name string) string {
 	}
 	return id
 }
+
+// A foreground spawn killed with SIGKILL leaves its runtime's credential active only while the
+// runtime runs: the mesh watches the runtime's process and revokes the credential once it is
+// gone, and a mesh restarted meanwhile goes on watching it.
+func TestAKilledSpawnsCredentialIsRevokedOnceItsRuntimeIsGone(t *testing.T) {
+	bin := cotalBin(t)
+	project, mesh := t.TempDir(), t.TempDir()
+	up := startUp(t, bin, mesh)
+	writeAgentFile(t, project, "solo", fmt.Sprintf(teamFile, "solo"))
+	spawn := exec.Command(bin, "spawn", "solo", "--dir", mesh, "--runtime", "plain", "--", "sleep", "300")
+	spawn.Dir = project
+	spawn.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(project, "config"))
+	if err := spawn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spawn.Process.Kill(); _ = spawn.Wait() })
+	var runtime struct {
+		Agents []struct {
+			Name       string
+			PID        int
+			Credential string
+			Foreground bool
+		}
+	}
+	await.True(t, 60*time.Second, "the mesh watching solo's runtime", func() bool {
+		data, err := os.ReadFile(filepath.Join(mesh, "supervisor.json"))
+		return err == nil && json.Unmarshal(data, &runtime) == nil && len(runtime.Agents) == 1 &&
+			runtime.Agents[0].Foreground && runtime.Agents[0].PID > 0
+	})
+	rt := runtime.Agents[0]
+	t.Cleanup(func() { _ = syscall.Kill(rt.PID, syscall.SIGKILL) })
+	if err := spawn.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = spawn.Wait()
+	if !running(rt.PID) {
+		t.Fatal("the runtime did not outlive its killed spawn")
+	}
+	// The mesh restarts while the runtime runs: the watch goes on, nothing is revoked yet.
+	up.stop(t)
+	startUp(t, bin, mesh)
+	if active := credentialActive(t, bin, mesh, rt.Credential); !active {
+		t.Fatal("the credential was revoked while its runtime still runs")
+	}
+	if err := syscall.Kill(rt.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	await.True(t, 30*time.Second, "solo's credential revoked once its runtime is gone", func() bool {
+		return !credentialActive(t, bin, mesh, rt.Credential)
+	})
+}
+
+// credentialActive reports whether `auth list` shows id not revoked.
+func credentialActive(t *testing.T, bin, mesh, id string) bool {
+	t.Helper()
+	out, stderr, code := runCotal(t, bin, "auth", "list", "--dir", mesh, "--json", "--all")
+	if code != 0 {
+		t.Fatalf("auth list: exit %d: %s", code, stderr)
+	}
+	var recs []struct {
+		ID      string `json:"id"`
+		Revoked bool   `json:"revoked"`
+	}
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.ID == id {
+			return !r.Revoked
+		}
+	}
+	t.Fatalf("auth list has no credential %s", id)
+	return false
+}

@@ -174,8 +174,9 @@ func runUp(cmd *cobra.Command, _ []string) error {
 		return errors.Join(supErr, srv.Close(ctx), m.Close(ctx))
 	}
 	// Before the socket serves: what a killed supervisor left is ended first.
+	var watch []admin.AgentWatch
 	if !cfg.Open {
-		if err := supervisor.Reap(cmd.Context(), cfg.Dir, launch.Mesh{M: m}, opts.Logger); err != nil {
+		if watch, err = supervisor.Reap(cmd.Context(), cfg.Dir, launch.Mesh{M: m}, opts.Logger); err != nil {
 			opts.Logger.Error("reap the agents the last supervisor left", "err", err)
 		}
 	}
@@ -183,7 +184,8 @@ func runUp(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return errors.Join(err, shutdown())
 	}
-	sup = supervisor.New(supervisor.Options{Dir: cfg.Dir, Mesh: m, Log: opts.Logger, Presence: presence.presence})
+	sup = supervisor.New(supervisor.Options{Dir: cfg.Dir, Mesh: m, Log: opts.Logger, Presence: presence.presence,
+		Watch: watch})
 	srv.Supervise(sup)
 	con.ShowAgents(sup)
 	if !cfg.Open {

@@ -81,6 +81,19 @@ type AgentInfo struct {
 	SpawnedBy string `json:"spawnedBy,omitempty"`
 }
 
+// AgentWatch asks the mesh to revoke a credential once the process running it is gone: a
+// runtime `cotal spawn` runs in the foreground, whose credential would otherwise stay active
+// after a SIGKILL of spawn.
+type AgentWatch struct {
+	Space      string `json:"space"`
+	Name       string `json:"name"`
+	Credential string `json:"credential"`
+	PID        int    `json:"pid"`
+	// StartTime is the process's start time (procstat), which tells it from a later process
+	// that took its number.
+	StartTime uint64 `json:"startTime"`
+}
+
 // AgentLogs is the end of a supervised agent's output, as written.
 type AgentLogs struct {
 	Lines []string `json:"lines"`
@@ -93,6 +106,8 @@ type Supervisor interface {
 	List() []AgentInfo
 	Stop(ctx context.Context, spaceName, name string) error
 	Logs(spaceName, name string, n int) (*AgentLogs, error)
+	Watch(w AgentWatch) error
+	Unwatch(spaceName, name string)
 }
 
 // StartAgent runs an agent under the mesh's supervisor.
@@ -113,6 +128,16 @@ func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 // StopAgent stops a supervised agent and revokes its credential.
 func (c *Client) StopAgent(ctx context.Context, spaceName, name string) error {
 	return c.do(ctx, http.MethodDelete, spacePath(spaceName, "agents", name), nil, nil, http.StatusNoContent)
+}
+
+// WatchAgent has the mesh revoke w's credential once w's process is gone.
+func (c *Client) WatchAgent(ctx context.Context, w AgentWatch) error {
+	return c.do(ctx, http.MethodPut, spacePath(w.Space, "agents", w.Name, "watch"), w, nil, http.StatusNoContent)
+}
+
+// UnwatchAgent ends the watch of name's process, whose credential its spawn revoked itself.
+func (c *Client) UnwatchAgent(ctx context.Context, spaceName, name string) error {
+	return c.do(ctx, http.MethodDelete, spacePath(spaceName, "agents", name, "watch"), nil, nil, http.StatusNoContent)
 }
 
 // AgentLogs is the last n lines of a supervised agent's output.
@@ -153,6 +178,31 @@ func (h *handlers) stopAgent(ctx context.Context, r *http.Request) (int, any, er
 		return 0, nil, ErrNoSupervisor
 	}
 	return http.StatusNoContent, nil, h.sup.Stop(ctx, r.PathValue("space"), r.PathValue("name"))
+}
+
+func (h *handlers) watchAgent(_ context.Context, r *http.Request) (int, any, error) {
+	if h.sup == nil {
+		return 0, nil, ErrNoSupervisor
+	}
+	var w AgentWatch
+	if err := decode(r, &w); err != nil {
+		return 0, nil, err
+	}
+	if err := samePath("space", r.PathValue("space"), &w.Space); err != nil {
+		return 0, nil, err
+	}
+	if err := samePath("name", r.PathValue("name"), &w.Name); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusNoContent, nil, h.sup.Watch(w)
+}
+
+func (h *handlers) unwatchAgent(_ context.Context, r *http.Request) (int, any, error) {
+	if h.sup == nil {
+		return 0, nil, ErrNoSupervisor
+	}
+	h.sup.Unwatch(r.PathValue("space"), r.PathValue("name"))
+	return http.StatusNoContent, nil, nil
 }
 
 func (h *handlers) agentLogs(_ context.Context, r *http.Request) (int, any, error) {

@@ -20,3 +20,9 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 	}
 	return nil
 }
+
+// processExists reports whether a process of pid exists, one of another user included.
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/cotal-go/cotal/internal/cli/admin"
 	"github.com/cotal-go/cotal/internal/cli/launch"
 	"github.com/cotal-go/cotal/internal/local"
 	"github.com/cotal-go/cotal/provisioner"
-	"github.com/cotal-go/cotal/space"
 )
 
 // StateFile is the file, in the mesh's data directory, that lists the live agents.
@@ -28,6 +28,8 @@ type entry struct {
 	PGID       int    `json:"pgid,omitempty"`
 	StartTime  uint64 `json:"startTime,omitempty"` // clock ticks since boot; 0 where unknown
 	Credential string `json:"credential"`
+	// Foreground marks a runtime `cotal spawn` runs, which is watched, never stopped.
+	Foreground bool `json:"foreground,omitempty"`
 }
 
 type stateFile struct {
@@ -53,33 +55,38 @@ func writeState(dir string, entries []entry) error {
 // Reap ends what the supervisor of the last mesh on dir left when it was killed without
 // stopping its agents: for each agent StateFile lists, it kills the process group still
 // running (checked by start time, on Linux only), revokes the credential, and logs one line;
-// then it clears the file. A credential already revoked or forgotten is not an error.
-func Reap(ctx context.Context, dir string, m launch.Minter, log *slog.Logger) error {
+// then it clears the file. A runtime `cotal spawn` runs (Foreground) is never killed: while
+// it runs it is returned, for the next supervisor to watch (Options.Watch); once gone its
+// credential is revoked. A credential already revoked or forgotten is not an error.
+func Reap(ctx context.Context, dir string, m launch.Minter, log *slog.Logger) ([]admin.AgentWatch, error) {
 	path := filepath.Join(dir, StateFile)
 	data, err := local.ReadPrivate(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("the supervisor's state %s: %w", path, err)
+		return nil, fmt.Errorf("the supervisor's state %s: %w", path, err)
 	}
 	var st stateFile
 	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("the supervisor's state %s: %w; remove it once you have stopped its agents", path, err)
+		return nil, fmt.Errorf("the supervisor's state %s: %w; remove it once you have stopped its agents", path, err)
 	}
 	var errs []error
+	var watch []admin.AgentWatch
 	for _, e := range st.Agents {
+		if e.Foreground && alive(e) {
+			watch = append(watch, admin.AgentWatch{Space: e.Space, Name: e.Name, Credential: e.Credential,
+				PID: e.PID, StartTime: e.StartTime})
+			continue
+		}
 		killed := false
-		if e.PGID > 1 && leftOf(e.PID, e.PGID, e.StartTime) {
+		if !e.Foreground && e.PGID > 1 && leftOf(e.PID, e.PGID, e.StartTime) {
 			if err := signalGroup(e.PGID, syscall.SIGKILL); err != nil {
 				errs = append(errs, fmt.Errorf("kill agent %s's process group %d: %w", e.Name, e.PGID, err))
 			}
 			killed = true
 		}
-		err := m.Revoke(ctx, e.Space, e.Credential)
-		// A credential or space the mesh no longer has needs no revocation.
-		if err != nil && !errors.Is(err, provisioner.ErrUnknownCredential) && !errors.Is(err, space.ErrNoSuchSpace) &&
-			!errors.Is(err, provisioner.ErrUnknownSpace) {
+		if err := revokeLeft(ctx, m, e); err != nil {
 			errs = append(errs, fmt.Errorf("revoke agent %s's credential %s in space %s: %w", e.Name, e.Credential, e.Space, err))
 			continue
 		}
@@ -87,7 +94,7 @@ func Reap(ctx context.Context, dir string, m launch.Minter, log *slog.Logger) er
 			"pid", e.PID, "killed", killed, "id", e.Credential)
 	}
 	if len(errs) > 0 {
-		return errors.Join(errs...) // the file stays, for the next start to try again
+		return watch, errors.Join(errs...) // the file stays, for the next start to try again
 	}
-	return writeState(dir, nil)
+	return watch, writeState(dir, nil)
 }

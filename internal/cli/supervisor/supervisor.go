@@ -42,6 +42,8 @@ type Options struct {
 	// Presence says how the mesh's roster sees an instance of a space: one of
 	// admin.PresenceOnline, PresenceOffline, PresenceUnknown; nil is unknown.
 	Presence func(spaceName, id string) string
+	// Watch are the spawned runtimes to watch from the start, those Reap found running.
+	Watch []admin.AgentWatch
 }
 
 // Supervisor runs agent runtimes until they end, Stop or Close. It is safe for concurrent
@@ -51,10 +53,12 @@ type Supervisor struct {
 	opts Options
 	mint launch.Minter
 
-	mu     sync.Mutex
-	agents map[key]*agent
-	closed bool
-	wg     sync.WaitGroup // the agents' loops
+	mu      sync.Mutex
+	agents  map[key]*agent
+	watched map[key]entry // runtimes of `cotal spawn` (watch.go)
+	closed  bool
+	wg      sync.WaitGroup // the agents' loops and the watch loop
+	quit    chan struct{}  // ends the watch loop
 
 	saveMu sync.Mutex // serializes the writes of StateFile
 }
@@ -69,7 +73,17 @@ func New(opts Options) *Supervisor {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Supervisor{opts: opts, mint: launch.Mesh{M: opts.Mesh}, agents: map[key]*agent{}}
+	s := &Supervisor{opts: opts, mint: launch.Mesh{M: opts.Mesh}, agents: map[key]*agent{},
+		watched: map[key]entry{}, quit: make(chan struct{})}
+	for _, w := range opts.Watch {
+		s.watched[key{w.Space, w.Name}] = entry{Space: w.Space, Name: w.Name, PID: w.PID, StartTime: w.StartTime,
+			Credential: w.Credential, Foreground: true}
+	}
+	if len(s.watched) > 0 {
+		s.save()
+	}
+	s.wg.Go(func() { s.watchLoop(s.quit) })
+	return s
 }
 
 // Start mints the credential of req's agent file, writes its runtime's files and runs it.
@@ -258,6 +272,9 @@ func (s *Supervisor) Logs(spaceName, name string, n int) (*admin.AgentLogs, erro
 // Close stops every agent as Stop does and waits for them, until ctx ends. No Start runs after.
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.quit)
+	}
 	s.closed = true
 	for _, a := range s.agents {
 		if a.listed {
@@ -291,6 +308,9 @@ func (s *Supervisor) save() {
 		if e, ok := a.entry(); ok {
 			entries = append(entries, e)
 		}
+	}
+	for _, e := range s.watched {
+		entries = append(entries, e)
 	}
 	s.mu.Unlock()
 	slices.SortFunc(entries, func(x, y entry) int {

@@ -82,7 +82,7 @@ func TestReapKillsOnlyTheGroupItListedAndRevokes(t *testing.T) {
 	}
 	var log strings.Builder
 	r := &revoker{known: map[string]bool{"UALIVE": true, "UREUSED": true}}
-	if err := Reap(context.Background(), dir, r, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+	if _, err := Reap(context.Background(), dir, r, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatalf("Reap: %v", err)
 	}
 	done := make(chan error, 1)
@@ -114,13 +114,13 @@ func TestReapKeepsTheStateWhenARevocationFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	failing := &failingRevoker{}
-	if err := Reap(context.Background(), dir, failing, slog.New(slog.DiscardHandler)); err == nil {
+	if _, err := Reap(context.Background(), dir, failing, slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("Reap succeeded though the revocation failed")
 	}
 	if _, err := os.Stat(filepath.Join(dir, StateFile)); err != nil {
 		t.Errorf("%s was cleared though a credential is still active: %v", StateFile, err)
 	}
-	if err := Reap(context.Background(), t.TempDir(), failing, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := Reap(context.Background(), t.TempDir(), failing, slog.New(slog.DiscardHandler)); err != nil {
 		t.Errorf("Reap of a directory without state: %v", err)
 	}
 }
@@ -190,5 +190,76 @@ func TestStartRefusesARequestItCannotRunAsGiven(t *testing.T) {
 	req := ok
 	if err := checkStart(&req); err != nil || req.Runtime != "auto" {
 		t.Fatalf("checkStart of a good request = %v, runtime %q; want nil and auto", err, req.Runtime)
+	}
+}
+
+// A runtime `cotal spawn` runs is never killed by a reap: while it runs it is handed back to be
+// watched; once it is gone its credential is revoked.
+func TestReapLeavesASpawnedRuntimeAndRevokesAGoneOne(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the start-time check reads /proc")
+	}
+	running := startGroup(t)
+	var start uint64
+	await.True(t, 10*time.Second, "the start time of the spawned runtime", func() bool {
+		start = startTime(running.Process.Pid)
+		return start != 0
+	})
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := writeState(dir, []entry{
+		{Space: "main", Name: "runs", PID: running.Process.Pid, StartTime: start, Credential: "URUNS", Foreground: true},
+		{Space: "main", Name: "gone", PID: gone.Process.Pid, StartTime: 1, Credential: "UGONE", Foreground: true},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := &revoker{known: map[string]bool{"URUNS": true, "UGONE": true}}
+	watch, err := Reap(context.Background(), dir, r, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(watch) != 1 || watch[0].Name != "runs" || watch[0].PID != running.Process.Pid {
+		t.Errorf("handed back %+v, want the running one alone", watch)
+	}
+	if !slices.Equal(r.revoked, []string{"UGONE"}) {
+		t.Errorf("revoked %v, want the gone one's alone", r.revoked)
+	}
+	if err := running.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the spawned runtime was killed: %v", err)
+	}
+}
+
+// A watched runtime's credential is revoked once it is gone, and not before.
+func TestAWatchedRuntimeIsRevokedOnceGone(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the start-time check reads /proc")
+	}
+	rt := exec.Command("sleep", "300")
+	if err := rt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Process.Kill(); _ = rt.Wait() })
+	r := &revoker{known: map[string]bool{"UWATCHED": true}}
+	s := &Supervisor{opts: Options{Dir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}, mint: r,
+		agents: map[key]*agent{}, watched: map[key]entry{}}
+	if err := s.Watch(admin.AgentWatch{Space: "main", Name: "w", Credential: "UWATCHED", PID: rt.Process.Pid,
+		StartTime: startTime(rt.Process.Pid)}); err != nil {
+		t.Fatal(err)
+	}
+	s.revokeGone()
+	if len(r.revoked) != 0 {
+		t.Fatalf("revoked %v while the runtime runs", r.revoked)
+	}
+	_ = rt.Process.Kill()
+	_ = rt.Wait()
+	s.revokeGone()
+	if !slices.Equal(r.revoked, []string{"UWATCHED"}) {
+		t.Fatalf("revoked %v after the runtime ended, want UWATCHED", r.revoked)
+	}
+	if _, err := os.Stat(filepath.Join(s.opts.Dir, StateFile)); !os.IsNotExist(err) {
+		t.Errorf("%s lists a watch that ended: %v", StateFile, err)
 	}
 }
