@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cotal-go/cotal/internal/cli/agentfile"
 	"github.com/cotal-go/cotal/internal/cli/launch"
 )
 
@@ -80,15 +81,24 @@ func (o *launchOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.anyChannel, "allow-any-channel", false, "mint grants whose first segment is a wildcard (\">\", \"*.x\")")
 }
 
-func runSpawn(cmd *cobra.Command, o launchOptions) error {
+// agentFile checks the runtime preset, then finds NAME's agent file and checks its grants.
+func (o *launchOptions) agentFile() (*agentfile.Agent, string, error) {
 	if !launch.Runtimes[o.runtime] {
-		return fmt.Errorf("--runtime %q: use claude, plain or auto", o.runtime)
+		return nil, "", fmt.Errorf("--runtime %q: use claude, plain or auto", o.runtime)
 	}
 	a, file, err := loadPersona(o.name)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if err := launch.CheckGrants(a, o.anyChannel); err != nil {
+		return nil, "", err
+	}
+	return a, file, nil
+}
+
+func runSpawn(cmd *cobra.Command, o launchOptions) error {
+	a, file, err := o.agentFile()
+	if err != nil {
 		return err
 	}
 	dir, err := dataDir(cmd)

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cotal-go/cotal/internal/cli/admin"
-	"github.com/cotal-go/cotal/internal/cli/launch"
 	"github.com/cotal-go/cotal/internal/termsafe"
 )
 
@@ -51,14 +50,8 @@ refused unless --allow-any-channel says that is meant.`,
 }
 
 func runStart(cmd *cobra.Command, o launchOptions) error {
-	if !launch.Runtimes[o.runtime] {
-		return fmt.Errorf("--runtime %q: use claude, plain or auto", o.runtime)
-	}
-	a, file, err := loadPersona(o.name)
+	_, file, err := o.agentFile()
 	if err != nil {
-		return err
-	}
-	if err := launch.CheckGrants(a, o.anyChannel); err != nil {
 		return err
 	}
 	wd, err := os.Getwd()

@@ -307,26 +307,3 @@ func TestAKilledSpawnsCredentialIsRevokedOnceItsRuntimeIsGone(t *testing.T) {
 		return !credentialActive(t, bin, mesh, rt.Credential)
 	})
 }
-
-// credentialActive reports whether `auth list` shows id not revoked.
-func credentialActive(t *testing.T, bin, mesh, id string) bool {
-	t.Helper()
-	out, stderr, code := runCotal(t, bin, "auth", "list", "--dir", mesh, "--json", "--all")
-	if code != 0 {
-		t.Fatalf("auth list: exit %d: %s", code, stderr)
-	}
-	var recs []struct {
-		ID      string `json:"id"`
-		Revoked bool   `json:"revoked"`
-	}
-	if err := json.Unmarshal([]byte(out), &recs); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if r.ID == id {
-			return !r.Revoked
-		}
-	}
-	t.Fatalf("auth list has no credential %s", id)
-	return false
-}
