@@ -25,9 +25,11 @@ func TestSendMulticastArrivesAsChannelDelivery(t *testing.T) {
 		t.Fatalf("receipt %+v, want stored in %s", r, h.names.ChatStream())
 	}
 	await.True(t, settle, "bob's channel delivery", func() bool { return len(bob.rec.withID(r.ID)) == 1 })
+	// bob's join is durable too, so its copy may come live or, when the live copy is late (a
+	// loaded machine), from the backstop first; either is surfaced once.
 	d := bob.rec.withID(r.ID)[0]
-	if d.Meta.Kind != endpoint.MetaChannel || d.Meta.Channel != "team.backend" || d.Meta.Historical || d.Meta.Durable {
-		t.Errorf("meta %+v, want a live channel delivery on team.backend", d.Meta)
+	if d.Meta.Kind != endpoint.MetaChannel || d.Meta.Channel != "team.backend" || d.Meta.Historical {
+		t.Errorf("meta %+v, want a channel delivery on team.backend", d.Meta)
 	}
 	if d.Message.From.ID != alice.ID() || d.Message.ContextID != "ctx-1" || len(d.Message.Mentions) != 1 || d.Message.Mentions[0] != "bob" {
 		t.Errorf("message %+v lost its sender, context or lowercased mention", d.Message)
