@@ -92,25 +92,31 @@ You coordinate on general.
 `
 
 // TestATeamOfFakeRuntimesCoordinates starts two agents from their files under the supervisor,
-// each a fakeruntime speaking MCP to cotal mcp as a runtime does: each orients, posts on
-// general and reads the other's post from its inbox; then each is stopped and its credential
-// revoked.
+// each a fakeruntime speaking MCP to cotal mcp as a runtime does: each orients and posts on
+// general, ann reads ben's post from her inbox and ben ann's from the history; then each is
+// stopped and its credential revoked.
 func TestATeamOfFakeRuntimesCoordinates(t *testing.T) {
 	bin, fr := cotalBin(t), fakeRuntimeBin(t)
 	project, mesh, outs := t.TempDir(), t.TempDir(), t.TempDir()
 	startUp(t, bin, mesh)
+	// ann is joined before ben starts, so ben's post reaches her inbox; ben, joining after
+	// ann's post, reads it from the channel's history.
 	names := []string{"ann", "ben"}
-	for i, name := range names {
+	steps := map[string][]string{
+		"ann": {"tools", "call:cotal_orientation:", `call:cotal_join:{"channel":"general"}`,
+			`call:cotal_send:{"channel":"general","text":"hello from ann"}`, "await:hello from ben", "hold"},
+		"ben": {"tools", "call:cotal_orientation:", `call:cotal_join:{"channel":"general"}`,
+			`call:cotal_send:{"channel":"general","text":"hello from ben"}`,
+			`call:cotal_history:{"channel":"general"}`, "hold"},
+	}
+	for _, name := range names {
 		writeAgentFile(t, project, name, fmt.Sprintf(teamFile, name))
-		other := names[1-i]
 		out := filepath.Join(outs, name+".jsonl")
-		steps := []string{"tools", "call:cotal_orientation:", "call:cotal_join:{\"channel\":\"general\"}",
-			"call:cotal_send:{\"channel\":\"general\",\"text\":\"hello from " + name + "\"}",
-			"await:hello from " + other, "hold"}
 		if o, stderr, code := runIn(t, bin, project, nil, append([]string{"start", name, "--dir", mesh, "--",
-			fr, "-out", out}, steps...)...); code != 0 {
+			fr, "-out", out}, steps[name]...)...); code != 0 {
 			t.Fatalf("start %s: exit %d: %s%s", name, code, o, stderr)
 		}
+		awaitSteps(t, out, 4) // joined and posted
 	}
 	for _, name := range names {
 		steps := awaitSteps(t, filepath.Join(outs, name+".jsonl"), 5)
@@ -124,6 +130,9 @@ func TestATeamOfFakeRuntimesCoordinates(t *testing.T) {
 		}
 		if card := steps[1].Text; !strings.Contains(card, name) || !strings.Contains(card, "general") {
 			t.Errorf("%s's orientation does not name it and general:\n%s", name, card)
+		}
+		if name == "ben" && !strings.Contains(steps[4].Text, "hello from ann") {
+			t.Errorf("ben's history of general lacks ann's post:\n%s", steps[4].Text)
 		}
 	}
 	var ids []string
