@@ -59,7 +59,7 @@ func startGroup(t *testing.T) *exec.Cmd {
 
 func TestReapKillsOnlyTheGroupItListedAndRevokes(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the start-time check reads /proc")
+		t.Skip("needs Linux: the start-time check reads /proc/PID/stat, which this system lacks")
 	}
 	listed, other := startGroup(t), startGroup(t)
 	var start uint64
@@ -197,7 +197,7 @@ func TestStartRefusesARequestItCannotRunAsGiven(t *testing.T) {
 // watched; once it is gone its credential is revoked.
 func TestReapLeavesASpawnedRuntimeAndRevokesAGoneOne(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the start-time check reads /proc")
+		t.Skip("needs Linux: the start-time check reads /proc/PID/stat, which this system lacks")
 	}
 	running := startGroup(t)
 	var start uint64
@@ -235,7 +235,7 @@ func TestReapLeavesASpawnedRuntimeAndRevokesAGoneOne(t *testing.T) {
 // A watched runtime's credential is revoked once it is gone, and not before.
 func TestAWatchedRuntimeIsRevokedOnceGone(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the start-time check reads /proc")
+		t.Skip("needs Linux: the start-time check reads /proc/PID/stat, which this system lacks")
 	}
 	rt := exec.Command("sleep", "300")
 	if err := rt.Start(); err != nil {
