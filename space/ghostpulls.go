@@ -77,6 +77,13 @@ type connKey struct {
 // durableKey is one bind-only durable.
 type durableKey struct{ stream, consumer string }
 
+// endedConn is what the ledger keeps of a connection that ended.
+type endedConn struct {
+	at time.Time
+	// byClient is whether its client ended it (closed, drained, or its process gone).
+	byClient bool
+}
+
 // pullRec is one pull request of a connection.
 type pullRec struct {
 	reply   string
@@ -89,7 +96,7 @@ type pullLedger struct {
 	mu      sync.Mutex
 	byConn  map[connKey][]pullRec
 	pullers map[durableKey]map[connKey]bool
-	ended   map[connKey]time.Time
+	ended   map[connKey]endedConn
 	// watched is, per durable, the latest expiry of a request it watches for a gone requester.
 	watched map[durableKey]time.Time
 	// pruned is when pruneLocked last ran.
@@ -112,17 +119,19 @@ func (l *pullLedger) outcomes() map[string]int64 {
 
 func newPullLedger() *pullLedger {
 	return &pullLedger{byConn: map[connKey][]pullRec{}, pullers: map[durableKey]map[connKey]bool{},
-		ended: map[connKey]time.Time{}, watched: map[durableKey]time.Time{}, held: map[durableKey][]string{}}
+		ended: map[connKey]endedConn{}, watched: map[durableKey]time.Time{}, held: map[durableKey][]string{}}
 }
 
 // record notes pull r of connection c at now. It returns whether c had ended already (its
-// disconnect read first), and the held-back copies of r's durable to give back now that a
-// connection pulls it again.
-func (l *pullLedger) record(c connKey, r pullRec, now time.Time) (late bool, release []string) {
+// disconnect read first) and, if so, whether r's durable is orphaned as end would have
+// found it; else the held-back copies of r's durable to give back now that a connection
+// pulls it again. The pull and the disconnect reach the mesh on different connections, so
+// either may come first.
+func (l *pullLedger) record(c connKey, r pullRec, now time.Time) (late, orphaned bool, release []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.ended[c]; ok {
-		return true, nil
+	if e, ok := l.ended[c]; ok {
+		return true, e.byClient && len(l.pullers[r.durable]) == 0, nil
 	}
 	recs := l.byConn[c]
 	live := recs[:0]
@@ -146,16 +155,19 @@ func (l *pullLedger) record(c connKey, r pullRec, now time.Time) (late bool, rel
 		release = l.held[r.durable]
 		delete(l.held, r.durable)
 	}
-	return false, release
+	return false, false, release
 }
 
-// end notes that connection c ended at now, and returns its pulls not yet expired and the
-// durables it pulled that no connection pulls any more.
-func (l *pullLedger) end(c connKey, now time.Time) (open []pullRec, orphaned []durableKey) {
+// end notes that connection c ended at now, by its client or not, and returns its pulls not
+// yet expired and, if its client ended it, the durables it pulled that no connection pulls
+// any more. A connection the server cut is never orphaning: its client may come back on a
+// new connection holding what it was handed, and giving that back would hand it to another
+// holder too.
+func (l *pullLedger) end(c connKey, now time.Time, byClient bool) (open []pullRec, orphaned []durableKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pruneLocked(now)
-	l.ended[c] = now
+	l.ended[c] = endedConn{at: now, byClient: byClient}
 	seen := map[durableKey]bool{}
 	for _, p := range l.byConn[c] {
 		if p.expires.After(now) {
@@ -169,7 +181,9 @@ func (l *pullLedger) end(c connKey, now time.Time) (open []pullRec, orphaned []d
 		delete(set, c)
 		if len(set) == 0 {
 			delete(l.pullers, p.durable)
-			orphaned = append(orphaned, p.durable)
+			if byClient {
+				orphaned = append(orphaned, p.durable)
+			}
 		}
 	}
 	delete(l.byConn, c)
@@ -185,8 +199,8 @@ func (l *pullLedger) pruneLocked(now time.Time) {
 		return
 	}
 	l.pruned = now
-	for k, at := range l.ended {
-		if now.Sub(at) > endedKept {
+	for k, e := range l.ended {
+		if now.Sub(e.at) > endedKept {
 			delete(l.ended, k)
 		}
 	}
@@ -318,14 +332,18 @@ func (m *Mesh) watchPulls(rt *spaceRuntime) error {
 			if !ok {
 				return
 			}
-			late, release := rt.pulls.record(c, r, now)
+			late, orphaned, release := rt.pulls.record(c, r, now)
 			for _, ack := range release {
 				_ = rt.prov.Publish(ack, []byte("-NAK"))
 			}
 			if late {
-				// Its connection has ended already: a request nobody holds, watched as those
-				// the connection's end found.
-				m.ghostWork(rt, []pullRec{r}, nil)
+				// Its connection has ended already: a request nobody holds, watched and given
+				// back as those the connection's end found.
+				var gone []durableKey
+				if orphaned {
+					gone = []durableKey{r.durable}
+				}
+				m.ghostWork(rt, []pullRec{r}, gone)
 			}
 		})
 		if err != nil {
@@ -361,12 +379,7 @@ func (m *Mesh) watchGhostPulls() error {
 		if !ok {
 			return
 		}
-		open, orphaned := rt.pulls.end(connKey{d.Server, d.CID}, time.Now())
-		if !d.ClientClosed {
-			// The client may come back holding what it was handed, on a new connection:
-			// giving that back would hand it to another holder too.
-			orphaned = nil
-		}
+		open, orphaned := rt.pulls.end(connKey{d.Server, d.CID}, time.Now(), d.ClientClosed)
 		if len(open) > 0 || len(orphaned) > 0 {
 			m.ghostWork(rt, open, orphaned)
 		}
