@@ -163,13 +163,17 @@ func (b *backstop) service() *delivery.Service {
 	return b.svc
 }
 
+// errLeaseNotOpen means this node has not opened the lease bucket yet, so it cannot say who
+// holds the lease.
+var errLeaseNotOpen = errors.New("this node has not opened the lease bucket yet")
+
 // holder is the name of the node holding the lease, "" when none does.
 func (b *backstop) holder(ctx context.Context) (string, error) {
 	b.mu.Lock()
 	kv := b.kv
 	b.mu.Unlock()
 	if kv == nil {
-		return "", nil
+		return "", errLeaseNotOpen
 	}
 	return leaseHolder(ctx, kv)
 }
@@ -215,8 +219,11 @@ func pause(ctx context.Context, d time.Duration) bool {
 type BackstopHolder struct {
 	Space string `json:"space"`
 	// Node is the holder's server name; empty while no node holds the lease (for up to
-	// wire.BackstopLeaseTTL after its holder died).
+	// wire.BackstopLeaseTTL after its holder died) or while Opening.
 	Node string `json:"node"`
+	// Opening is whether this node is still opening the lease bucket, so it cannot yet say
+	// who holds the lease.
+	Opening bool `json:"opening,omitempty"`
 	// Error says why the lease could not be read, if it could not.
 	Error string `json:"error,omitempty"`
 }
@@ -237,7 +244,10 @@ func (m *Mesh) backstopHolders(ctx context.Context) []BackstopHolder {
 		h, err := b.holder(rctx)
 		done()
 		bh := BackstopHolder{Space: b.space, Node: h}
-		if err != nil {
+		switch {
+		case errors.Is(err, errLeaseNotOpen):
+			bh.Opening = true
+		case err != nil:
 			bh.Error = err.Error()
 		}
 		out = append(out, bh)

@@ -171,6 +171,8 @@ func printClusterStatus(w io.Writer, c *space.ClusterStatus) {
 	_ = tw.Flush()
 	for _, b := range c.Backstops {
 		switch {
+		case b.Opening:
+			fmt.Fprintf(w, "  space %s backstop: lease not read yet (this node is still opening its bucket)\n", b.Space)
 		case b.Error != "":
 			fmt.Fprintf(w, "  space %s backstop: lease unreadable (%s)\n", b.Space, termsafe.String(b.Error))
 		case b.Node == "":

@@ -19,7 +19,9 @@ func TestStatusShowsTheClusterOnAClusterNodeOnly(t *testing.T) {
 	clustered.Spaces = []space.SpaceStatus{{Name: "main", Streams: []space.StreamStatus{stream}}}
 	clustered.Cluster = &space.ClusterStatus{Name: "prod", Node: "node0", MetaLeader: "node1", Nodes: []space.Peer{
 		{Name: "node0", Current: true, Connected: true}, {Name: "node1", Current: true, Connected: true, Active: 300 * time.Millisecond},
-		{Name: "node2", Offline: true, Active: 4 * time.Second}}}
+		{Name: "node2", Offline: true, Active: 4 * time.Second}},
+		Backstops: []space.BackstopHolder{{Space: "main", Node: "node1"}, {Space: "ops", Opening: true},
+			{Space: "qa"}, {Space: "x", Error: "timeout"}}}
 	unread := *alone
 	unread.Spaces = []space.SpaceStatus{{Name: "main", Streams: []space.StreamStatus{{Name: "CHAT_main", Error: "stream CHAT_main: timeout"}},
 		Members: []space.MemberBacklog{{Name: "bob", DM: space.Backlog{Error: "consumer dm_x on DM_main: timeout"}}}}}
@@ -33,6 +35,10 @@ func TestStatusShowsTheClusterOnAClusterNodeOnly(t *testing.T) {
 			"cluster prod, this node node0, meta leader node1",
 			"node1  current  300ms ago", "node2  OFFLINE  4s ago",
 			"R3 leader node0, node1 current, node2 OFFLINE",
+			"space main backstop: runs on node1",
+			"space ops backstop: lease not read yet",
+			"space qa backstop: NO NODE",
+			"space x backstop: lease unreadable (timeout)",
 		}, nil},
 		{"a stream or consumer that could not be read shows UNREAD", &unread, []string{"CHAT_main  UNREAD", "bob     UNREAD"}, nil},
 	} {
