@@ -265,11 +265,11 @@ func TestAClusterOfThreeServesOneSpace(t *testing.T) {
 		took := time.Since(closed)
 		t.Logf("every durable copy arrived %v after bob closed", took.Round(time.Millisecond))
 		// The mesh gives back what a pull of bob's closed Endpoint took within a fraction of a
-		// second (0.17-0.2 s). On a loaded machine such a pull was once missed and held its copy
-		// until its 30 s expiry (RELIABILITY.md "Known open"); past that bound a copy was lost to
-		// something else.
-		if bound := 3*clusterAckWait + 15*time.Second; took > bound {
-			t.Errorf("the durable copies took %v, past %v", took, bound)
+		// second (37-342 ms under load), the copies the broker handed it before the mesh
+		// watched it included; the bound sits below the ack wait, which is what such a copy
+		// would wait without the give-back, with the rest left to a loaded machine.
+		if bound := clusterAckWait - time.Second; took > bound {
+			t.Errorf("the durable copies took %v, past %v: a pull bob's closed Endpoint left held them", took, bound)
 		}
 	})
 

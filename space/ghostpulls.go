@@ -37,10 +37,12 @@ import (
 //     (closed, drained, or its process gone; not a connection the server cut, whose client
 //     may reconnect holding what it was handed), gives back what it still holds: svc_ (on
 //     a work queue, where nothing acknowledged is kept) is deleted and made again, which also
-//     drops every request waiting on it, so what it owes is pending again; dm_ and dlv_
-//     (limits retention, whose acknowledgements only the consumer knows) are naked sequence by
-//     sequence between the ack floor and the last delivery, which the broker ignores for every
-//     sequence not delivered and unacknowledged.
+//     drops every request waiting on it, so what it owes is pending again, unless another
+//     holder bound meanwhile; dm_ and dlv_ (limits retention, whose acknowledgements only the
+//     consumer knows) are naked sequence by sequence between the ack floor and the last
+//     delivery, which the broker ignores for every sequence not delivered and unacknowledged,
+//     even when one Endpoint of their owner bound meanwhile, whose dedup absorbs a copy it
+//     gets twice.
 //
 // What is left: a copy handed to such a request in the moment between the requester's
 // connection ending and the mesh's subscription, while another connection of the same
@@ -257,11 +259,11 @@ func (l *pullLedger) handBack(nc *nats.Conn, d durableKey, ack string, now time.
 	}
 }
 
-// pulled reports whether a connection pulls d.
-func (l *pullLedger) pulled(d durableKey) bool {
+// pullerCount is how many connections pull d.
+func (l *pullLedger) pullerCount(d durableKey) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.pullers[d]) > 0
+	return len(l.pullers[d])
 }
 
 // forget drops what the ledger holds back for d, which was made again.
@@ -418,13 +420,17 @@ func (m *Mesh) ghostWork(rt *spaceRuntime, open []pullRec, orphaned []durableKey
 		ctx, cancel := context.WithTimeout(m.life, opTimeout)
 		defer cancel()
 		for _, d := range orphaned {
-			if rt.pulls.pulled(d) {
-				// A holder bound meanwhile: what it was handed is not to be given back, and
-				// what the watch above catches goes to it at once.
+			task := d.stream == rt.names.TaskStream()
+			if n := rt.pulls.pullerCount(d); (task && n > 0) || n > 1 {
+				// Holders bound meanwhile: what they were handed is not to be given back, or
+				// two of them could surface one message (another holder of a role, or two
+				// Endpoints of one owner); what the watch above catches goes to them at once.
+				// A single Endpoint of dm_'s or dlv_'s owner is swept past: what it gets twice,
+				// its dedup absorbs.
 				continue
 			}
 			var err error
-			if d.stream == rt.names.TaskStream() && watching[d] {
+			if task && watching[d] {
 				err = m.remake(ctx, rt, d)
 			} else {
 				err = m.sweep(ctx, rt, d)
@@ -488,10 +494,12 @@ func (m *Mesh) remake(ctx context.Context, rt *spaceRuntime, d durableKey) error
 	return nil
 }
 
-// sweep gives back every copy durable d delivered and nobody acknowledged, once no connection
-// pulls it: a nak for each stream sequence between its ack floor and its last delivery
-// (at most sweepMax), which the broker ignores for a sequence not delivered and
-// unacknowledged.
+// sweep gives back every copy durable d delivered and nobody acknowledged, once the last
+// connection pulling it ended: a nak for each stream sequence between its ack floor and its
+// last delivery (at most sweepMax), which the broker ignores for a sequence not delivered and
+// unacknowledged. One Endpoint of d's owner may have bound meanwhile and hold some of them;
+// they come to it again, and its dedup acks what it handled without surfacing it twice
+// (SPEC §4), while the rest does not wait out the ack wait.
 func (m *Mesh) sweep(ctx context.Context, rt *spaceRuntime, d durableKey) error {
 	cons, err := rt.js.Consumer(ctx, d.stream, d.consumer)
 	if err != nil {

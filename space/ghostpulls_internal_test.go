@@ -98,7 +98,7 @@ func TestAConnectionTheServerCutOrphansNothing(t *testing.T) {
 	if len(open) != 1 || len(orphaned) != 0 {
 		t.Fatalf("open %+v, orphaned %+v; want its pull open and nothing orphaned", open, orphaned)
 	}
-	if l.pulled(d) {
+	if l.pullerCount(d) != 0 {
 		t.Fatal("the cut connection still counts as pulling")
 	}
 }
