@@ -294,7 +294,9 @@ func (m *Mesh) memberBackstops() error {
 
 // backstopConn opens an in-process connection as c, a delivery or delivery control identity
 // (profile p) of the cluster backstop file. The space's accounts reach this node through the
-// cluster's resolver, perhaps a moment after it starts, so the connection waits for them.
+// cluster's resolver, perhaps a moment after it starts, so the connection waits for them:
+// until then the broker refuses it with an authorization error, after the second of which
+// nats.go would otherwise close it for good, and this node could never hold the lease.
 func (m *Mesh) backstopConn(p provisioner.Profile, c provisioner.BackstopCredential) (*nats.Conn, error) {
 	id, err := c.ID()
 	if err != nil {
@@ -302,6 +304,7 @@ func (m *Mesh) backstopConn(p provisioner.Profile, c provisioner.BackstopCredent
 	}
 	return nats.Connect("", nats.InProcessServer(m.broker.InProcess()), nats.Name("cotal:"+string(p)),
 		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true), nats.ReconnectWait(leaseTick),
+		nats.IgnoreAuthErrorAbort(),
 		nats.UserJWTAndSeed(c.JWT, c.Seed), nats.CustomInboxPrefix(wire.InboxPrefix(id)))
 }
 
