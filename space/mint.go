@@ -8,6 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cotal-go/cotal/internal/retry"
 	"github.com/cotal-go/cotal/provisioner"
 	"github.com/cotal-go/cotal/wire"
 )
@@ -156,11 +159,21 @@ func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) erro
 	if err != nil {
 		return err
 	}
-	if _, err := rt.acl.Put(ctx, wire.Sanitize(rec.ID), data); err != nil {
+	err = leaderless.Do(ctx, func(err error) bool { return errors.Is(err, jetstream.ErrNoStreamResponse) }, func() error {
+		_, err := rt.acl.Put(ctx, wire.Sanitize(rec.ID), data)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("write ACL record of %s: %w", rec.ID, err)
 	}
 	return nil
 }
+
+// leaderless is how an ACL record is written again while its bucket's stream answers no
+// publish: a replicated stream electing a leader (after a cluster starts, or loses a node)
+// has nobody to store it for a few seconds. The record is written whole, so writing it twice
+// changes nothing.
+var leaderless = retry.Policy{Tries: 8, First: 50 * time.Millisecond}
 
 // putACLs writes the current records of each id (putRecords); an ACL record reads nothing
 // once its credential is revoked.
