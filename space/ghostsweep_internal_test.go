@@ -27,7 +27,6 @@ func TestAGiveBackReachesTheOneEndpointThatBoundMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	bob := testMint(t, m, "bob", provisioner.ProfileAgent, provisioner.Grants{})
-	alice := testMint(t, m, "alice", provisioner.ProfileAgent, provisioner.Grants{})
 	d := durableKey{rt.names.DMStream(), rt.names.DMConsumer(bob.ID)}
 
 	js := agentJS(t, m, bob)
@@ -41,7 +40,10 @@ func TestAGiveBackReachesTheOneEndpointThatBoundMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Stop()
-	sender := connectAs(t, m, alice, func(context.Context, endpoint.Delivery) error { return nil })
+	sender, err := m.Endpoint(context.Background(), AgentSpec{Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := sender.SendDM(context.Background(), bob.ID, []wire.Part{wire.TextPart("owed")}); err != nil {
 		t.Fatal(err)
 	}
