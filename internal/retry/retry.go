@@ -11,12 +11,14 @@ package retry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
 // Unanswered runs op, each attempt under a context bounded by attempt, until op returns nil,
 // fails for a reason other than that attempt's own timeout, or ctx ends; it returns op's last
-// error. op must be idempotent: an attempt that timed out may still have been carried out.
+// error, saying how many attempts went unanswered when ctx ended after one. op must be
+// idempotent: an attempt that timed out may still have been carried out.
 //
 // A request can get no answer at all: a clustered metadata leader that loses its leadership
 // between taking a create and proposing it drops it, a stream without a leader answers no
@@ -24,10 +26,13 @@ import (
 // reaches nothing. nats.go applies its own request timeout only to a context without a
 // deadline, so under a caller's deadline one lost answer would spend all of it.
 func Unanswered(ctx context.Context, attempt time.Duration, op func(context.Context) error) error {
-	for {
+	for lost := 0; ; lost++ {
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		err := op(actx)
 		cancel()
+		if err != nil && ctx.Err() != nil && lost > 0 {
+			return fmt.Errorf("%d attempts of %v went unanswered, then: %w", lost, attempt, err)
+		}
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return err
 		}

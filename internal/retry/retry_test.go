@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,6 +44,9 @@ func TestUnansweredAsksAgainOnlyALostAnswer(t *testing.T) {
 			}
 			if !errors.Is(err, tt.wantErr) && !(err == nil && tt.wantErr == nil) {
 				t.Errorf("err %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantCalls == 0 && !strings.Contains(err.Error(), "attempts of 50ms went unanswered") {
+				t.Errorf("err %q does not say how many attempts went unanswered", err)
 			}
 		})
 	}
