@@ -51,8 +51,8 @@ func TestReceiveDedupForgetsTheOldestHandledIDsBeyondItsBound(t *testing.T) {
 		d.claim(k)
 		d.finish(k, true, nil)
 	}
-	if n := len(d.entries); n > 100 {
-		t.Fatalf("%d ids remembered, want at most 100", n)
+	if n := remembered(d); n > 200 {
+		t.Fatalf("%d ids remembered, want at most twice the window's 100", n)
 	}
 	if got := d.claim(inFlight); got != claimInFlight {
 		t.Fatalf("an in-flight claim was evicted (claim = %d)", got)
@@ -134,10 +134,67 @@ func TestReceiveDedupForgetsTheBytesOfAnEvictedCopy(t *testing.T) {
 	if _, _, ok := d.sameCopy("first", []byte("first")); ok {
 		t.Fatal("an evicted copy still matches")
 	}
-	if n := len(d.byID); n > 10 {
-		t.Fatalf("%d ids indexed, want at most the window's 10", n)
+	if n := len(d.cur.byID) + len(d.prev.byID); n > 20 {
+		t.Fatalf("%d ids indexed, want at most twice the window's 10", n)
 	}
 	if _, _, ok := d.sameCopy("19", []byte("19")); !ok {
 		t.Fatal("the newest copy does not match")
 	}
+}
+
+// TestReceiveDedupKeepsTheIDsItUsesRecently: an id met again is remembered as if new, so the
+// window's bound forgets the ids least recently met, never one a copy just matched.
+func TestReceiveDedupKeepsTheIDsItUsesRecently(t *testing.T) {
+	d := newDedup(10)
+	kept := dedupKey{"UALICE", "kept"}
+	d.claim(kept)
+	d.finish(kept, true, &handledCopy{data: []byte("kept")})
+	for i := range 100 {
+		k := dedupKey{"UALICE", fmt.Sprint(i)}
+		d.claim(k)
+		d.finish(k, true, nil)
+		if i%5 == 0 {
+			if got := d.claim(kept); got != claimDone {
+				t.Fatalf("after %d other ids, the id met every 5 is forgotten (claim = %d)", i+1, got)
+			}
+		}
+	}
+	if _, _, ok := d.sameCopy("kept", []byte("kept")); !ok {
+		t.Fatal("the bytes of the id met every 5 are forgotten")
+	}
+	if n := remembered(d); n > 20 {
+		t.Fatalf("%d ids remembered, want at most twice the window's 10", n)
+	}
+}
+
+// TestReceiveDedupCarriesClaimsInFlightAcrossGenerations: a claim in flight survives any
+// number of other ids, and once finished it is done, not in flight, however long it waited.
+func TestReceiveDedupCarriesClaimsInFlightAcrossGenerations(t *testing.T) {
+	d := newDedup(4)
+	slow := dedupKey{"UALICE", "slow"}
+	d.claim(slow)
+	for i := range 50 {
+		k := dedupKey{"UALICE", fmt.Sprint(i)}
+		d.claim(k)
+		d.finish(k, true, nil)
+		if got := d.claim(slow); got != claimInFlight {
+			t.Fatalf("after %d other ids the claim in flight reads %d", i+1, got)
+		}
+	}
+	d.finish(slow, true, nil)
+	for i := range 3 {
+		k := dedupKey{"UBOB", fmt.Sprint(i)}
+		d.claim(k)
+		d.finish(k, true, nil)
+	}
+	if got := d.claim(slow); got != claimDone {
+		t.Fatalf("the finished claim reads %d, want done", got)
+	}
+}
+
+// remembered is how many ids d holds now.
+func remembered(d *dedup) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.cur.index) + len(d.prev.index)
 }

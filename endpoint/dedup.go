@@ -1,13 +1,12 @@
 package endpoint
 
 import (
-	"container/list"
 	"hash/maphash"
 	"sync"
 )
 
-// DefaultDedupWindow is how many surfaced message ids an Endpoint remembers to drop later
-// copies of the same message (SPEC §4, §7).
+// DefaultDedupWindow is how many of the most recently met message ids an Endpoint always
+// remembers to drop later copies of the same message (SPEC §4, §7).
 const DefaultDedupWindow = 10000
 
 // claim is the state of a message id in the dedup window.
@@ -45,27 +44,42 @@ type handledCopy struct {
 // dedup remembers message ids across the live, backfill and durable copies of a message so
 // it surfaces once (SPEC §4 "one logical delivery", §7 step 5). It only suppresses copies:
 // every copy is checked in full before it gets here, so a seen id authorizes nothing (SPEC §4).
-// Memory is bounded: past max entries the least recently used handled id is forgotten.
+//
+// Memory is bounded without per-id bookkeeping: ids live in two generations of at most max
+// each. A new or used id goes into the current one; when it is full it becomes the previous
+// one, and what the previous one held is forgotten, but for claims still in flight, which are
+// carried over (their number is bounded by the handlers running at once). So the max most
+// recently met ids are remembered, and never more than twice as many.
 type dedup struct {
-	mu      sync.Mutex
-	max     int
-	entries map[dedupKey]*list.Element
-	order   *list.List // front: most recent
-	// byID finds a handled channel copy by its message id alone, the one id a JetStream copy
-	// carries outside its payload (Nats-Msg-Id). An id two senders used points at the later
-	// one; the other is then only found by the full path, which is always correct.
-	byID map[string]*list.Element
+	mu        sync.Mutex
+	max       int
+	cur, prev dedupGen
 	// seed keys the payload digests. It is secret to this process, so no peer can compute
 	// a digest, let alone craft a payload whose digest equals another's.
 	seed maphash.Seed
+}
+
+// dedupGen is one generation of remembered ids. Its entries are only ever appended: an id
+// that moves on or is forgotten leaves its slot behind until the generation is reused, and
+// the maps hold positions, which keeps them small to grow.
+type dedupGen struct {
+	entries []dedupEntry
+	index   map[dedupKey]int
+	// byID finds a handled channel copy by its message id alone, the one id a JetStream copy
+	// carries outside its payload (Nats-Msg-Id). An id two senders used points at the later
+	// one; the other is then only found by the full path, which is always correct.
+	byID map[string]int
+}
+
+func newDedupGen() dedupGen {
+	return dedupGen{index: map[dedupKey]int{}, byID: map[string]int{}}
 }
 
 func newDedup(max int) *dedup {
 	if max <= 0 {
 		max = DefaultDedupWindow
 	}
-	return &dedup{max: max, entries: make(map[dedupKey]*list.Element), order: list.New(),
-		byID: make(map[string]*list.Element), seed: maphash.MakeSeed()}
+	return &dedup{max: max, cur: newDedupGen(), prev: newDedupGen(), seed: maphash.MakeSeed()}
 }
 
 // claim registers a copy of key. Only a claimFresh result lets the caller surface the copy; it
@@ -73,15 +87,13 @@ func newDedup(max int) *dedup {
 func (d *dedup) claim(key dedupKey) claim {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if el, ok := d.entries[key]; ok {
-		d.order.MoveToFront(el)
-		if el.Value.(*dedupEntry).done {
+	if i, ok := d.use(key); ok {
+		if d.cur.entries[i].done {
 			return claimDone
 		}
 		return claimInFlight
 	}
-	d.entries[key] = d.order.PushFront(&dedupEntry{key: key})
-	d.evict()
+	d.add(dedupEntry{key: key})
 	return claimFresh
 }
 
@@ -95,19 +107,20 @@ func (d *dedup) finish(key dedupKey, handled bool, c *handledCopy) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	el, ok := d.entries[key]
+	i, ok := d.use(key)
 	if !ok {
 		return
 	}
 	if !handled {
-		d.remove(el)
+		// A claim in flight has no byID entry: only a handled copy gets one.
+		delete(d.cur.index, key)
 		return
 	}
-	e := el.Value.(*dedupEntry)
+	e := &d.cur.entries[i]
 	e.done = true
 	if c != nil {
 		e.copied, e.digest, e.size, e.subject, e.channel = true, digest, len(c.data), c.subject, c.channel
-		d.byID[key.id] = el
+		d.cur.byID[key.id] = i
 	}
 }
 
@@ -121,36 +134,72 @@ func (d *dedup) sameCopy(id string, data []byte) (subject, channel string, ok bo
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	el, found := d.byID[id]
+	var key dedupKey
+	if i, found := d.cur.byID[id]; found {
+		key = d.cur.entries[i].key
+	} else if i, found := d.prev.byID[id]; found {
+		key = d.prev.entries[i].key
+	} else {
+		return "", "", false
+	}
+	// The slot byID names may have moved on or been forgotten; the index says where it is.
+	i, found := d.use(key)
 	if !found {
 		return "", "", false
 	}
-	e := el.Value.(*dedupEntry)
+	e := &d.cur.entries[i]
 	if !e.done || !e.copied || e.size != len(data) || maphash.Bytes(d.seed, data) != e.digest {
 		return "", "", false
 	}
-	d.order.MoveToFront(el)
 	return e.subject, e.channel, true
 }
 
-// remove forgets el.
-func (d *dedup) remove(el *list.Element) {
-	e := el.Value.(*dedupEntry)
-	d.order.Remove(el)
-	delete(d.entries, e.key)
-	if d.byID[e.key.id] == el {
-		delete(d.byID, e.key.id)
+// use finds key's entry in the current generation, moving it there first when the previous
+// one held it, and returns its position.
+func (d *dedup) use(key dedupKey) (int, bool) {
+	if i, ok := d.cur.index[key]; ok {
+		return i, true
 	}
+	i, ok := d.prev.index[key]
+	if !ok {
+		return 0, false
+	}
+	delete(d.prev.index, key)
+	return d.add(d.prev.entries[i]), true
 }
 
-// evict forgets the least recently used handled ids beyond max. In-flight claims are kept:
-// their number is bounded by the handlers running at once.
-func (d *dedup) evict() {
-	for el := d.order.Back(); el != nil && d.order.Len() > d.max; {
-		prev := el.Prev()
-		if el.Value.(*dedupEntry).done {
-			d.remove(el)
+// add appends e to the current generation, turning the generations over first when it is
+// full, and returns its position.
+func (d *dedup) add(e dedupEntry) int {
+	if len(d.cur.entries) >= d.max {
+		d.turnOver()
+	}
+	i := len(d.cur.entries)
+	d.cur.entries = append(d.cur.entries, e)
+	d.cur.index[e.key] = i
+	if e.copied {
+		d.cur.byID[e.key.id] = i
+	}
+	return i
+}
+
+// turnOver makes the current generation the previous one and forgets the previous one's
+// handled ids; its claims in flight go into the new current generation.
+func (d *dedup) turnOver() {
+	old := d.prev
+	d.prev = d.cur
+	var inFlight []dedupEntry
+	for _, i := range old.index {
+		if !old.entries[i].done {
+			inFlight = append(inFlight, old.entries[i])
 		}
-		el = prev
+	}
+	clear(old.index)
+	clear(old.byID)
+	clear(old.entries) // drops the strings the slots still point at
+	d.cur = dedupGen{entries: old.entries[:0], index: old.index, byID: old.byID}
+	for _, e := range inFlight {
+		d.cur.index[e.key] = len(d.cur.entries)
+		d.cur.entries = append(d.cur.entries, e)
 	}
 }

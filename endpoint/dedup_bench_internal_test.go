@@ -8,14 +8,20 @@ import (
 
 // BenchmarkDedupFinish measures what the dedup window costs one surfaced copy: a claim and
 // its finish, without the copy's bytes (a DM or anycast) and with them (a channel copy,
-// remembered for duplicateCopy), at the benchmark suite's two payload sizes.
+// remembered for duplicateCopy), at the benchmark suite's two payload sizes; in a full window,
+// and in windows that start empty every 2000 copies, as an Endpoint that lives for one
+// `cotal bench` run does.
 func BenchmarkDedupFinish(b *testing.B) {
 	for _, size := range []int{128, 1024} {
 		data := []byte(strings.Repeat("x", size))
-		for _, kept := range []bool{false, true} {
+		for _, c := range []struct{ kept, fresh bool }{{false, false}, {true, false}, {true, true}} {
+			kept, fresh := c.kept, c.fresh
 			name := strconv.Itoa(size) + "B/bytes-not-kept"
 			if kept {
 				name = strconv.Itoa(size) + "B/bytes-kept"
+			}
+			if fresh {
+				name += "/fresh-every-2000"
 			}
 			b.Run(name, func(b *testing.B) {
 				d := newDedup(DefaultDedupWindow)
@@ -27,6 +33,9 @@ func BenchmarkDedupFinish(b *testing.B) {
 				for b.Loop() {
 					k := dedupKey{"UALICE", ids[i&(len(ids)-1)]}
 					i++
+					if fresh && i%2000 == 0 {
+						d = newDedup(DefaultDedupWindow)
+					}
 					d.claim(k)
 					var c *handledCopy
 					if kept {

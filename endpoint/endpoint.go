@@ -115,7 +115,8 @@ type Options struct {
 	SkipCredentialChannels bool
 	// EchoOwn surfaces the Endpoint's own channel messages; by default they are dropped.
 	EchoOwn bool
-	// DedupWindow is how many handled message ids are remembered; default DefaultDedupWindow.
+	// DedupWindow is how many of the most recently met message ids are always remembered;
+	// at most twice as many are held. Default DefaultDedupWindow.
 	DedupWindow int
 	// ControlTimeout bounds a control Request whose context has no deadline, including the
 	// durable-join request (SPEC §7); default DefaultControlTimeout.
