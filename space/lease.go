@@ -63,9 +63,7 @@ func (l *lease) hold(ctx context.Context, held func(context.Context)) {
 	defer func() {
 		stop()
 		if rev != 0 {
-			rctx, done := context.WithTimeout(context.WithoutCancel(ctx), l.tick)
-			_ = l.kv.Delete(rctx, wire.BackstopLeaseKey, jetstream.LastRevision(rev))
-			done()
+			l.release(context.WithoutCancel(ctx), rev)
 		}
 	}()
 	for {
@@ -85,6 +83,12 @@ func (l *lease) hold(ctx context.Context, held func(context.Context)) {
 			switch r, err = l.kv.Update(rctx, wire.BackstopLeaseKey, []byte(l.holder), rev); {
 			case err == nil:
 				rev, renewed = r, sent
+			case wrongRevision(err) && time.Since(renewed) < l.renewWithin:
+				// A renewal whose answer was lost moved the record on; the term still counts
+				// from the last answered one.
+				if rev = l.ours(rctx); rev == 0 {
+					stop()
+				}
 			case wrongRevision(err), time.Since(renewed) >= l.renewWithin:
 				// Another node holds it, or the record may be gone by the time we learn.
 				stop()
@@ -100,6 +104,30 @@ func (l *lease) hold(ctx context.Context, held func(context.Context)) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// ours returns the revision of the lease record when it names this holder, else 0. Only this
+// holder writes its name, so such a record is its own, whatever revision it is at.
+func (l *lease) ours(ctx context.Context) uint64 {
+	e, err := l.kv.Get(ctx, wire.BackstopLeaseKey)
+	if err != nil || string(e.Value()) != l.holder {
+		return 0
+	}
+	return e.Revision()
+}
+
+// release deletes the lease record this holder wrote at rev, or at a later revision when a
+// renewal's answer was lost (a stop that cut one short), so that another node takes over
+// within a tick, not the record's TTL.
+func (l *lease) release(ctx context.Context, rev uint64) {
+	ctx, done := context.WithTimeout(ctx, l.renewWithin)
+	defer done()
+	err := l.kv.Delete(ctx, wire.BackstopLeaseKey, jetstream.LastRevision(rev))
+	if wrongRevision(err) {
+		if rev = l.ours(ctx); rev != 0 {
+			_ = l.kv.Delete(ctx, wire.BackstopLeaseKey, jetstream.LastRevision(rev))
 		}
 	}
 }

@@ -55,6 +55,48 @@ func (k *stallingKV) Delete(ctx context.Context, key string, opts ...jetstream.K
 	return k.KeyValue.Delete(ctx, key, opts...)
 }
 
+// lostAnswerKV is a lease bucket whose next update, once armed, is stored but answered with
+// an error, as a renewal is whose answer is lost or whose caller stops waiting; lost runs then.
+type lostAnswerKV struct {
+	jetstream.KeyValue
+	armed atomic.Bool
+	lost  func()
+	// updates counts the updates answered without error.
+	updates atomic.Int64
+}
+
+func (k *lostAnswerKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	r, err := k.KeyValue.Update(ctx, key, value, rev)
+	if err == nil && k.armed.CompareAndSwap(true, false) {
+		k.lost()
+		return 0, context.DeadlineExceeded
+	}
+	if err == nil {
+		k.updates.Add(1)
+	}
+	return r, err
+}
+
+// backstopBucket is the backstop bucket of a new test mesh's space main, as the delivery
+// identity reaches it.
+func backstopBucket(ctx context.Context, t *testing.T) jetstream.KeyValue {
+	t.Helper()
+	m := startTestMesh(t, Options{Memory: true})
+	rt, err := m.runtime("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(rt.dlvConn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, rt.names.BackstopBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
 // holders counts who runs what a lease guards, and fails the test if two ever do at once.
 type holders struct {
 	t       *testing.T
@@ -88,21 +130,9 @@ func (h *holders) took() []string {
 // delivery identity's grants.
 func TestTheBackstopLeaseHasOneHolder(t *testing.T) {
 	t.Parallel()
-	m := startTestMesh(t, Options{Memory: true})
-	rt, err := m.runtime("main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(rt.dlvConn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
-	raw, err := js.KeyValue(ctx, rt.names.BackstopBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := backstopBucket(ctx, t)
 	h := &holders{t: t}
 	contend := func(name string, kv jetstream.KeyValue) (stop func()) {
 		l := &lease{kv: kv, holder: name, tick: 100 * time.Millisecond, renewWithin: time.Second}
@@ -144,4 +174,52 @@ func TestTheBackstopLeaseHasOneHolder(t *testing.T) {
 	}
 	await.True(t, testWait, "a takes the lease b released", func() bool { return len(h.took()) == 3 })
 	t.Logf("a took over %v after b released the lease", time.Since(released))
+}
+
+// TestARenewalWhoseAnswerWasLostKeepsTheLease: the record a lost renewal moved on still names
+// the holder, so it goes on holding (and renewing) rather than stopping until the record's TTL;
+// and a holder stopped with such a renewal outstanding still releases the record.
+func TestARenewalWhoseAnswerWasLostKeepsTheLease(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		stop bool // the holder is stopped as the lost answer comes back
+	}{
+		{"the holder goes on", false},
+		{"the holder stops", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), testWait)
+			defer cancel()
+			raw := backstopBucket(ctx, t)
+			h := &holders{t: t}
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			lctx, lcancel := context.WithCancel(ctx)
+			defer lcancel()
+			kv := &lostAnswerKV{KeyValue: raw, lost: func() {}}
+			if tt.stop {
+				kv.lost = lcancel
+			}
+			l := &lease{kv: kv, holder: "a", tick: 100 * time.Millisecond, renewWithin: time.Second}
+			wg.Go(func() { l.hold(lctx, h.run("a")) })
+			await.True(t, 5*time.Second, "a takes the lease", func() bool { return len(h.took()) == 1 })
+			kv.armed.Store(true)
+			if tt.stop {
+				wg.Wait()
+				if holder, err := leaseHolder(ctx, raw); err != nil || holder != "" {
+					t.Fatalf("after a stopped the lease names %q (%v); a did not release it", holder, err)
+				}
+				return
+			}
+			await.True(t, 5*time.Second, "the lost answer", func() bool { return !kv.armed.Load() })
+			after := kv.updates.Load()
+			await.True(t, 5*time.Second, "three renewals after the lost one", func() bool { return kv.updates.Load() >= after+3 })
+			if got := h.took(); len(got) != 1 || h.running.Load() != 1 {
+				t.Fatalf("holders %v, %d running; want a, holding throughout", got, h.running.Load())
+			}
+		})
+	}
 }
