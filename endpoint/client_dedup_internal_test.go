@@ -18,8 +18,7 @@ func TestReceiveDedupClaimsEachMessageOnce(t *testing.T) {
 			return d.claim(alice)
 		}, claimInFlight},
 		{"a copy after the first was handled is done", func(d *dedup) claim {
-			d.claim(alice)
-			d.finish(alice, true, nil)
+			handle(d, alice, nil)
 			return d.claim(alice)
 		}, claimDone},
 		{"a copy after the first failed is fresh again", func(d *dedup) claim {
@@ -28,8 +27,7 @@ func TestReceiveDedupClaimsEachMessageOnce(t *testing.T) {
 			return d.claim(alice)
 		}, claimFresh},
 		{"the same id from another sender is a different message", func(d *dedup) claim {
-			d.claim(alice)
-			d.finish(alice, true, nil)
+			handle(d, alice, nil)
 			return d.claim(bob)
 		}, claimFresh},
 	}
@@ -48,8 +46,7 @@ func TestReceiveDedupForgetsTheOldestHandledIDsBeyondItsBound(t *testing.T) {
 	d.claim(inFlight)
 	for i := range 1000 {
 		k := dedupKey{"UALICE", fmt.Sprint(i)}
-		d.claim(k)
-		d.finish(k, true, nil)
+		handle(d, k, nil)
 	}
 	if n := remembered(d); n > 200 {
 		t.Fatalf("%d ids remembered, want at most twice the window's 100", n)
@@ -79,16 +76,13 @@ func TestReceiveDedupMatchesOnlyTheBytesOfAHandledChannelCopy(t *testing.T) {
 		want  bool
 	}{
 		{"the same bytes under the handled id match", func(d *dedup) {
-			d.claim(alice)
-			d.finish(alice, true, copyOf(data))
+			handle(d, alice, copyOf(data))
 		}, "m1", data, true},
 		{"other bytes of the same length under the handled id do not", func(d *dedup) {
-			d.claim(alice)
-			d.finish(alice, true, copyOf(data))
+			handle(d, alice, copyOf(data))
 		}, "m1", []byte(`{"id":"m1","from":{"id":"UMALLO"}}`), false},
 		{"the same bytes under another id do not", func(d *dedup) {
-			d.claim(alice)
-			d.finish(alice, true, copyOf(data))
+			handle(d, alice, copyOf(data))
 		}, "m2", data, false},
 		{"a copy still in the Handler does not", func(d *dedup) { d.claim(alice) }, "m1", data, false},
 		{"a copy whose Handler failed does not", func(d *dedup) {
@@ -96,18 +90,15 @@ func TestReceiveDedupMatchesOnlyTheBytesOfAHandledChannelCopy(t *testing.T) {
 			d.finish(alice, false, copyOf(data))
 		}, "m1", data, false},
 		{"a handled message whose bytes were not kept does not", func(d *dedup) {
-			d.claim(alice)
-			d.finish(alice, true, nil)
+			handle(d, alice, nil)
 		}, "m1", data, false},
 		{"an empty id never matches", func(d *dedup) {
 			d.claim(dedupKey{"UALICE", ""})
 			d.finish(dedupKey{"UALICE", ""}, true, copyOf(data))
 		}, "", data, false},
 		{"the id reused by a second sender finds the later copy's bytes", func(d *dedup) {
-			d.claim(alice)
-			d.finish(alice, true, copyOf(data))
-			d.claim(bob)
-			d.finish(bob, true, copyOf([]byte("bob's bytes")))
+			handle(d, alice, copyOf(data))
+			handle(d, bob, copyOf([]byte("bob's bytes")))
 		}, "m1", []byte("bob's bytes"), true},
 	}
 	for _, tt := range tests {
@@ -124,12 +115,10 @@ func TestReceiveDedupMatchesOnlyTheBytesOfAHandledChannelCopy(t *testing.T) {
 func TestReceiveDedupForgetsTheBytesOfAnEvictedCopy(t *testing.T) {
 	d := newDedup(10)
 	first := dedupKey{"UALICE", "first"}
-	d.claim(first)
-	d.finish(first, true, &handledCopy{data: []byte("first")})
+	handle(d, first, &handledCopy{data: []byte("first")})
 	for i := range 20 {
 		k := dedupKey{"UALICE", fmt.Sprint(i)}
-		d.claim(k)
-		d.finish(k, true, &handledCopy{data: []byte(k.id)})
+		handle(d, k, &handledCopy{data: []byte(k.id)})
 	}
 	if _, _, ok := d.sameCopy("first", []byte("first")); ok {
 		t.Fatal("an evicted copy still matches")
@@ -147,12 +136,10 @@ func TestReceiveDedupForgetsTheBytesOfAnEvictedCopy(t *testing.T) {
 func TestReceiveDedupKeepsTheIDsItUsesRecently(t *testing.T) {
 	d := newDedup(10)
 	kept := dedupKey{"UALICE", "kept"}
-	d.claim(kept)
-	d.finish(kept, true, &handledCopy{data: []byte("kept")})
+	handle(d, kept, &handledCopy{data: []byte("kept")})
 	for i := range 100 {
 		k := dedupKey{"UALICE", fmt.Sprint(i)}
-		d.claim(k)
-		d.finish(k, true, nil)
+		handle(d, k, nil)
 		if i%5 == 0 {
 			if got := d.claim(kept); got != claimDone {
 				t.Fatalf("after %d other ids, the id met every 5 is forgotten (claim = %d)", i+1, got)
@@ -175,8 +162,7 @@ func TestReceiveDedupCarriesClaimsInFlightAcrossGenerations(t *testing.T) {
 	d.claim(slow)
 	for i := range 50 {
 		k := dedupKey{"UALICE", fmt.Sprint(i)}
-		d.claim(k)
-		d.finish(k, true, nil)
+		handle(d, k, nil)
 		if got := d.claim(slow); got != claimInFlight {
 			t.Fatalf("after %d other ids the claim in flight reads %d", i+1, got)
 		}
@@ -184,8 +170,7 @@ func TestReceiveDedupCarriesClaimsInFlightAcrossGenerations(t *testing.T) {
 	d.finish(slow, true, nil)
 	for i := range 3 {
 		k := dedupKey{"UBOB", fmt.Sprint(i)}
-		d.claim(k)
-		d.finish(k, true, nil)
+		handle(d, k, nil)
 	}
 	if got := d.claim(slow); got != claimDone {
 		t.Fatalf("the finished claim reads %d, want done", got)
@@ -197,4 +182,10 @@ func remembered(d *dedup) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.cur.index) + len(d.prev.index)
+}
+
+// handle claims k and finishes it handled, with c as the handled copy.
+func handle(d *dedup, k dedupKey, c *handledCopy) {
+	d.claim(k)
+	d.finish(k, true, c)
 }

@@ -17,7 +17,7 @@ import (
 
 // Unanswered runs op, each attempt under a context bounded by attempt, until op returns nil,
 // fails for a reason other than that attempt's own timeout, or ctx ends; it returns op's last
-// error, saying how many attempts went unanswered when ctx ended after one. op must be
+// error, saying how many attempts it made when ctx ended after an unanswered one. op must be
 // idempotent: an attempt that timed out may still have been carried out.
 //
 // A request can get no answer at all: a clustered metadata leader that loses its leadership
@@ -31,7 +31,7 @@ func Unanswered(ctx context.Context, attempt time.Duration, op func(context.Cont
 		err := op(actx)
 		cancel()
 		if err != nil && ctx.Err() != nil && lost > 0 {
-			return fmt.Errorf("%d attempts of %v went unanswered, then: %w", lost, attempt, err)
+			return fmt.Errorf("%d attempts, each unanswered after %v: %w", lost+1, attempt, err)
 		}
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return err
