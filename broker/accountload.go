@@ -6,7 +6,7 @@ import (
 )
 
 // loadAccounts has nats-server load every configured account, one after another, before
-// anything connects. nats-server loads an account at its first lookup, and a space's agent
+// the server starts, so before anything connects or is dialed. nats-server loads an account at its first lookup, and a space's agent
 // and storage accounts import from each other: to break that cycle it hands a concurrent
 // lookup the account it is still building, before the account's signing keys are set, and a
 // connection authenticated against that half-built account is refused ("User JWT issuer is

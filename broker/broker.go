@@ -61,9 +61,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = b.run(ctx)
+	// Accounts are loaded before the server starts: Start dials the leaf remotes at once, and
+	// nats-server names a remote's account while dialing without the lock its account loading
+	// writes that name under.
+	err = b.loadAccounts()
 	if err == nil {
-		err = b.loadAccounts()
+		err = b.run(ctx)
 	}
 	if err == nil {
 		err = b.connectSystem()
