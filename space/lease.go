@@ -69,33 +69,30 @@ func (l *lease) hold(ctx context.Context, held func(context.Context)) {
 	for {
 		sent := time.Now()
 		rctx, done := context.WithTimeout(ctx, l.tick)
-		var err error
 		if rev == 0 {
-			var r uint64
-			if r, err = l.kv.Create(rctx, wire.BackstopLeaseKey, []byte(l.holder)); err == nil {
+			if r, err := l.kv.Create(rctx, wire.BackstopLeaseKey, []byte(l.holder)); err == nil {
 				rev, renewed = r, sent
 				hctx, c := context.WithCancel(ctx)
 				cancel = c
 				running.Go(func() { held(hctx) })
 			}
 		} else {
-			var r uint64
-			switch r, err = l.kv.Update(rctx, wire.BackstopLeaseKey, []byte(l.holder), rev); {
+			r, err := l.kv.Update(rctx, wire.BackstopLeaseKey, []byte(l.holder), rev)
+			switch {
 			case err == nil:
 				rev, renewed = r, sent
-			case wrongRevision(err) && time.Since(renewed) < l.renewWithin:
-				// A renewal whose answer was lost moved the record on; the term still counts
-				// from the last answered one.
+			case wrongRevision(err):
+				// Another node holds it, or a renewal whose answer was lost moved the record
+				// on; only then does it still name this holder, whose term still counts from
+				// the last answered renewal.
 				if rev = l.ours(rctx); rev == 0 {
 					stop()
 				}
-			case wrongRevision(err), time.Since(renewed) >= l.renewWithin:
-				// Another node holds it, or the record may be gone by the time we learn.
-				stop()
-				rev = 0
 			}
 		}
 		done()
+		// A holder that cannot renew, or whose record may be gone by the time it learns,
+		// gives up.
 		if rev != 0 && time.Since(renewed) >= l.renewWithin {
 			stop()
 			rev = 0
