@@ -23,6 +23,9 @@ type Config struct {
 	LatencyRounds int
 	// Backfill is how many retained messages a join replays; default 10 000.
 	Backfill int
+	// Burst is how many DMs the path workload's sustained case sends as fast as the mesh
+	// stores them; default 30 000, more than a mesh syncing every write stores in 5 s.
+	Burst int
 	// Endpoints are the fleet sizes of the presence and memory workloads.
 	Endpoints []int
 	// Logger, if set, is told about each run as it finishes.
@@ -42,6 +45,7 @@ func DefaultConfig() Config {
 		DurableMessages: 1000,
 		LatencyRounds:   200,
 		Backfill:        10000,
+		Burst:           30000,
 		Endpoints:       []int{100, 200},
 	}
 }
@@ -63,6 +67,8 @@ func (c Config) Validate() error {
 		return bad("Messages, DurableMessages and LatencyRounds must be positive")
 	case c.Backfill < 1:
 		return bad("Backfill is %d: replay at least one message", c.Backfill)
+	case c.Burst < 1:
+		return bad("Burst is %d: send at least one DM", c.Burst)
 	case len(c.Endpoints) == 0 || slices.Min(c.Endpoints) < 2:
 		return bad("Endpoints %v: give fleet sizes of at least 2", c.Endpoints)
 	}

@@ -67,4 +67,10 @@ costs even when other load stretches wall time.
   ` + "`svc_<role>`" + ` with explicit acks. Client CPU is this process's (every sender and
   receiver, no broker); mesh CPU is the ` + "`cotal up`" + ` process's, read from
   /proc/PID/stat to the 10 ms tick, so a figure below 10 ms over the run's messages is coarse.
+  The sustained DM case asks whether a receiver keeps up with a busy sender: one cotal sender
+  sends a burst of DMs with 8 sends in flight, each awaiting its acknowledgement, to a fresh
+  receiver, and the row counts what the receiver surfaced 5 s after the burst began (sooner if
+  it surfaced all of it), beside what was stored by then, and the longest it went without a
+  new DM, the wait still open at the end included. Raw receives with nats.go's default
+  Consume, pulls of 500.
 `

@@ -62,7 +62,7 @@ var (
 const pathNote = "cotal up in its own process, file storage; both sides over TCP with credentials it minted"
 
 // pathCases are multicast, DM and anycast at the smallest payload through a Remote mesh, once
-// per durability mode; none without Config.Remote.
+// per durability mode, and the sustained DM case; none without Config.Remote.
 func pathCases(c Config) []Case {
 	if c.Remote == nil {
 		return nil
@@ -77,7 +77,7 @@ func pathCases(c Config) []Case {
 			}})
 		}
 	}
-	return out
+	return append(out, burstCase(c, size))
 }
 
 // pathKind is the messaging mode of a path case.

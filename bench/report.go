@@ -43,9 +43,10 @@ func WriteMarkdown(w io.Writer, m Meta, rows []Row) error {
 	fmt.Fprintf(&b, "| command | `%s` |\n", m.Command)
 	fmt.Fprintf(&b, "| duration | %s |\n", m.Duration.Round(time.Second))
 	fmt.Fprintf(&b, "| sizes | %d runs per side; %d messages per throughput run, %d per durable run, "+
-		"%d one-in-flight rounds per latency run, %d retained for backfill, fleets of %v endpoints |\n\n",
+		"%d one-in-flight rounds per latency run, %d retained for backfill, fleets of %v endpoints, "+
+		"bursts of %d DMs |\n\n",
 		m.Config.Runs, m.Config.Messages, m.Config.DurableMessages, m.Config.LatencyRounds,
-		m.Config.Backfill, m.Config.Endpoints)
+		m.Config.Backfill, m.Config.Endpoints, m.Config.Burst)
 	b.WriteString(method)
 	b.WriteString("\n## Results\n\n")
 	b.WriteString("| workload | case | metric | cotal | raw | raw + encoding/json | cotal/raw | target | met |\n")

@@ -101,6 +101,7 @@ func TestConfigValidate(t *testing.T) {
 		{"a zero payload is refused", func(c *Config) { c.Payloads = []int{128, 0} }, "Payloads"},
 		{"no messages are refused", func(c *Config) { c.Messages = 0 }, "Messages"},
 		{"an empty backfill is refused", func(c *Config) { c.Backfill = 0 }, "Backfill"},
+		{"an empty burst is refused", func(c *Config) { c.Burst = 0 }, "Burst"},
 		{"a fleet of one is refused", func(c *Config) { c.Endpoints = []int{1} }, "Endpoints"},
 	}
 	if err := DefaultConfig().Validate(); err != nil {

@@ -49,6 +49,7 @@ Workloads:
 	f.IntVar(&cfg.DurableMessages, "durable-messages", cfg.DurableMessages, "messages per durable-channel and sync-mode run")
 	f.IntVar(&cfg.LatencyRounds, "latency-rounds", cfg.LatencyRounds, "messages per latency run, one in flight")
 	f.IntVar(&cfg.Backfill, "backfill", cfg.Backfill, "retained messages a join replays")
+	f.IntVar(&cfg.Burst, "burst", cfg.Burst, "DMs of the path workload's sustained case")
 	f.IntSliceVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "fleet sizes for presence and memory")
 	f.StringVar(&out, "out", "", "also write the markdown report to this file, e.g. BENCHMARKS.md")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per row instead of the table")

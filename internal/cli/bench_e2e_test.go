@@ -14,7 +14,7 @@ func TestBenchPathRunsThroughAMeshOfItsOwn(t *testing.T) {
 	bin := cotalBin(t)
 	tmp := t.TempDir()
 	stdout, stderr, code := runCotalEnv(t, bin, []string{"TMPDIR=" + tmp}, "bench", "path", "--runs", "1",
-		"--messages", "100", "--latency-rounds", "5", "--payloads", "64", "--json", "--log-level", "warn")
+		"--messages", "100", "--latency-rounds", "5", "--payloads", "64", "--burst", "300", "--json", "--log-level", "warn")
 	if code != exitOK {
 		t.Fatalf("bench path: exit %d\n%s", code, stderr)
 	}
@@ -35,10 +35,14 @@ func TestBenchPathRunsThroughAMeshOfItsOwn(t *testing.T) {
 			*r.Cotal <= 0 || *r.Raw <= 0 || *r.RawJSON <= 0) {
 			t.Errorf("%s: a side delivered nothing: %s", r.Case, line)
 		}
+		if r.Metric == "DMs surfaced 5 s after the burst began" && (r.Cotal == nil || r.Raw == nil ||
+			*r.Cotal <= 0 || *r.Raw <= 0 || *r.Cotal > 300 || *r.Raw > 300) {
+			t.Errorf("%s: a side surfaced none of the burst of 300, or more: %s", r.Case, line)
+		}
 	}
 	for _, want := range []string{"multicast 1→1, 64 B, sync always", "DM, 64 B, sync always",
 		"anycast 1→4, 64 B, sync always", "multicast 1→1, 64 B, sync interval", "DM, 64 B, sync interval",
-		"anycast 1→4, 64 B, sync interval"} {
+		"anycast 1→4, 64 B, sync interval", "sustained DM, 64 B, sync always"} {
 		if !cases[want] {
 			t.Errorf("no rows for %q in:\n%s", want, stdout)
 		}
