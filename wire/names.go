@@ -5,7 +5,7 @@ import "strings"
 // Sanitize maps every character outside [A-Za-z0-9_-] to '_' (SPEC §3). The mapping is lossy
 // and is never reversed: a sanitized token is a routing key, not a display name.
 func Sanitize(token string) string {
-	if !strings.ContainsFunc(token, func(r rune) bool { return r >= 0x80 || !tokenByte(byte(r)) }) {
+	if tokenBytes(token) {
 		return token // the common case, which then costs no allocation
 	}
 	var b strings.Builder
@@ -18,6 +18,16 @@ func Sanitize(token string) string {
 		}
 	}
 	return b.String()
+}
+
+// tokenBytes reports whether Sanitize keeps every byte of s.
+func tokenBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !tokenByte(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // tokenByte reports whether Sanitize keeps c.

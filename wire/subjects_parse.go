@@ -37,21 +37,26 @@ type Subject struct {
 // which excludes wildcards, and a chat subject's channel holds at most MaxChannelLen bytes. Any other subject has no sender and is not a delivery: the error is
 // an *Anomaly with reason malformed-subject.
 func ParseSubject(s string) (Subject, error) {
-	toks := strings.Split(s, ".")
-	if len(toks) < 5 || toks[0] != "cotal" {
+	n := strings.Count(s, ".") + 1
+	if n < 5 || !strings.HasPrefix(s, "cotal.") {
 		return Subject{}, anomalyf(ReasonMalformedSubject,
 			"subject %q is not cotal.<space>.<kind>.<two or more tokens>", s)
 	}
-	for i, t := range toks {
+	for i, rest := 0, s; i < n; i++ {
+		t, after, _ := strings.Cut(rest, ".")
 		if !IsToken(t) {
 			return Subject{}, anomalyf(ReasonMalformedSubject,
 				"subject %q: token %d %q is empty, a wildcard or not sanitized", s, i, t)
 		}
+		rest = after
 	}
-	sub := Subject{Space: toks[1], Kind: Kind(toks[2])}
+	space, after, _ := strings.Cut(s[len("cotal."):], ".")
+	kind, after, _ := strings.Cut(after, ".")
+	fourth, tail, _ := strings.Cut(after, ".") // tail is every token after the fourth
+	sub := Subject{Space: space, Kind: Kind(kind)}
 	switch sub.Kind {
 	case KindChat:
-		sub.Sender, sub.Rest = toks[3], strings.Join(toks[4:], ".")
+		sub.Sender, sub.Rest = fourth, tail
 		if len(sub.Rest) > MaxChannelLen {
 			// No copy of such a channel could pass: its payload's channel must match and
 			// ValidatePublishChannel refuses it. Saying so here names the real fault.
@@ -59,21 +64,21 @@ func ParseSubject(s string) (Subject, error) {
 				"chat subject %q: its channel has %d bytes, the limit is %d", s, len(sub.Rest), MaxChannelLen)
 		}
 	case KindInst, KindSvc, KindCtl:
-		if len(toks) != 5 {
+		if n != 5 {
 			return Subject{}, anomalyf(ReasonMalformedSubject,
-				"%s subject %q has %d tokens, want exactly 5", sub.Kind, s, len(toks))
+				"%s subject %q has %d tokens, want exactly 5", sub.Kind, s, n)
 		}
-		sub.Rest, sub.Sender = toks[3], toks[4]
+		sub.Rest, sub.Sender = fourth, tail
 	default:
 		return Subject{}, anomalyf(ReasonMalformedSubject,
-			"subject %q has kind %q, want chat, inst, svc or ctl", s, toks[2])
+			"subject %q has kind %q, want chat, inst, svc or ctl", s, kind)
 	}
 	return sub, nil
 }
 
 // IsToken reports whether t is a non-empty sanitized routing token (SPEC §3): one that Sanitize
 // leaves unchanged.
-func IsToken(t string) bool { return t != "" && Sanitize(t) == t }
+func IsToken(t string) bool { return t != "" && tokenBytes(t) }
 
 // reservedPrefixes are the namespaces application messages must stay out of (SPEC §3).
 var reservedPrefixes = []string{"$JS.", "$KV.", "$SYS.", "$OBJ.", "_INBOX."}
