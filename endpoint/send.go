@@ -135,7 +135,7 @@ func (e *Endpoint) Publish(ctx context.Context, m *wire.CotalMessage) (Receipt, 
 	// SPEC §9: a subject outside allowPublish is refused asynchronously; end the wait then.
 	ctx, stop := e.violations.watch(ctx, opPublish, msg.Subject, ErrPublishRefused)
 	defer stop()
-	ack, err := e.publishRetrying(ctx, msg, m.ID)
+	ack, err := e.publishRetrying(ctx, msg)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("publish %s on %s: %w", m.ID, msg.Subject, storeFull(msg.Subject, refusal(ctx, err)))
 	}
@@ -163,10 +163,10 @@ func putEncodeBuffer(buf *[]byte) {
 // often it is retried, and the caller's context alone decides when to give up.
 const publishAttempt = 2 * time.Second
 
-func (e *Endpoint) publishRetrying(ctx context.Context, msg *nats.Msg, id string) (*jetstream.PubAck, error) {
+func (e *Endpoint) publishRetrying(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, publishAttempt)
-		ack, err := e.js.PublishMsg(actx, msg, jetstream.WithMsgID(id))
+		ack, err := e.js.PublishMsg(actx, msg)
 		cancel()
 		if err == nil || ctx.Err() != nil || !retryablePublish(err) {
 			return ack, err
@@ -187,7 +187,9 @@ func retryablePublish(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
-// prepare completes and checks m and builds its wire message, encoding it into buf.
+// prepare completes and checks m and builds its wire message, encoding it into buf, with
+// Nats-Msg-Id = m.ID (SPEC §8). The header is set here rather than by a nats.go publish
+// option, which costs a closure and an options struct per message.
 func (e *Endpoint) prepare(m *wire.CotalMessage, buf []byte) (*nats.Msg, error) {
 	switch {
 	case m.From.ID == "":
@@ -221,7 +223,7 @@ func (e *Endpoint) prepare(m *wire.CotalMessage, buf []byte) (*nats.Msg, error) 
 	if max := e.nc.MaxPayload(); max > 0 && int64(len(data)) > max {
 		return nil, fmt.Errorf("%w: %d bytes, the broker accepts %d", ErrTooLarge, len(data), max)
 	}
-	return &nats.Msg{Subject: subject, Data: data}, nil
+	return &nats.Msg{Subject: subject, Data: data, Header: nats.Header{jetstream.MsgIDHeader: {m.ID}}}, nil
 }
 
 // subjectFor builds the delivery subject of m with this instance's id as sender (SPEC §3).
@@ -245,17 +247,14 @@ func (e *Endpoint) subjectFor(m *wire.CotalMessage) (string, error) {
 }
 
 // ErrTooManyPending: Options.MaxPendingAsync asynchronous sends await their acknowledgement
-// and none was acknowledged within asyncStallWait; wait on earlier receipts before sending more.
+// and none was acknowledged within nats.go's stall wait (200 ms); wait on earlier receipts
+// before sending more.
 var ErrTooManyPending = errors.New("too many asynchronous sends await their acknowledgement")
 
 // asyncAckWait bounds the wait for the acknowledgement of an asynchronous send. A send the
 // broker refuses is never acknowledged; without a bound it would hold its place under
 // Options.MaxPendingAsync for the rest of the connection.
 const asyncAckWait = 30 * time.Second
-
-// asyncStallWait is how long an asynchronous send past Options.MaxPendingAsync waits for an
-// earlier one to be acknowledged before failing with ErrTooManyPending (nats.go's default).
-const asyncStallWait = 200 * time.Millisecond
 
 // PendingReceipt is the outcome of an asynchronous send. Done is closed once JetStream has
 // stored the message or it is known not to be; Err and Receipt then say which. Select on Done
@@ -341,7 +340,7 @@ func (e *Endpoint) publishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
 	if !e.async.add(msg, &asyncSend{p: p, subject: msg.Subject}) {
 		return nil, fmt.Errorf("publish %s: %w", m.ID, ErrClosed)
 	}
-	if _, err := e.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.ID), jetstream.WithStallWait(asyncStallWait)); err != nil {
+	if _, err := e.js.PublishMsgAsync(msg); err != nil {
 		e.async.take(msg)
 		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
 			err = fmt.Errorf("%w (%d; Options.MaxPendingAsync): %w", ErrTooManyPending, e.opts.MaxPendingAsync, err)
