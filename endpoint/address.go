@@ -23,6 +23,19 @@ var (
 	ErrAmbiguousName = errors.New("more than one instance has that name")
 )
 
+// checkDMTarget is checkInstanceID remembering the last target that passed, so that a run of
+// DMs to one peer decodes its key once.
+func (e *Endpoint) checkDMTarget(to string) error {
+	if last := e.lastDMTarget.Load(); last != nil && *last == to {
+		return nil
+	}
+	if err := checkInstanceID(to); err != nil {
+		return err
+	}
+	e.lastDMTarget.Store(&to)
+	return nil
+}
+
 // checkInstanceID refuses a DM target that is not an instance id (SPEC §2). The error wraps
 // both ErrNotInstanceID and wire.ErrInvalidMessage.
 func checkInstanceID(to string) error {

@@ -213,6 +213,8 @@ type Endpoint struct {
 	card  wire.AgentCard
 	// readACL is the credential's read ACL; nil in open mode, where there is none.
 	readACL []string
+	// lastDMTarget is the last DM target checkDMTarget passed.
+	lastDMTarget atomic.Pointer[string]
 	// cred is what the credential says of its holder; zero in open mode (Credential).
 	cred Credential
 	// minted is set when the Endpoint connects with a credential: the space then publishes

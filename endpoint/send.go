@@ -103,7 +103,7 @@ func (e *Endpoint) Send(ctx context.Context, channel string, parts []wire.Part, 
 // user nkey public key (SPEC §2), is refused with ErrNotInstanceID; ResolveName finds the id of
 // a display name.
 func (e *Endpoint) SendDM(ctx context.Context, to string, parts []wire.Part, opts ...SendOption) (Receipt, error) {
-	if err := checkInstanceID(to); err != nil {
+	if err := e.checkDMTarget(to); err != nil {
 		return Receipt{}, err
 	}
 	return e.Publish(ctx, e.build(wire.NewDirectMessage(e.space, e.ref(), to, parts...), opts))
@@ -316,7 +316,7 @@ func (e *Endpoint) SendAsync(channel string, parts []wire.Part, opts ...SendOpti
 
 // SendDMAsync is SendDM without waiting for the acknowledgement, as SendAsync.
 func (e *Endpoint) SendDMAsync(to string, parts []wire.Part, opts ...SendOption) (*PendingReceipt, error) {
-	if err := checkInstanceID(to); err != nil {
+	if err := e.checkDMTarget(to); err != nil {
 		return nil, err
 	}
 	return e.publishAsync(e.build(wire.NewDirectMessage(e.space, e.ref(), to, parts...), opts))
