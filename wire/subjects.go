@@ -5,6 +5,9 @@ import "strings"
 // SanitizeChannel sanitizes each dotted segment of a channel (SPEC §3), keeping the wildcards
 // `*` and `>` when they stand as whole segments. It does not validate; see ValidateChannel.
 func SanitizeChannel(channel string) string {
+	if !strings.ContainsFunc(channel, func(r rune) bool { return r != '.' && (r >= 0x80 || !tokenByte(byte(r))) }) {
+		return channel // every segment is already sanitized: the common case, no allocation
+	}
 	segs := strings.Split(channel, ".")
 	for i, s := range segs {
 		if s != "*" && s != ">" {
