@@ -86,7 +86,7 @@ func (s *Store) ClusterBackstop(path string, spaces []string) (ClusterBackstop, 
 	if err != nil {
 		return b, err
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+	if err := WriteSecretFile(path, append(data, '\n')); err != nil {
 		return b, fmt.Errorf("write the cluster backstop file: %w", err)
 	}
 	return b, nil

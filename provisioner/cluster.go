@@ -130,7 +130,7 @@ func WriteClusterTrust(path string, t ClusterTrust) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+	if err := WriteSecretFile(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("write the cluster trust file: %w", err)
 	}
 	return nil

@@ -109,3 +109,41 @@ func TestSystemCredentialIsAnInProcessSystemUser(t *testing.T) {
 		t.Errorf("allowed connection types %v, want in-process only", uc.AllowedConnectionTypes)
 	}
 }
+
+// TestATrustFileIsNeverReadHalfWritten: nodes started together read the key-store node's
+// trust file as soon as it exists, and a restart of that node writes it again. A reader
+// must see the whole file every time, never one truncated or half written.
+func TestATrustFileIsNeverReadHalfWritten(t *testing.T) {
+	ct, err := openStore(t).ClusterTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cluster-trust.json")
+	if err := WriteClusterTrust(path, ct); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for range 200 {
+			if err := WriteClusterTrust(path, ct); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d reads while the file was written 200 times", reads)
+			return
+		default:
+		}
+		if _, err := ReadClusterTrust(path); err != nil {
+			t.Fatalf("read %d while the file was written again: %v", reads, err)
+		}
+	}
+}

@@ -17,12 +17,14 @@ func WriteCredsFile(path string, c *Credential) error {
 	if err != nil {
 		return fmt.Errorf("format credentials for %s: %w", path, err)
 	}
-	return WriteCredsBytes(path, data)
+	return WriteSecretFile(path, data)
 }
 
-// WriteCredsBytes writes already formatted .creds text to path with the guarantees of
-// WriteCredsFile; the command line uses it for credentials minted by a running mesh.
-func WriteCredsBytes(path string, data []byte) error {
+// WriteSecretFile writes data to path with the guarantees of WriteCredsFile. Every file that
+// holds a secret is written with it: credentials minted by a running mesh, the cluster trust
+// and backstop files, the monitoring token. Another node or command reading the file while it
+// is replaced sees the old file or the new one, never an empty or partial one.
+func WriteSecretFile(path string, data []byte) error {
 	switch fi, err := os.Lstat(path); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cotal-go/cotal/provisioner"
 )
 
 // HTTPTokenFile is the file in the data directory holding the bearer token of the
@@ -214,10 +216,7 @@ func httpToken(dir string) (string, error) {
 		return "", fmt.Errorf("monitoring token %s: %w", path, err)
 	}
 	token := rand.Text() + rand.Text()
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("monitoring token %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := provisioner.WriteSecretFile(path, []byte(token+"\n")); err != nil {
 		return "", fmt.Errorf("monitoring token %s: %w", path, err)
 	}
 	return token, nil

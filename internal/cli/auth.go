@@ -176,8 +176,8 @@ func runMint(cmd *cobra.Command, spec admin.MintSpec, out string, force, asJSON 
 	if err != nil {
 		return err
 	}
-	if err := provisioner.WriteCredsBytes(out, cred.Creds); err != nil {
-		cause := errors.Unwrap(err) // WriteCredsBytes wraps the cause, which may name its temporary file
+	if err := provisioner.WriteSecretFile(out, cred.Creds); err != nil {
+		cause := errors.Unwrap(err) // WriteSecretFile wraps the cause, which may name its temporary file
 		if cause == nil {
 			cause = err
 		}

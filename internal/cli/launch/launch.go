@@ -217,8 +217,8 @@ func (a *Agent) writeFiles() error {
 		path string
 		data []byte
 	}{{a.CredsPath(), a.Cred.Creds}, {a.MCPPath(), mcp}, {a.PersonaPath(), []byte(a.Agent.Persona + "\n")}} {
-		// WriteCredsBytes writes any secret the way a credential is written: 0600 from creation.
-		if err := provisioner.WriteCredsBytes(f.path, f.data); err != nil {
+		// WriteSecretFile writes any secret the way a credential is written: 0600 from creation.
+		if err := provisioner.WriteSecretFile(f.path, f.data); err != nil {
 			return err
 		}
 	}

@@ -49,7 +49,7 @@ func writeState(dir string, entries []entry) error {
 	if err != nil {
 		return err
 	}
-	return provisioner.WriteCredsBytes(filepath.Join(dir, StateFile), append(data, '\n'))
+	return provisioner.WriteSecretFile(filepath.Join(dir, StateFile), append(data, '\n'))
 }
 
 // Reap ends what the supervisor of the last mesh on dir left when it was killed without
