@@ -73,7 +73,10 @@ costs even when other load stretches wall time.
   The sustained DM case asks whether a receiver keeps up with a busy sender: one cotal sender
   sends a burst of DMs with 8 sends in flight, each awaiting its acknowledgement, to a fresh
   receiver, and the row counts what the receiver surfaced 5 s after the burst began (sooner if
-  it surfaced all of it), beside what was stored by then, and the longest it went without a
-  new DM, the wait still open at the end included. Raw receives with nats.go's default
+  it surfaced all of it), beside what was stored by then and the share of that it surfaced,
+  and the longest it went without a new DM, the wait still open at the end included. The
+  surfaced count also follows how fast the sender stores, which the receiver's own CPU slows
+  on a machine whose cores the sender, the receiver and the mesh share; the share is the
+  receiver's alone. Raw receives with nats.go's default
   Consume, pulls of 500.
 `
