@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
@@ -43,7 +44,14 @@ func reMint(t *testing.T, m *space.Mesh, cred *provisioner.Credential, g provisi
 // consumerGone requires the consumer to be absent, asked as p (which holds CONSUMER.INFO on it).
 func consumerGone(t *testing.T, p *peer, stream, name string) {
 	t.Helper()
+	// No responders says nothing of the consumer: the account's JetStream import is
+	// being replaced by the re-mint's re-sign. Ask again until the API answers.
+	deadline := time.Now().Add(answerWait)
 	_, err := p.request("$JS.API.CONSUMER.INFO."+stream+"."+name, "", nil, nil)
+	for errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		_, err = p.request("$JS.API.CONSUMER.INFO."+stream+"."+name, "", nil, nil)
+	}
 	refusedBy(server.JSConsumerNotFoundErr).check(t, err)
 }
 
