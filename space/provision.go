@@ -57,8 +57,9 @@ func provision(ctx context.Context, js jetstream.JetStream, n wire.Names, limits
 // provisionTimeouts times, and for a replicated stream until ctx ends: create and update
 // are idempotent. A cluster's meta leader may not yet hold the space account's JetStream
 // limits pushed from the key-store node a moment earlier ("JetStream not enabled for
-// account"); that is asked again for up to accountPendingTries rounds, so an account really
-// without JetStream still fails in seconds. While a cluster settles, one member can refuse
+// account"), and a member may not yet have looked the account up ("account not found");
+// that is asked again for up to accountPendingTries rounds, so an account really without
+// JetStream still fails in seconds. While a cluster settles, one member can refuse
 // a replicated stream's assignment ("error creating store for stream") that the others take
 // and elect a leader for moments later; that too is asked again, storeRefusedTries rounds.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, fresh bool, request time.Duration) (jetstream.Stream, error) {
@@ -74,7 +75,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		if timedOut {
 			timeouts++
 		}
-		if jsNotEnabled(err) {
+		if accountUnknown(err) {
 			accountPending++
 		}
 		replicaRefused := cfg.Replicas > 1 && apiErrorCode(err) == 10049
@@ -82,7 +83,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 			storeRefused++
 		}
 		if !waitingForPeers(err) && (!timedOut || (cfg.Replicas <= 1 && timeouts >= provisionTimeouts)) &&
-			(!jsNotEnabled(err) || accountPending >= accountPendingTries) &&
+			(!accountUnknown(err) || accountPending >= accountPendingTries) &&
 			(!replicaRefused || storeRefused >= storeRefusedTries) {
 			return nil, fmt.Errorf("provision stream %s: %w", cfg.Name, err)
 		}
@@ -131,9 +132,14 @@ func waitingForPeers(err error) bool {
 	return false
 }
 
-// jsNotEnabled reports whether err is JetStream refusing for an account it holds no
-// JetStream limits of (10039).
-func jsNotEnabled(err error) bool { return apiErrorCode(err) == 10039 }
+// accountUnknown reports whether err is JetStream refusing for an account it holds no
+// JetStream limits of (10039), or one a node it assigned the stream to could not look up yet
+// (10035, "account not found": a member started beside the key-store node fetches the
+// account through the cluster's resolver once its routes are up).
+func accountUnknown(err error) bool {
+	code := apiErrorCode(err)
+	return code == 10039 || code == 10035
+}
 
 // apiErrorCode is the JetStream error code of err, or 0 when err is not a JetStream API error.
 func apiErrorCode(err error) jetstream.ErrorCode {

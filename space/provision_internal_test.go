@@ -88,41 +88,47 @@ func TestAMintsAndAStartsLostAnswersAreAskedAgain(t *testing.T) {
 	}
 }
 
-// refuseFirstStore is a JetStream whose first stream create-or-update is refused the way a
-// cluster member refuses a stream assignment while the cluster settles. Later requests reach
-// the single node under it as one replica, standing in for the stream the other members took.
+// refuseFirstStore is a JetStream whose first stream create-or-update is refused with refusal,
+// the way a cluster member refuses a stream assignment while the cluster settles. Later
+// requests reach the single node under it as one replica, standing in for the stream the other
+// members took.
 type refuseFirstStore struct {
 	jetstream.JetStream
-	asked int
+	refusal *jetstream.APIError
+	asked   int
 }
 
 func (j *refuseFirstStore) CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	if j.asked++; j.asked == 1 {
-		return nil, &jetstream.APIError{Code: 500, ErrorCode: 10049, Description: "error creating store for stream"}
+		return nil, j.refusal
 	}
 	cfg.Replicas = 1
 	return j.JetStream.CreateOrUpdateStream(ctx, cfg)
 }
 
 // TestAReplicaRefusingItsStoreIsAskedAgain: a replicated stream that one member refused while
-// the cluster settled is asked for again; a single node's own store refusal is not, since
-// nothing else will take it.
+// the cluster settled (its store, or an account it has not looked up yet) is asked for again;
+// a single node's own store refusal is not, since nothing else will take it.
 func TestAReplicaRefusingItsStoreIsAskedAgain(t *testing.T) {
 	t.Parallel()
 	rt, chat := chatStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
+	store := &jetstream.APIError{Code: 500, ErrorCode: 10049, Description: "error creating store for stream"}
+	account := &jetstream.APIError{Code: 503, ErrorCode: 10035, Description: "account not found"}
 	for _, tt := range []struct {
+		refusal   *jetstream.APIError
 		replicas  int
 		wantAsked int
 		wantErr   bool
-	}{{3, 2, false}, {1, 1, true}} {
+	}{{store, 3, 2, false}, {store, 1, 1, true}, {account, 3, 2, false}} {
 		cfg := chat.CachedInfo().Config
 		cfg.Replicas = tt.replicas
-		js := &refuseFirstStore{JetStream: rt.js}
+		js := &refuseFirstStore{JetStream: rt.js, refusal: tt.refusal}
 		_, err := ensureStream(ctx, js, cfg, false, time.Second)
 		if (err != nil) != tt.wantErr || js.asked != tt.wantAsked {
-			t.Errorf("%d replicas: asked %d times, err %v; want %d times, an error %v", tt.replicas, js.asked, err, tt.wantAsked, tt.wantErr)
+			t.Errorf("%s, %d replicas: asked %d times, err %v; want %d times, an error %v",
+				tt.refusal.Description, tt.replicas, js.asked, err, tt.wantAsked, tt.wantErr)
 		}
 	}
 }
