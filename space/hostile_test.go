@@ -46,12 +46,11 @@ func consumerGone(t *testing.T, p *peer, stream, name string) {
 	t.Helper()
 	// No responders says nothing of the consumer: the account's JetStream import is
 	// being replaced by the re-mint's re-sign. Ask again until the API answers.
-	deadline := time.Now().Add(answerWait)
-	_, err := p.request("$JS.API.CONSUMER.INFO."+stream+"."+name, "", nil, nil)
-	for errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	await.Until(answerWait, func() bool {
 		_, err = p.request("$JS.API.CONSUMER.INFO."+stream+"."+name, "", nil, nil)
-	}
+		return !errors.Is(err, nats.ErrNoResponders)
+	})
 	refusedBy(server.JSConsumerNotFoundErr).check(t, err)
 }
 
