@@ -5,8 +5,8 @@ import "strings"
 // SanitizeChannel sanitizes each dotted segment of a channel (SPEC §3), keeping the wildcards
 // `*` and `>` when they stand as whole segments. It does not validate; see ValidateChannel.
 func SanitizeChannel(channel string) string {
-	if !strings.ContainsFunc(channel, func(r rune) bool { return r != '.' && (r >= 0x80 || !tokenByte(byte(r))) }) {
-		return channel // every segment is already sanitized: the common case, no allocation
+	if sanitizedChannel(channel) {
+		return channel // the common case, which then costs no allocation
 	}
 	segs := strings.Split(channel, ".")
 	for i, s := range segs {
@@ -15,6 +15,16 @@ func SanitizeChannel(channel string) string {
 		}
 	}
 	return strings.Join(segs, ".")
+}
+
+// sanitizedChannel reports whether every segment of channel is one Sanitize keeps.
+func sanitizedChannel(channel string) bool {
+	for seg := range strings.SplitSeq(channel, ".") {
+		if !tokenBytes(seg) {
+			return false
+		}
+	}
+	return true
 }
 
 // ChatSubject is cotal.<s>.chat.<sender>.<channel...> (SPEC §3), the multicast subject.
