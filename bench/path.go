@@ -319,9 +319,7 @@ func (p *path) rawRun(ctx context.Context, body rawBody) (figures, error) {
 		func(ctx context.Context) error {
 			return windowed(ctx, p.messages(), func() (jetstream.PubAckFuture, error) {
 				return js.PublishAsync(subject, body.data)
-			}, func(ctx context.Context, f jetstream.PubAckFuture) error {
-				return waitFutures(ctx, []jetstream.PubAckFuture{f})
-			})
+			}, waitFuture)
 		})
 }
 

@@ -49,15 +49,23 @@ func publishRaw(ctx context.Context, js jetstream.JetStream, subject string, dat
 // waitFutures waits for every publish acknowledgement.
 func waitFutures(ctx context.Context, futures []jetstream.PubAckFuture) error {
 	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
+		if err := waitFuture(ctx, f); err != nil {
 			return err
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// waitFuture waits for one publish acknowledgement.
+func waitFuture(ctx context.Context, f jetstream.PubAckFuture) error {
+	select {
+	case <-f.Ok():
+		return nil
+	case err := <-f.Err():
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // closeAll closes endpoints a run opened; the mesh would close them at its end anyway.

@@ -63,7 +63,7 @@ func (p *path) burst(ctx context.Context, raw bool) (figures, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := newWaits()
+	w := &waits{}
 	if raw {
 		nc, js, err := p.dial(recv[0])
 		if err != nil {
@@ -112,7 +112,9 @@ func (p *path) sendBurst(ctx context.Context, pub *endpoint.Endpoint, id string,
 			}
 		})
 	}
-	err := w.waitFor(window, int64(p.s.cfg.Burst))
+	err := await(window, "the burst surfaced", w.count, func() (bool, error) {
+		return w.count() >= int64(p.s.cfg.Burst), nil
+	})
 	f := w.figures(time.Now())
 	f[figBurstStored.key] = float64(stored.count())
 	if n := stored.count(); n > 0 {
@@ -138,8 +140,6 @@ type waits struct {
 	longest time.Duration
 }
 
-func newWaits() *waits { return &waits{} }
-
 // begin starts the clock of the longest wait.
 func (w *waits) begin(at time.Time) {
 	w.mu.Lock()
@@ -158,23 +158,11 @@ func (w *waits) arrive() {
 	}
 }
 
-// waitFor waits until n arrived or ctx ends, looking every pollEvery.
-func (w *waits) waitFor(ctx context.Context, n int64) error {
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for {
-		w.mu.Lock()
-		got := w.n
-		w.mu.Unlock()
-		if got >= n {
-			return nil
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+// count is how many arrived.
+func (w *waits) count() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
 }
 
 // figures are the arrivals so far and the longest wait, the one still open at end included.
