@@ -159,7 +159,7 @@ func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) erro
 	if err != nil {
 		return err
 	}
-	err = leaderless.Do(ctx, func(err error) bool { return errors.Is(err, jetstream.ErrNoStreamResponse) }, func() error {
+	err = leaderless.Do(ctx, noStreamAnswer, func() error {
 		_, err := rt.acl.Put(ctx, wire.Sanitize(rec.ID), data)
 		return err
 	})
@@ -169,11 +169,14 @@ func (rt *spaceRuntime) putACL(ctx context.Context, rec provisioner.Record) erro
 	return nil
 }
 
-// leaderless is how an ACL record is written again while its bucket's stream answers no
-// publish: a replicated stream electing a leader (after a cluster starts, or loses a node)
-// has nobody to store it for a few seconds. The record is written whole, so writing it twice
-// changes nothing.
+// leaderless is how a record (an ACL record, the channel registry's `=defaults`) is written
+// again while its bucket's stream answers no publish: a replicated stream electing a leader
+// (after a cluster starts, or loses a node) has nobody to store it for a few seconds. Each
+// write is whole or a create, so writing it twice changes nothing.
 var leaderless = retry.Policy{Tries: 8, First: 50 * time.Millisecond}
+
+// noStreamAnswer reports whether err is a publish no stream answered, which leaderless retries.
+func noStreamAnswer(err error) bool { return errors.Is(err, jetstream.ErrNoStreamResponse) }
 
 // putACLs writes the current records of each id (putRecords); an ACL record reads nothing
 // once its credential is revoked.

@@ -151,8 +151,9 @@ func apiErrorCode(err error) jetstream.ErrorCode {
 }
 
 // writeDefaults writes the `=defaults` record with class unless one is there already. Both
-// requests are asked again when their answer is lost: a create applied but unanswered finds
-// its own record the second time, which is what ErrKeyExists already accepts.
+// requests are asked again when their answer is lost, and the create while the just-made
+// bucket has no leader (leaderless): a create applied but unanswered finds its own record
+// the second time, which is what ErrKeyExists already accepts.
 func writeDefaults(ctx context.Context, js jetstream.JetStream, n wire.Names, class wire.DeliveryClass) error {
 	var kv jetstream.KeyValue
 	if err := retry.Unanswered(ctx, requestTimeout, func(ctx context.Context) (err error) {
@@ -167,9 +168,11 @@ func writeDefaults(ctx context.Context, js jetstream.JetStream, n wire.Names, cl
 	}
 	// SPEC §7: defaults.deliveryClass is written at space creation so the effective default
 	// is discoverable on the wire; Create never overwrites an operator's later choice.
-	err = retry.Unanswered(ctx, requestTimeout, func(ctx context.Context) error {
-		_, err := kv.Create(ctx, wire.DefaultsKey, defaults)
-		return err
+	err = leaderless.Do(ctx, noStreamAnswer, func() error {
+		return retry.Unanswered(ctx, requestTimeout, func(ctx context.Context) error {
+			_, err := kv.Create(ctx, wire.DefaultsKey, defaults)
+			return err
+		})
 	})
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("write %s/%s: %w", n.ChannelsBucket(), wire.DefaultsKey, err)

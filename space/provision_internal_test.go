@@ -132,3 +132,41 @@ func TestAReplicaRefusingItsStoreIsAskedAgain(t *testing.T) {
 		}
 	}
 }
+
+// leaderlessFirst is a JetStream whose buckets answer their first create the way a just-made
+// replicated bucket does before it has a leader: no stream answers.
+type leaderlessFirst struct {
+	jetstream.JetStream
+	creates int
+}
+
+func (j *leaderlessFirst) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	kv, err := j.JetStream.KeyValue(ctx, bucket)
+	return &leaderlessKV{KeyValue: kv, js: j}, err
+}
+
+type leaderlessKV struct {
+	jetstream.KeyValue
+	js *leaderlessFirst
+}
+
+func (k *leaderlessKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if k.js.creates++; k.js.creates == 1 {
+		return 0, jetstream.ErrNoStreamResponse
+	}
+	return k.KeyValue.Create(ctx, key, value, opts...)
+}
+
+// TestTheDefaultsRecordWaitsOutALeaderlessBucket: a cluster's start failed when the channel
+// registry, created a moment before, had no leader to store `=defaults`; the write is asked
+// again, and finds the record there.
+func TestTheDefaultsRecordWaitsOutALeaderlessBucket(t *testing.T) {
+	t.Parallel()
+	rt, _ := chatStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	js := &leaderlessFirst{JetStream: rt.js}
+	if err := writeDefaults(ctx, js, rt.names, wire.DeliveryDurable); err != nil || js.creates != 2 {
+		t.Fatalf("created %d times, err %v; want 2 times, no error", js.creates, err)
+	}
+}
