@@ -37,10 +37,13 @@ func (rt *spaceRuntime) pruneHandoff(ctx context.Context, id string, acl wire.AC
 	if err != nil {
 		return 0, fmt.Errorf("open %s: %w", rt.names.DLVStream(), err)
 	}
-	subject, deleted := rt.names.DLVSubject(id), 0
-	for seq := unackedFrom(ctx, st, rt.names.DLVConsumer(id)); ; {
+	// The scan ends at the stream's end when it was opened: copies stored later were handed
+	// over under the new ACL, in force before the prune begins, and a member whose copies
+	// arrive as fast as they are read one by one would otherwise hold the mint lock for good.
+	subject, end, deleted := rt.names.DLVSubject(id), st.CachedInfo().State.LastSeq, 0
+	for seq := unackedFrom(ctx, st, rt.names.DLVConsumer(id)); seq <= end; {
 		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && msg.Sequence > end {
 			return deleted, nil
 		}
 		if err != nil {
@@ -55,6 +58,7 @@ func (rt *spaceRuntime) pruneHandoff(ctx context.Context, id string, acl wire.AC
 		}
 		deleted++
 	}
+	return deleted, nil
 }
 
 // unackedFrom is the first stream sequence consumer may still deliver: one past its ack floor,
