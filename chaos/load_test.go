@@ -209,7 +209,7 @@ func (a *loadAgent) step(t *testing.T, r *rand.Rand, agents []*loadAgent) {
 // join joins channel and checks the broker's verdict against the incarnation's ACL (SPEC §7).
 func (a *loadAgent) join(ctx context.Context, t *testing.T, channel string) {
 	already := slices.Contains(a.joined, wire.SanitizeChannel(channel))
-	start := time.Now()
+	start, ends := a.w.joinBegins(a.id, wire.SanitizeChannel(channel))
 	res, err := a.inc.ep.Join(ctx, channel)
 	allowed := covers(a.inc.acl, channel)
 	switch {
@@ -231,6 +231,7 @@ func (a *loadAgent) join(ctx context.Context, t *testing.T, channel string) {
 		a.w.joined(a.id, res.Channel, start, res.State == endpoint.JoinedDurable)
 		a.joined = append(a.joined, res.Channel)
 	}
+	ends()
 }
 
 // leave leaves channel and asks the delivery service whether a membership is still active

@@ -19,6 +19,7 @@ type world struct {
 	pubs       map[string]*pubRec
 	surf       []chaos.Surfacing
 	members    map[string]map[string][]*interval // agent id → channel → intervals
+	joining    map[string]map[string]time.Time   // agent id → channel → start of a Join in flight
 	finalACL   map[string][]string               // agent id → the ACL of its latest credential
 	durables   map[string][]durableSeen          // message id → durable copies surfaced
 	violations []string
@@ -41,6 +42,7 @@ type interval struct {
 
 func newWorld() *world {
 	return &world{pubs: map[string]*pubRec{}, members: map[string]map[string][]*interval{},
+		joining:  map[string]map[string]time.Time{},
 		finalACL: map[string][]string{}, durables: map[string][]durableSeen{}, kinds: map[string]int{}, counts: map[string]int{}}
 }
 
@@ -77,6 +79,22 @@ func (w *world) acked(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pubs[id].acked = time.Now()
+}
+
+// joinBegins records that agent calls Join on channel, until the returned func is called.
+func (w *world) joinBegins(agent, channel string) (start time.Time, ends func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.joining[agent] == nil {
+		w.joining[agent] = map[string]time.Time{}
+	}
+	start = time.Now()
+	w.joining[agent][channel] = start
+	return start, func() {
+		w.mu.Lock()
+		delete(w.joining[agent], channel)
+		w.mu.Unlock()
+	}
 }
 
 // joined records a successful join made between start and now.
@@ -127,9 +145,7 @@ func (w *world) surfaced(agent string, inc *incarnation, d endpoint.Delivery) {
 		w.violationLocked("%s surfaced %s, published %v after its credential was revoked",
 			inc.name, id, p.start.Sub(cut))
 	}
-	if d.Meta.Durable && !slices.ContainsFunc(w.members[agent][d.Meta.Channel], func(iv *interval) bool {
-		return iv.leaveEnd.IsZero() || p.start.Before(iv.leaveEnd)
-	}) {
+	if d.Meta.Durable && !w.admitsLocked(agent, d.Meta.Channel, p) {
 		w.violationLocked("%s surfaced a durable copy of %s on %s, published after it left", inc.name, id, d.Meta.Channel)
 	}
 }
@@ -210,4 +226,17 @@ func (w *world) surfacings() []chaos.Surfacing {
 // covers reports whether a read ACL covers a concrete channel (SPEC §9).
 func covers(acl []string, channel string) bool {
 	return slices.ContainsFunc(acl, func(p string) bool { return wire.MatchChannel(p, channel) })
+}
+
+// admitsLocked reports whether a membership of agent in channel admits a durable copy of p:
+// one not left before p was published, or a Join in flight that began before p was
+// acknowledged. Such a Join's cursor may precede p, and its copies may surface before Join
+// returns and the membership is recorded.
+func (w *world) admitsLocked(agent, channel string, p *pubRec) bool {
+	if start, ok := w.joining[agent][channel]; ok && (p.acked.IsZero() || p.acked.After(start)) {
+		return true
+	}
+	return slices.ContainsFunc(w.members[agent][channel], func(iv *interval) bool {
+		return iv.leaveEnd.IsZero() || p.start.Before(iv.leaveEnd)
+	})
 }
