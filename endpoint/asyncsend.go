@@ -21,7 +21,6 @@ type asyncSends struct {
 type asyncSend struct {
 	p       *PendingReceipt
 	subject string
-	stop    func() // ends the watch for a refusal of subject
 }
 
 // add registers msg's send before it is published, so that no callback can come first; false
@@ -48,9 +47,27 @@ func (a *asyncSends) take(msg *nats.Msg) *asyncSend {
 	return s
 }
 
+// refuse settles every send waiting on subject with err, the broker's refusal of the
+// subject, and reports whether there was one. A refused send is never acknowledged, and a
+// refusal names the subject, not the message, so every send on it ends here.
+func (a *asyncSends) refuse(subject string, err error) bool {
+	a.mu.Lock()
+	var refused []*asyncSend
+	for msg, s := range a.pending {
+		if s.subject == subject {
+			refused = append(refused, s)
+			delete(a.pending, msg)
+		}
+	}
+	a.mu.Unlock()
+	for _, s := range refused {
+		s.settle(Receipt{}, err)
+	}
+	return len(refused) > 0
+}
+
 // settle ends s with receipt or err.
 func (s *asyncSend) settle(receipt Receipt, err error) {
-	s.stop()
 	if err != nil {
 		s.p.err = fmt.Errorf("publish %s on %s: %w", s.p.id, s.subject, err)
 	} else {
@@ -72,13 +89,6 @@ func (e *Endpoint) acked(_ jetstream.JetStream, msg *nats.Msg, ack *jetstream.Pu
 func (e *Endpoint) failed(_ jetstream.JetStream, msg *nats.Msg, err error) {
 	if s := e.async.take(msg); s != nil {
 		s.settle(Receipt{}, storeFull(s.subject, err))
-	}
-}
-
-// refused settles msg's send with the broker's refusal of its subject.
-func (e *Endpoint) refused(msg *nats.Msg, err error) {
-	if s := e.async.take(msg); s != nil {
-		s.settle(Receipt{}, err)
 	}
 }
 

@@ -134,12 +134,16 @@ func serverAtLeast(version, min string) bool {
 }
 
 // onAsyncError handles errors the broker reports outside any call. A refused publish or
-// reply subscription ends the call waiting on it; a refused channel subscription is a late
-// join refusal (SPEC §7); the rest is logged.
+// reply subscription ends the calls and asynchronous sends waiting on it; a refused channel
+// subscription is a late join refusal (SPEC §7); the rest is logged.
 func (e *Endpoint) onAsyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
 	op, subject, ok := parseViolation(err)
+	waited := ok && e.violations.refuse(op, subject, err)
+	if ok && op == opPublish {
+		waited = e.async.refuse(subject, fmt.Errorf("%w: %v", ErrPublishRefused, err)) || waited
+	}
 	switch {
-	case ok && e.violations.refuse(op, subject, err):
+	case waited:
 	case ok && op == opSubscribe:
 		e.refuseLate(subject, err)
 	default:

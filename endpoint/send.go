@@ -337,16 +337,11 @@ func (e *Endpoint) publishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
 		return nil, err
 	}
 	p := &PendingReceipt{id: m.ID, done: make(chan struct{})}
-	s := &asyncSend{p: p, subject: msg.Subject}
-	s.stop = e.violations.onRefusal(opPublish, msg.Subject, ErrPublishRefused, func(err error) { e.refused(msg, err) })
-	if !e.async.add(msg, s) {
-		s.stop()
+	if !e.async.add(msg, &asyncSend{p: p, subject: msg.Subject}) {
 		return nil, fmt.Errorf("publish %s: %w", m.ID, ErrClosed)
 	}
 	if _, err := e.js.PublishMsgAsync(msg); err != nil {
-		if e.async.take(msg) != nil {
-			s.stop()
-		}
+		e.async.take(msg)
 		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
 			err = fmt.Errorf("%w (%d; Options.MaxPendingAsync): %w", ErrTooManyPending, e.opts.MaxPendingAsync, err)
 		}
