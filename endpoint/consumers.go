@@ -27,6 +27,11 @@ const (
 	// Handler: they wait in nats.go, where nothing marks them in progress, and copies one
 	// holder pulled are copies the role's other holders cannot take.
 	consumeBatch = 16
+	// consumeRefill is how few of those copies are left when the next pull of a shared
+	// consumer goes out (nats.go's default is half). Each pull crosses the storage account's
+	// import, so fuller pulls cost the mesh less, and a holder still never holds more than
+	// consumeBatch.
+	consumeRefill = 4
 	// pullHeartbeat is the idle heartbeat every pull asks of the broker. A pull request or its
 	// status answer lost on the way (docs/durable.md "Pulls that go missing") leaves the
 	// client counting copies the broker no longer owes it: no copy and no heartbeat comes, and
@@ -185,11 +190,11 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 }
 
 // pullOptions sizes b's pulls: large batches with a byte cap for a consumer of one owner,
-// consumeBatch for a shared one; both ask pullHeartbeat.
+// consumeBatch refilled at consumeRefill for a shared one; both ask pullHeartbeat.
 func (e *Endpoint) pullOptions(b binding) []jetstream.PullConsumeOpt {
 	hb := jetstream.PullHeartbeat(pullHeartbeat)
 	if !pullAhead(b) {
-		return []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(consumeBatch), hb}
+		return []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(consumeBatch), jetstream.PullThresholdMessages(consumeRefill), hb}
 	}
 	limit := max(ownerPullBytes, 2*int(e.nc.MaxPayload()))
 	return []jetstream.PullConsumeOpt{jetstream.PullMaxMessagesWithBytesLimit(ownerBatch, limit), hb}
