@@ -37,9 +37,10 @@ func (rt *spaceRuntime) pruneHandoff(ctx context.Context, id string, acl wire.AC
 	if err != nil {
 		return 0, fmt.Errorf("open %s: %w", rt.names.DLVStream(), err)
 	}
-	// The scan ends at the stream's end when it was opened: copies stored later were handed
-	// over under the new ACL, in force before the prune begins, and a member whose copies
-	// arrive as fast as they are read one by one would otherwise hold the mint lock for good.
+	// The scan ends at the stream's end when it was opened: hand-overs since then were decided
+	// under the new ACL, in force before the prune begins (a copy still in flight then is left
+	// to the Endpoint's own check), and a member whose copies arrive as fast as they are read
+	// one by one would otherwise hold the mint lock for good.
 	subject, end, deleted := rt.names.DLVSubject(id), st.CachedInfo().State.LastSeq, 0
 	for seq := unackedFrom(ctx, st, rt.names.DLVConsumer(id)); seq <= end; {
 		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
