@@ -115,9 +115,9 @@ func (p *path) sendBurst(ctx context.Context, pub *endpoint.Endpoint, id string,
 	err := await(window, "the burst surfaced", w.count, func() (bool, error) {
 		return w.count() >= int64(p.s.cfg.Burst), nil
 	})
-	f := w.figures(time.Now())
-	f[figBurstStored.key] = float64(stored.count())
-	if n := stored.count(); n > 0 {
+	f, n := w.figures(time.Now()), stored.count()
+	f[figBurstStored.key] = float64(n)
+	if n > 0 {
 		f[figBurstShare.key] = 100 * f[figBurstSurfaced.key] / float64(n)
 	}
 	stop()
