@@ -37,9 +37,10 @@ var notes = map[string]string{
 		"deduplicated by the worker, and each copy is stored with a Nats-Msg-Id where raw's work " +
 		"queue stores bare bytes. `svc_<role>` is shared by every holder of the role, so it is " +
 		"pulled 16 at a time, the next pull going out when 4 are left, and handed straight " +
-		"to the Handler, each copy arming a keep-in-progress timer while it runs. In process the pull size is not what bounds " +
-		"the row: pulls of 64 or 256 (3 builds alternating, 5 runs of 10 000 each) moved it " +
-		"within its spread, 0.64 of raw + encoding/json at 16 against 0.64–0.68.",
+		"to the Handler, each copy arming a keep-in-progress timer while it runs. In process " +
+		"the pull size is not what bounds the row: pulls of 64 or 256 (3 builds alternating, " +
+		"5 runs of 10 000 each) moved it within its spread, 0.64 of raw + encoding/json at 16 " +
+		"against 0.64–0.68.",
 	titleDurable: "The backstop stores 11 messages for each message to 10 members (the CHAT " +
 		"message and 10 DLV copies, each with a Nats-Msg-Id in a 2 h duplicate window) where raw " +
 		"stores one message read by 10 consumers, and each copy is delivered and acked twice (the " +

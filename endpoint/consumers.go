@@ -194,7 +194,8 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 func (e *Endpoint) pullOptions(b binding) []jetstream.PullConsumeOpt {
 	hb := jetstream.PullHeartbeat(pullHeartbeat)
 	if !pullAhead(b) {
-		return []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(consumeBatch), jetstream.PullThresholdMessages(consumeRefill), hb}
+		return []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(consumeBatch),
+			jetstream.PullThresholdMessages(consumeRefill), hb}
 	}
 	limit := max(ownerPullBytes, 2*int(e.nc.MaxPayload()))
 	return []jetstream.PullConsumeOpt{jetstream.PullMaxMessagesWithBytesLimit(ownerBatch, limit), hb}
