@@ -208,8 +208,10 @@ func (a *loadAgent) step(t *testing.T, r *rand.Rand, agents []*loadAgent) {
 
 // join joins channel and checks the broker's verdict against the incarnation's ACL (SPEC §7).
 func (a *loadAgent) join(ctx context.Context, t *testing.T, channel string) {
-	already := slices.Contains(a.joined, wire.SanitizeChannel(channel))
-	start, ends := a.w.joinBegins(a.id, wire.SanitizeChannel(channel))
+	sanitized := wire.SanitizeChannel(channel)
+	already := slices.Contains(a.joined, sanitized)
+	start, ends := a.w.joinBegins(a.id, sanitized)
+	defer ends()
 	res, err := a.inc.ep.Join(ctx, channel)
 	allowed := covers(a.inc.acl, channel)
 	switch {
@@ -231,7 +233,6 @@ func (a *loadAgent) join(ctx context.Context, t *testing.T, channel string) {
 		a.w.joined(a.id, res.Channel, start, res.State == endpoint.JoinedDurable)
 		a.joined = append(a.joined, res.Channel)
 	}
-	ends()
 }
 
 // leave leaves channel and asks the delivery service whether a membership is still active

@@ -142,7 +142,10 @@ type leaderlessFirst struct {
 
 func (j *leaderlessFirst) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
 	kv, err := j.JetStream.KeyValue(ctx, bucket)
-	return &leaderlessKV{KeyValue: kv, js: j}, err
+	if err != nil {
+		return nil, err
+	}
+	return &leaderlessKV{KeyValue: kv, js: j}, nil
 }
 
 type leaderlessKV struct {
