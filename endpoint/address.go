@@ -32,7 +32,9 @@ func (e *Endpoint) checkDMTarget(to string) error {
 	if err := checkInstanceID(to); err != nil {
 		return err
 	}
-	e.lastDMTarget.Store(&to)
+	// A copy, so that to itself does not escape and the cached case allocates nothing.
+	last := to
+	e.lastDMTarget.Store(&last)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package endpoint
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -13,38 +12,32 @@ import (
 // rather than from a goroutine per send waiting on its future.
 type asyncSends struct {
 	mu      sync.Mutex
-	pending map[*nats.Msg]*asyncSend
+	pending map[*nats.Msg]*PendingReceipt
 	closed  bool
-}
-
-// asyncSend is one send awaiting its outcome.
-type asyncSend struct {
-	p       *PendingReceipt
-	subject string
 }
 
 // add registers msg's send before it is published, so that no callback can come first; false
 // once the Endpoint is closing.
-func (a *asyncSends) add(msg *nats.Msg, s *asyncSend) bool {
+func (a *asyncSends) add(msg *nats.Msg, p *PendingReceipt) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return false
 	}
 	if a.pending == nil {
-		a.pending = make(map[*nats.Msg]*asyncSend)
+		a.pending = make(map[*nats.Msg]*PendingReceipt)
 	}
-	a.pending[msg] = s
+	a.pending[msg] = p
 	return true
 }
 
 // take removes msg's send and returns it; nil when it was settled already.
-func (a *asyncSends) take(msg *nats.Msg) *asyncSend {
+func (a *asyncSends) take(msg *nats.Msg) *PendingReceipt {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := a.pending[msg]
+	p := a.pending[msg]
 	delete(a.pending, msg)
-	return s
+	return p
 }
 
 // refuse settles every send waiting on subject with err, the broker's refusal of the
@@ -52,43 +45,33 @@ func (a *asyncSends) take(msg *nats.Msg) *asyncSend {
 // refusal names the subject, not the message, so every send on it ends here.
 func (a *asyncSends) refuse(subject string, err error) bool {
 	a.mu.Lock()
-	var refused []*asyncSend
-	for msg, s := range a.pending {
-		if s.subject == subject {
-			refused = append(refused, s)
+	var refused []*PendingReceipt
+	for msg, p := range a.pending {
+		if p.subject == subject {
+			refused = append(refused, p)
 			delete(a.pending, msg)
 		}
 	}
 	a.mu.Unlock()
-	for _, s := range refused {
-		s.settle(Receipt{}, err)
+	for _, p := range refused {
+		p.settle(Receipt{}, err)
 	}
 	return len(refused) > 0
 }
 
-// settle ends s with receipt or err.
-func (s *asyncSend) settle(receipt Receipt, err error) {
-	if err != nil {
-		s.p.err = fmt.Errorf("publish %s on %s: %w", s.p.id, s.subject, err)
-	} else {
-		s.p.receipt = receipt
-	}
-	close(s.p.done)
-}
-
 // acked is the JetStream context's acknowledgement callback.
 func (e *Endpoint) acked(_ jetstream.JetStream, msg *nats.Msg, ack *jetstream.PubAck) {
-	if s := e.async.take(msg); s != nil {
+	if p := e.async.take(msg); p != nil {
 		e.stats.published.Add(1)
-		s.settle(Receipt{ID: s.p.id, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
+		p.settle(Receipt{ID: p.id, Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
 	}
 }
 
 // failed is the JetStream context's error callback: a rejection, a lost connection, or no
 // acknowledgement within asyncAckWait.
 func (e *Endpoint) failed(_ jetstream.JetStream, msg *nats.Msg, err error) {
-	if s := e.async.take(msg); s != nil {
-		s.settle(Receipt{}, storeFull(s.subject, err))
+	if p := e.async.take(msg); p != nil {
+		p.settle(Receipt{}, storeFull(p.subject, err))
 	}
 }
 
@@ -99,7 +82,7 @@ func (a *asyncSends) close(err error) {
 	pending := a.pending
 	a.pending = nil
 	a.mu.Unlock()
-	for _, s := range pending {
-		s.settle(Receipt{}, err)
+	for _, p := range pending {
+		p.settle(Receipt{}, err)
 	}
 }

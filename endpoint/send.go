@@ -261,16 +261,46 @@ const asyncAckWait = 30 * time.Second
 // to keep a bounded window of sends in flight.
 type PendingReceipt struct {
 	id      string
+	subject string // the send's subject, which a refusal names (SPEC §9)
+
+	mu      sync.Mutex
+	settled bool
+	// done is made when first asked for, so a send whose outcome is known before anyone
+	// waits on it costs no channel.
 	done    chan struct{}
-	receipt Receipt // set before done is closed
-	err     error   // set before done is closed
+	receipt Receipt
+	err     error
 }
+
+// closedDone is the Done of every receipt settled before its Done was asked for.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // ID is the id of the message being sent.
 func (p *PendingReceipt) ID() string { return p.id }
 
 // Done is closed once the outcome is known.
-func (p *PendingReceipt) Done() <-chan struct{} { return p.done }
+func (p *PendingReceipt) Done() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		if p.settled {
+			return closedDone
+		}
+		p.done = make(chan struct{})
+	}
+	return p.done
+}
+
+// outcome is the receipt and error, and whether they are known yet.
+func (p *PendingReceipt) outcome() (Receipt, error, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.receipt, p.err, p.settled
+}
 
 // Err is nil until Done is closed, and then nil if JetStream stored the message, or why it did
 // not: a refused or rejected message (ErrPublishRefused, ErrStoreFull), a connection lost
@@ -278,32 +308,43 @@ func (p *PendingReceipt) Done() <-chan struct{} { return p.done }
 // jetstream.ErrAsyncPublishTimeout: the outcome is unknown, send again with WithMessageID and
 // the same id), or ErrClosed.
 func (p *PendingReceipt) Err() error {
-	select {
-	case <-p.done:
-		return p.err
-	default:
-		return nil
-	}
+	_, err, _ := p.outcome()
+	return err
 }
 
 // Receipt is where JetStream stored the message once Done is closed and Err is nil; the zero
 // Receipt before.
 func (p *PendingReceipt) Receipt() Receipt {
-	select {
-	case <-p.done:
-		return p.receipt
-	default:
-		return Receipt{}
-	}
+	r, _, _ := p.outcome()
+	return r
 }
 
 // Wait returns the Receipt once the outcome is known, or ctx's error first.
 func (p *PendingReceipt) Wait(ctx context.Context) (Receipt, error) {
+	if r, err, ok := p.outcome(); ok {
+		return r, err
+	}
 	select {
-	case <-p.done:
-		return p.receipt, p.err
+	case <-p.Done():
+		r, err, _ := p.outcome()
+		return r, err
 	case <-ctx.Done():
 		return Receipt{}, fmt.Errorf("publish %s: %w", p.id, ctx.Err())
+	}
+}
+
+// settle ends p with receipt or err.
+func (p *PendingReceipt) settle(receipt Receipt, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.err = fmt.Errorf("publish %s on %s: %w", p.id, p.subject, err)
+	} else {
+		p.receipt = receipt
+	}
+	p.settled = true
+	if p.done != nil {
+		close(p.done)
 	}
 }
 
@@ -336,8 +377,8 @@ func (e *Endpoint) publishAsync(m *wire.CotalMessage) (*PendingReceipt, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PendingReceipt{id: m.ID, done: make(chan struct{})}
-	if !e.async.add(msg, &asyncSend{p: p, subject: msg.Subject}) {
+	p := &PendingReceipt{id: m.ID, subject: msg.Subject}
+	if !e.async.add(msg, p) {
 		return nil, fmt.Errorf("publish %s: %w", m.ID, ErrClosed)
 	}
 	if _, err := e.js.PublishMsgAsync(msg); err != nil {
