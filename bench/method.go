@@ -79,4 +79,12 @@ costs even when other load stretches wall time.
   on a machine whose cores the sender, the receiver and the mesh share; the share is the
   receiver's alone. Raw receives with nats.go's default
   Consume, pulls of 500.
+- **No row against the reference implementation's broker.** The v0.3-era reference client
+  that cotal interoperates with (package 0.9.0) ships no benchmark script to run against both
+  brokers, so there is nothing of its own to compare with; rows 1–12 compare cotal with
+  nats.go doing the same work instead.
+- **How far apart two runs are.** On this shared two-core machine one side's figures move by
+  10–20 % from run to run, and more in the first run of a process; a ratio of two medians
+  moves by 0.2–0.3 between regenerations of the same code (row 12 most). Compare two
+  builds by running them alternately, several times each, not by two files.
 `
