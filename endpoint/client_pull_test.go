@@ -3,6 +3,7 @@ package endpoint_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -185,5 +186,67 @@ func TestACopyInAHandlerLongerThanItsAckWaitIsNotRedelivered(t *testing.T) {
 	})
 	if st := bob.Stats(); calls.Load() != 1 || st.Redeliveries != 0 || st.Duplicates != 0 {
 		t.Errorf("handler calls %d, redeliveries %d, duplicates %d; want 1, 0, 0", calls.Load(), st.Redeliveries, st.Duplicates)
+	}
+}
+
+// A holder of a role whose Handler is busy holds only the task in hand: the role's other
+// holders take the rest at once, none of them after a redelivery, and no task is handled twice
+// (docs/durable.md "Pulling tasks").
+func TestABusyHolderHoldsOnlyTheTaskInHand(t *testing.T) {
+	const tasks = 12
+	m := spacetest.New(t, func(o *space.Options) { o.AckWait = 2 * time.Second })
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice"})
+	var mu sync.Mutex
+	handled := map[string]int{}
+	record := func(id string) {
+		mu.Lock()
+		handled[id]++
+		mu.Unlock()
+	}
+	unique := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled)
+	}
+	release, busy := make(chan struct{}), make(chan struct{}, tasks)
+	slow := meshAgent(t, m, admin.MintSpec{Name: "slow", Role: "reviewer"}, func(o *endpoint.Options) {
+		o.Handler = func(ctx context.Context, d endpoint.Delivery) error {
+			busy <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			record(d.Message.ID)
+			return nil
+		}
+	})
+	for i := 0; i < tasks; i++ {
+		if _, err := alice.SendAnycast(ctxT(t), "reviewer", text(fmt.Sprint("task ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-busy:
+	case <-ctxT(t).Done():
+		t.Fatal("the slow holder got no task")
+	}
+	fast := meshAgent(t, m, admin.MintSpec{Name: "fast", Role: "reviewer"}, func(o *endpoint.Options) {
+		o.Handler = func(_ context.Context, d endpoint.Delivery) error { record(d.Message.ID); return nil }
+	})
+	await.True(t, settle, "the fast holder handles every task but the one in hand", func() bool { return unique() == tasks-1 })
+	close(release)
+	await.True(t, settle, "every task handled", func() bool { return unique() == tasks })
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range handled {
+		if n != 1 {
+			t.Errorf("task %s handled %d times, want once", id, n)
+		}
+	}
+	for name, p := range map[string]*peer{"slow": slow, "fast": fast} {
+		if r := p.Stats().Redeliveries; r != 0 {
+			t.Errorf("the %s holder got %d redelivered tasks, want 0", name, r)
+		}
 	}
 }

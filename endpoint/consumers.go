@@ -23,15 +23,6 @@ const (
 	bindCheckEvery = time.Minute
 	// consumeStopWait bounds the wait for a stopped Consume to wind down.
 	consumeStopWait = 15 * time.Second
-	// consumeBatch bounds the copies of a shared consumer (svc_<role>) pulled ahead of the
-	// Handler: they wait in nats.go, where nothing marks them in progress, and copies one
-	// holder pulled are copies the role's other holders cannot take.
-	consumeBatch = 16
-	// consumeRefill is how few of those copies are left when the next pull of a shared
-	// consumer goes out (nats.go's default is half). Each pull crosses the storage account's
-	// import, so fuller pulls cost the mesh less, and a holder still never holds more than
-	// consumeBatch.
-	consumeRefill = 4
 	// pullHeartbeat is the idle heartbeat every pull asks of the broker. A pull request or its
 	// status answer lost on the way (docs/durable.md "Pulls that go missing") leaves the
 	// client counting copies the broker no longer owes it: no copy and no heartbeat comes, and
@@ -119,7 +110,11 @@ func (e *Endpoint) runBinding(ctx context.Context, b binding) {
 		missing = false
 		backoff.Reset()
 		e.emit(Event{Kind: EventConsumerBound, Consumer: b.consumer})
-		err = e.consume(ctx, b, cons)
+		if b.src == srcAnycast {
+			err = e.pullTasks(ctx, b, cons)
+		} else {
+			err = e.consume(ctx, b, cons)
+		}
 		b.state.settle() // bound, or failed to start: either way no longer pending
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("lost consumer; binding again", "consumer", b.consumer, "err", err)
@@ -138,21 +133,21 @@ func (e *Endpoint) reportMissing(b binding, err error) {
 	e.emit(Event{Kind: EventConsumerMissing, Consumer: b.consumer, Err: err})
 }
 
-// consume pulls from a bound consumer into the receive pipeline until ctx ends or the
-// consumer is lost. It checks the consumer after every reconnect, when idle heartbeats stop
-// and every bindCheckEvery, because a pull consumer deleted while the connection was down is
-// not noticed otherwise.
+// consume pulls an owner's consumer (dm_<id>, dlv_<id>) into the receive pipeline until ctx
+// ends or the consumer is lost. It checks the consumer after every reconnect, when idle
+// heartbeats stop and every bindCheckEvery, because a pull consumer deleted while the
+// connection was down is not noticed otherwise.
 func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consumer) error {
 	lost := make(chan error, 1)
 	silent := make(chan struct{}, 1)
-	deliver, finish := e.deliverer(b, cons)
+	deliver, finish := e.deliverer(cons)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		in := inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
 		if b.src == srcDurable {
 			in.msgID = m.Headers().Get(nats.MsgIdHdr)
 		}
 		deliver(in)
-	}, append(e.pullOptions(b), jetstream.ConsumeErrHandler(consumeErrors(lost, silent)))...)
+	}, append(e.pullOptions(), jetstream.ConsumeErrHandler(consumeErrors(lost, silent)))...)
 	if err != nil {
 		finish()
 		return err
@@ -189,16 +184,11 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 	}
 }
 
-// pullOptions sizes b's pulls: large batches with a byte cap for a consumer of one owner,
-// consumeBatch refilled at consumeRefill for a shared one; both ask pullHeartbeat.
-func (e *Endpoint) pullOptions(b binding) []jetstream.PullConsumeOpt {
-	hb := jetstream.PullHeartbeat(pullHeartbeat)
-	if !pullAhead(b) {
-		return []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(consumeBatch),
-			jetstream.PullThresholdMessages(consumeRefill), hb}
-	}
+// pullOptions sizes an owner's pulls: large batches with a byte cap, and pullHeartbeat.
+func (e *Endpoint) pullOptions() []jetstream.PullConsumeOpt {
 	limit := max(ownerPullBytes, 2*int(e.nc.MaxPayload()))
-	return []jetstream.PullConsumeOpt{jetstream.PullMaxMessagesWithBytesLimit(ownerBatch, limit), hb}
+	return []jetstream.PullConsumeOpt{jetstream.PullMaxMessagesWithBytesLimit(ownerBatch, limit),
+		jetstream.PullHeartbeat(pullHeartbeat)}
 }
 
 // consumeErrors routes a Consume's errors: a consumer gone to lost, missed heartbeats (after

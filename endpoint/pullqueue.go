@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -39,9 +40,12 @@ type pullQueue struct {
 	items  []queued
 	bytes  int
 	closed bool
-	// inHand is the copy the worker handles now, if any.
+	// inHand is the copy the worker handles now, if any, popped at poppedAt.
 	inHand    queued
 	hasInHand bool
+	poppedAt  time.Time
+	// perCopy is the worker's recent time per copy, a moving average; 0 before the first.
+	perCopy time.Duration
 }
 
 func newPullQueue() *pullQueue {
@@ -77,7 +81,7 @@ func (q *pullQueue) pop() (inbound, bool) {
 		return inbound{}, false
 	}
 	in := q.items[0].in
-	q.inHand, q.hasInHand = q.items[0], true
+	q.inHand, q.hasInHand, q.poppedAt = q.items[0], true, time.Now()
 	q.items[0] = queued{}
 	q.items = q.items[1:]
 	q.bytes -= len(in.data)
@@ -89,8 +93,55 @@ func (q *pullQueue) pop() (inbound, bool) {
 // handled notes that the worker is done with the copy pop returned.
 func (q *pullQueue) handled() {
 	q.mu.Lock()
+	took := time.Since(q.poppedAt)
+	if q.perCopy == 0 {
+		q.perCopy = took
+	} else {
+		q.perCopy += (took - q.perCopy) / 8
+	}
 	q.inHand, q.hasInHand = queued{}, false
+	q.cond.Broadcast()
 	q.mu.Unlock()
+}
+
+// awaitRoom waits until the queue has room for a pull and returns its size: as many copies
+// as the worker handles in ahead at its recent pace (the copy in hand counted at least as
+// long as it has taken so far), at most limit, less those waiting, once a quarter of that or
+// fewer are left. A worker slower than ahead per copy gets one copy, and only once it is
+// idle. It returns false once ctx ends or the queue is closed.
+func (q *pullQueue) awaitRoom(ctx context.Context, ahead time.Duration, limit int) (int, bool) {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	})
+	defer stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for ctx.Err() == nil && !q.closed {
+		want := q.want(ahead, limit)
+		switch {
+		case want <= 1 && len(q.items) == 0 && !q.hasInHand:
+			return 1, true
+		case want > 1 && len(q.items) <= want/4:
+			return want - len(q.items), true
+		}
+		q.cond.Wait()
+	}
+	return 0, false
+}
+
+// want is how many copies the worker handles in ahead at its recent pace, at most limit;
+// q.mu is held.
+func (q *pullQueue) want(ahead time.Duration, limit int) int {
+	if q.perCopy == 0 {
+		return 1 // no pace known yet
+	}
+	per := q.perCopy
+	if q.hasInHand {
+		per = max(per, time.Since(q.poppedAt))
+	}
+	return int(max(1, min(int64(ahead/per), int64(limit))))
 }
 
 func (q *pullQueue) close() {
@@ -148,34 +199,39 @@ func (e *Endpoint) serve(q *pullQueue, every time.Duration) {
 	}
 }
 
-// deliverer returns how the copies of b reach receive, and finish, which waits until every
-// copy handed to it has been handled. Only a consumer pulled ahead has a queue and a worker.
-func (e *Endpoint) deliverer(b binding, cons jetstream.Consumer) (deliver func(inbound), finish func()) {
-	if !pullAhead(b) {
-		return func(in inbound) { e.receive(in) }, func() {}
-	}
-	every := inProgressEvery
-	if info := cons.CachedInfo(); info != nil && info.Config.AckWait > 0 {
-		every = min(every, info.Config.AckWait/3)
-	}
+// deliverer returns how the copies of an owner's consumer reach receive, through a queue and
+// its worker, and finish, which waits until every copy handed to it has been handled.
+func (e *Endpoint) deliverer(cons jetstream.Consumer) (deliver func(inbound), finish func()) {
 	q := newPullQueue()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		e.serve(q, every)
-	}()
 	deliver = func(in inbound) {
 		if !q.push(in) {
 			e.receive(in) // a Consume that outlived its stop wait
 		}
 	}
-	return deliver, func() {
+	return deliver, e.startServing(q, cons)
+}
+
+// startServing starts q's worker, which hands its copies to receive and marks those it holds
+// in progress a third of cons's ack wait apart; finish closes q and waits until the worker has
+// handled the last copy.
+func (e *Endpoint) startServing(q *pullQueue, cons jetstream.Consumer) (finish func()) {
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		e.serve(q, markEvery(cons))
+	}()
+	return func() {
 		q.close()
 		<-served
 	}
 }
 
-// pullAhead reports whether b's copies are pulled in large batches into a queue: only a
-// consumer of one owner. svc_<role> is shared by every holder of the role, and copies one
-// holder pulled ahead are copies the others cannot take.
-func pullAhead(b binding) bool { return b.src != srcAnycast }
+// markEvery is how often a copy held in a queue is marked in progress: a third of cons's ack
+// wait, at most inProgressEvery.
+func markEvery(cons jetstream.Consumer) time.Duration {
+	every := inProgressEvery
+	if info := cons.CachedInfo(); info != nil && info.Config.AckWait > 0 {
+		every = min(every, info.Config.AckWait/3)
+	}
+	return every
+}

@@ -1,0 +1,103 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Pulling tasks: svc_<role> is shared by every holder of the role, so a holder asks for no
+// more tasks than its Handler is about to start, and marks the tasks it holds in progress
+// while they wait, so that none is redelivered to another holder and handled twice
+// (docs/durable.md "Pulling tasks").
+const (
+	// taskAhead is how much of the Handler's time a holder pulls ahead: as many tasks as it
+	// handles in that time at its recent pace. A Handler slower than this per task pulls one
+	// task at a time, and only once it is idle.
+	taskAhead = 50 * time.Millisecond
+	// taskBatchMax caps one pull of tasks, as ownerBatch caps an owner's.
+	taskBatchMax = ownerBatch
+	// taskPullWait is how long one pull of tasks waits on the broker for tasks to arrive:
+	// nats.go's default expiry, so an idle holder sends one pull per 30 s, as an owner's
+	// Consume does. A lost pull is noticed sooner, by its missed heartbeats.
+	taskPullWait = 30 * time.Second
+)
+
+// pullTasks pulls b (svc_<role>) into a queue that one worker hands to the Handler, one pull
+// at a time, each sized by the queue's pace, until ctx ends or the consumer is lost. A pull
+// ends early on a reconnect, when its heartbeats stop, or when ctx ends.
+func (e *Endpoint) pullTasks(ctx context.Context, b binding, cons jetstream.Consumer) error {
+	q := newPullQueue()
+	finish := e.startServing(q, cons)
+	defer func() {
+		b.state.bound.Store(false)
+		finish()
+	}()
+	b.state.bound.Store(true)
+	b.state.settle()
+	for {
+		n, ok := q.awaitRoom(ctx, taskAhead, taskBatchMax)
+		if !ok {
+			return nil
+		}
+		if err := e.pullTaskBatch(ctx, b, cons, q, n); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// pullTaskBatch sends one pull of n tasks and queues what it brings. It returns an error only
+// for a consumer that is gone; a pull that failed otherwise is sent again after a pause.
+func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.Consumer, q *pullQueue, n int) error {
+	pctx, cancel := context.WithTimeout(ctx, taskPullWait)
+	defer cancel()
+	reconnected := e.conn.reconnectSignal()
+	batch, err := cons.Fetch(n, jetstream.FetchContext(pctx), jetstream.FetchHeartbeat(pullHeartbeat))
+	if err != nil {
+		return e.taskPullFailed(ctx, cons, err)
+	}
+	for msgs := batch.Messages(); msgs != nil; {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				break
+			}
+			q.push(inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m})
+		case <-reconnected:
+			// The broker may have lost this pull with the connection; pull afresh.
+			e.stats.pullsReissued.Add(1)
+			cancel()
+			reconnected = nil
+		}
+	}
+	if err := batch.Error(); err != nil && pctx.Err() == nil {
+		return e.taskPullFailed(ctx, cons, err)
+	}
+	return nil
+}
+
+// taskPullFailed returns err when the consumer is gone, and otherwise waits a moment (or for
+// a reconnect) before the next pull.
+func (e *Endpoint) taskPullFailed(ctx context.Context, cons jetstream.Consumer, err error) error {
+	if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return err
+	}
+	if errors.Is(err, jetstream.ErrNoHeartbeat) {
+		e.stats.pullsReissued.Add(1)
+	}
+	if _, ierr := cons.Info(ctx); errors.Is(ierr, jetstream.ErrConsumerNotFound) {
+		return ierr
+	}
+	select {
+	case <-ctx.Done():
+	case <-e.conn.reconnectSignal():
+	case <-time.After(time.Second):
+	}
+	return nil
+}
