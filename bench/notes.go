@@ -35,12 +35,12 @@ var notes = map[string]string{
 		"collection and nats.go's read loop most of the rest.",
 	titleAnycast: "As for DM: the envelope is encoded by the sender and decoded, validated and " +
 		"deduplicated by the worker, and each copy is stored with a Nats-Msg-Id where raw's work " +
-		"queue stores bare bytes. `svc_<role>` is shared by every holder of the role, so it is " +
-		"pulled 16 at a time, the next pull going out when 4 are left, and handed straight " +
-		"to the Handler, each copy arming a keep-in-progress timer while it runs. In process " +
-		"the pull size is not what bounds the row: pulls of 64 or 256 (3 builds alternating, " +
-		"5 runs of 10 000 each) moved it within its spread, 0.64 of raw + encoding/json at 16 " +
-		"against 0.64–0.68.",
+		"queue stores bare bytes. `svc_<role>` is shared by every holder of the role, so each " +
+		"holder pulls only what its Handler handles in 50 ms at its recent pace and marks what " +
+		"it holds in progress (docs/durable.md \"Pulling tasks\"). In process the pull size " +
+		"is not what bounds the row: fixed pulls of 16, 64 or 256 (3 builds alternating, 5 " +
+		"runs of 10 000 each) and the paced pulls (2 builds alternating, 2 × 3 runs) all " +
+		"measured within its spread, 0.60–0.69 of raw + encoding/json.",
 	titleDurable: "The backstop stores 11 messages for each message to 10 members (the CHAT " +
 		"message and 10 DLV copies, each with a Nats-Msg-Id in a 2 h duplicate window) where raw " +
 		"stores one message read by 10 consumers, and each copy is delivered and acked twice (the " +
@@ -143,18 +143,14 @@ var notes = map[string]string{
 		"a receipt per send and nats.go's acknowledgement timer for it), while cotal's whole " +
 		"receive path took 0.41 s where the raw receiver's encoding/json decode alone took " +
 		"0.58 s; multicast is alike (sender 0.56 s against 0.16 s, receiver 0.58 s against " +
-		"0.54 s). Anycast adds its pulls: each of cotal's four holders pulls `svc_<role>` 16 " +
-		"copies at a time, so that one holder never takes copies the others could serve, where " +
-		"raw's consumers pull 500; in its profile (3 runs of 10 000) the client's socket reads " +
-		"and writes were 0.35 s and 0.22 s of syscalls against raw's 0.13 s and 0.06 s, and " +
-		"the sender 0.34 s against 0.08 s. Pulls of 64 (2 builds alternating, 2 × 3 runs of " +
-		"10 000 under sync interval) raised the rate from 0.56 of raw to 0.64–0.68 and cut " +
-		"the client's CPU per message from 31 to 26 µs and the mesh's from 82 to 69 µs; the " +
-		"pull stays at 16 until a holder's pull can follow its Handler's pace, since a fixed " +
-		"larger pull lets one slow holder sit on tasks the others could serve. Pulling again " +
-		"when 4 are left instead of 8 (2 builds alternating, 2 × 3 runs) raised the rate " +
-		"from 17 006 and 16 671 to 18 581 and 18 916 msgs/s and cut the mesh's CPU per " +
-		"message from 74 and 72 to 67 and 66 µs. In the sustained " +
+		"0.54 s). Anycast adds its pulls: each of cotal's four holders pulls `svc_<role>` as " +
+		"many tasks as its Handler handles in 50 ms at its recent pace, at most 256 (docs/" +
+		"durable.md \"Pulling tasks\"), where raw's consumers pull 500. Against the fixed pulls " +
+		"of 16 before (2 builds alternating, 2 × 3 runs of 10 000 under sync interval) the " +
+		"rate rose from 18 242 and 18 390 to 25 807 and 22 367 msgs/s (cotal/raw 0.52 and 0.64 " +
+		"to 0.71 and 0.77), the client's CPU per message fell from 24.5 and 23.7 to 18.7 and " +
+		"20.2 µs and the mesh's from 67 and 69 to 49 and 59 µs; in process it moved within its " +
+		"spread. In the sustained " +
 		"DM case the receiver surfaces what is stored as it is stored, on both sides; what " +
 		"differs is how fast the one sender stores while cotal's receiver, which costs more CPU " +
 		"than a bare consumer, shares the two cores with it and the mesh.",
