@@ -140,7 +140,7 @@ func (e *Endpoint) onAsyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
 	op, subject, ok := parseViolation(err)
 	waited := ok && e.violations.refuse(op, subject, err)
 	if ok && op == opPublish {
-		waited = e.async.refuse(subject, fmt.Errorf("%w: %v", ErrPublishRefused, err)) || waited
+		waited = e.async.refuse(subject, refused(ErrPublishRefused, err)) || waited
 	}
 	switch {
 	case waited:

@@ -56,13 +56,6 @@ type violations struct {
 // watch cancels ctx with cause when the broker refuses op on subject, until stop is called.
 func (v *violations) watch(ctx context.Context, op violationOp, subject string, cause error) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := v.onRefusal(op, subject, cause, cancel)
-	return ctx, func() { stop(); cancel(nil) }
-}
-
-// onRefusal calls refused with cause wrapping the broker's error when the
-// broker refuses op on subject, until stop is called.
-func (v *violations) onRefusal(op violationOp, subject string, cause error, refused func(error)) (stop func()) {
 	key := string(op) + " " + subject
 	v.mu.Lock()
 	if v.waiters == nil {
@@ -73,30 +66,35 @@ func (v *violations) onRefusal(op violationOp, subject string, cause error, refu
 	}
 	id := v.next
 	v.next++
-	v.waiters[key][id] = func(err error) { refused(fmt.Errorf("%w: %v", cause, err)) }
+	v.waiters[key][id] = func(err error) { cancel(refused(cause, err)) }
 	v.mu.Unlock()
-	return func() {
+	return ctx, func() {
 		v.mu.Lock()
 		delete(v.waiters[key], id)
 		if len(v.waiters[key]) == 0 {
 			delete(v.waiters, key)
 		}
 		v.mu.Unlock()
+		cancel(nil)
 	}
 }
+
+// refused is the error of a call or send the broker refused: cause (ErrPublishRefused,
+// ErrReplyRefused, ...) with the broker's own words.
+func refused(cause, err error) error { return fmt.Errorf("%w: %v", cause, err) }
 
 // refuse ends every wait on op and subject and reports whether there was one.
 func (v *violations) refuse(op violationOp, subject string, err error) bool {
 	v.mu.Lock()
 	ws := v.waiters[string(op)+" "+subject]
 	fns := make([]func(error), 0, len(ws))
-	for _, refused := range ws {
-		fns = append(fns, refused)
+	for _, end := range ws {
+		fns = append(fns, end)
 	}
 	v.mu.Unlock()
 	// Outside the lock: a waiter may stop its watch as it ends.
-	for _, refused := range fns {
-		refused(err)
+	for _, end := range fns {
+		end(err)
 	}
 	return len(fns) > 0
 }
