@@ -196,7 +196,7 @@ func (e *Endpoint) pullOptions() []jetstream.PullConsumeOpt {
 func consumeErrors(lost chan<- error, silent chan<- struct{}) jetstream.ConsumeErrHandler {
 	return func(_ jetstream.ConsumeContext, err error) {
 		switch {
-		case errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound):
+		case consumerGone(err):
 			select {
 			case lost <- err:
 			default:
@@ -220,4 +220,10 @@ func stop(ctx context.Context, cc jetstream.ConsumeContext, connected bool) {
 		return
 	}
 	cc.Stop()
+}
+
+// consumerGone reports whether a pull ended because its consumer was deleted or is not there:
+// the binding must be looked up again.
+func consumerGone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound)
 }

@@ -85,7 +85,7 @@ func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.
 // taskPullFailed returns err when the consumer is gone, and otherwise waits a moment (or for
 // a reconnect) before the next pull.
 func (e *Endpoint) taskPullFailed(ctx context.Context, cons jetstream.Consumer, err error) error {
-	if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if consumerGone(err) {
 		return err
 	}
 	if errors.Is(err, jetstream.ErrNoHeartbeat) {
