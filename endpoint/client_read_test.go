@@ -218,6 +218,11 @@ func TestFollowTapsLiveTrafficWithinTheGrants(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := meshReader(t, m, tt.profile, readSpec(fmt.Sprintf("tap%d", i), tt.profile, chans))
+			select { // the roster's watch subscribes on its own goroutine
+			case <-r.Roster().Loaded():
+			case <-ctxT(t).Done():
+				t.Fatal("the roster never loaded")
+			}
 			var c tap
 			ctx, cancel := context.WithCancel(ctxT(t))
 			defer cancel()
