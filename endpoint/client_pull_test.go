@@ -250,3 +250,79 @@ func TestABusyHolderHoldsOnlyTheTaskInHand(t *testing.T) {
 		}
 	}
 }
+
+// A holder whose Handler stalls on a task hands the tasks it pulled behind it back to the role's
+// other holders, unhandled, well inside their ack wait (docs/durable.md "Pulling tasks").
+func TestAStalledHolderHandsBackTheTasksBehindIt(t *testing.T) {
+	const warm, behind = 20, 10
+	m := spacetest.New(t)
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice"})
+	var mu sync.Mutex
+	handled := map[string]int{}
+	record := func(id string) {
+		mu.Lock()
+		handled[id]++
+		mu.Unlock()
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled)
+	}
+	release, busy := make(chan struct{}), make(chan struct{}, 1)
+	stalled := meshAgent(t, m, admin.MintSpec{Name: "stalled", Role: "reviewer"}, func(o *endpoint.Options) {
+		o.Handler = func(ctx context.Context, d endpoint.Delivery) error {
+			if d.Message.Parts[0].Text == "stall" {
+				busy <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			record(d.Message.ID)
+			return nil
+		}
+	})
+	send := func(body string) {
+		t.Helper()
+		if _, err := alice.SendAnycast(ctxT(t), "reviewer", text(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range warm {
+		send(fmt.Sprint("warm ", i))
+	}
+	await.True(t, settle, "the warm-up tasks handled", func() bool { return count() == warm })
+	send("stall")
+	for i := range behind {
+		send(fmt.Sprint("task ", i))
+	}
+	select {
+	case <-busy:
+	case <-ctxT(t).Done():
+		t.Fatal("the stalling task never reached the Handler")
+	}
+	await.True(t, settle, "every task delivered to the stalled holder", func() bool {
+		b, err := m.Pending(ctxT(t), "main", stalled.ID())
+		return err == nil && b.Anycast != nil && b.Anycast.Pending == 0 && b.Anycast.AckPending == behind+1
+	})
+	meshAgent(t, m, admin.MintSpec{Name: "other", Role: "reviewer"}, func(o *endpoint.Options) {
+		o.Handler = func(_ context.Context, d endpoint.Delivery) error { record(d.Message.ID); return nil }
+	})
+	await.True(t, settle, "the other holder handles the tasks behind the stalled one", func() bool {
+		return count() == warm+behind
+	})
+	if n := stalled.Stats().TasksHandedBack; n != behind {
+		t.Errorf("the stalled holder handed back %d tasks, want %d", n, behind)
+	}
+	close(release)
+	await.True(t, settle, "every task handled", func() bool { return count() == warm+behind+1 })
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range handled {
+		if n != 1 {
+			t.Errorf("task %s handled %d times, want once", id, n)
+		}
+	}
+}

@@ -46,6 +46,11 @@ type pullQueue struct {
 	poppedAt  time.Time
 	// perCopy is the worker's recent time per copy, a moving average; 0 before the first.
 	perCopy time.Duration
+	// handBackAfter, when set, is how long the copy in hand may take before the copies
+	// waiting behind it are handed back (a task queue; see handBack). pullOpen says whether a
+	// pull that fills the queue is open.
+	handBackAfter time.Duration
+	pullOpen      bool
 }
 
 func newPullQueue() *pullQueue {
@@ -151,11 +156,37 @@ func (q *pullQueue) close() {
 	q.cond.Broadcast()
 }
 
-// keepInHand marks in progress every copy, waiting or in hand, that was last marked longer
-// than every ago, so its ack wait starts again.
-func (q *pullQueue) keepInHand(now time.Time, every time.Duration) {
+// setPullOpen records whether a pull that fills the queue is open.
+func (q *pullQueue) setPullOpen(open bool) {
+	q.mu.Lock()
+	q.pullOpen = open
+	q.mu.Unlock()
+}
+
+// handBack takes out and returns the copies waiting behind a copy in hand for handBackAfter
+// or longer, once no pull is open that the broker could hand them to again; q.mu is held.
+func (q *pullQueue) handBack(now time.Time) []inbound {
+	if q.handBackAfter == 0 || !q.hasInHand || q.pullOpen || len(q.items) == 0 ||
+		now.Sub(q.poppedAt) < q.handBackAfter {
+		return nil
+	}
+	out := make([]inbound, len(q.items))
+	for i, it := range q.items {
+		out[i] = it.in
+	}
+	clear(q.items)
+	q.items, q.bytes = q.items[:0], 0
+	q.cond.Broadcast()
+	return out
+}
+
+// keepInHand returns the copies handBack takes out, and marks in progress every other copy,
+// waiting or in hand, that was last marked longer than every ago, so its ack wait starts
+// again.
+func (q *pullQueue) keepInHand(now time.Time, every time.Duration) (handedBack []inbound) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	handedBack = q.handBack(now)
 	if q.hasInHand && now.Sub(q.inHand.since) >= every {
 		_ = q.inHand.in.msg.InProgress()
 		q.inHand.since = now
@@ -166,24 +197,33 @@ func (q *pullQueue) keepInHand(now time.Time, every time.Duration) {
 			q.items[i].since = now
 		}
 	}
+	return handedBack
 }
 
 // serve hands every copy to receive until the queue is closed and empty, marking copies that
-// waited longer than every in progress meanwhile. It returns when the last one is handled.
+// waited longer than every in progress meanwhile, and handing back with a nak those the queue
+// hands back. It returns when the last one is handled.
 func (e *Endpoint) serve(q *pullQueue, every time.Duration) {
+	tick := every / 2
+	if q.handBackAfter > 0 {
+		tick = min(tick, q.handBackAfter/4)
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(every / 2)
+		t := time.NewTicker(tick)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case now := <-t.C:
-				q.keepInHand(now, every)
+				for _, in := range q.keepInHand(now, every) {
+					_ = in.msg.Nak()
+					e.stats.tasksHandedBack.Add(1)
+				}
 			}
 		}
 	}()

@@ -47,6 +47,10 @@ type Stats struct {
 	// known to be open: after its heartbeats stopped (a request or its status answer lost on
 	// the way) or after a reconnect (docs/durable.md "Pulls that go missing").
 	PullsReissued uint64
+	// TasksHandedBack counts tasks given back with a nak, unhandled, to the role's other
+	// holders because they waited behind a task the Handler held too long (docs/durable.md
+	// "Pulling tasks").
+	TasksHandedBack uint64
 }
 
 // KindCounts are counters by delivery kind (SPEC §4).
@@ -99,7 +103,7 @@ type stats struct {
 	redeliveries, naks                       atomic.Uint64
 	handlerErrors, unhandled, published      atomic.Uint64
 	presenceDropped, rosterDropped, rebuilds atomic.Uint64
-	pullsReissued                            atomic.Uint64
+	pullsReissued, tasksHandedBack           atomic.Uint64
 	// malformedSubject, senderMismatch and malformedJSON count terminations by reason.
 	malformedSubject, senderMismatch, malformedJSON atomic.Uint64
 }
@@ -160,6 +164,7 @@ func (s *stats) snapshot() Stats {
 		RosterEventsDropped: s.rosterDropped.Load(),
 		WatchRebuilds:       s.rebuilds.Load(),
 		PullsReissued:       s.pullsReissued.Load(),
+		TasksHandedBack:     s.tasksHandedBack.Load(),
 	}
 }
 

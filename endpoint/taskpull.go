@@ -9,9 +9,9 @@ import (
 )
 
 // Pulling tasks: svc_<role> is shared by every holder of the role, so a holder asks for no
-// more tasks than its Handler is about to start, and marks the tasks it holds in progress
-// while they wait, so that none is redelivered to another holder and handled twice
-// (docs/durable.md "Pulling tasks").
+// more tasks than its Handler is about to start, marks the tasks it holds in progress while
+// they wait, so that none is redelivered to another holder and handled twice, and hands back
+// those a stalled Handler keeps waiting (docs/durable.md "Pulling tasks").
 const (
 	// taskAhead is how much of the Handler's time a holder pulls ahead: as many tasks as it
 	// handles in that time at its recent pace. A Handler slower than this per task pulls one
@@ -19,10 +19,17 @@ const (
 	taskAhead = 50 * time.Millisecond
 	// taskBatchMax caps one pull of tasks, as ownerBatch caps an owner's.
 	taskBatchMax = ownerBatch
-	// taskPullWait is how long one pull of tasks waits on the broker for tasks to arrive:
+	// taskPullWait is how long a pull of one task waits on the broker for it to arrive:
 	// nats.go's default expiry, so an idle holder sends one pull per 30 s, as an owner's
 	// Consume does. A lost pull is noticed sooner, by its missed heartbeats.
 	taskPullWait = 30 * time.Second
+	// taskAheadWait is how long a pull of more than one task waits on the broker, so that a
+	// Handler that stalls stops taking tasks within it. A pull ahead goes out only after the
+	// last one brought tasks; an idle holder is back to pulls of one.
+	taskAheadWait = time.Second
+	// taskHandBack is how long the task in hand may take before the tasks waiting behind it
+	// are handed back, with a nak, to the role's other holders.
+	taskHandBack = time.Second
 )
 
 // pullTasks pulls b (svc_<role>) into a queue that one worker hands to the Handler, one pull
@@ -30,6 +37,7 @@ const (
 // ends early on a reconnect, when its heartbeats stop, or when ctx ends.
 func (e *Endpoint) pullTasks(ctx context.Context, b binding, cons jetstream.Consumer) error {
 	q := newPullQueue()
+	q.handBackAfter = taskHandBack
 	finish := e.startServing(q, cons)
 	defer func() {
 		b.state.bound.Store(false)
@@ -37,12 +45,18 @@ func (e *Endpoint) pullTasks(ctx context.Context, b binding, cons jetstream.Cons
 	}()
 	b.state.bound.Store(true)
 	b.state.settle()
+	brought := 0
 	for {
-		n, ok := q.awaitRoom(ctx, taskAhead, taskBatchMax)
+		limit := taskBatchMax
+		if brought == 0 {
+			limit = 1 // one task, once idle
+		}
+		n, ok := q.awaitRoom(ctx, taskAhead, limit)
 		if !ok {
 			return nil
 		}
-		if err := e.pullTaskBatch(ctx, b, cons, q, n); err != nil {
+		var err error
+		if brought, err = e.pullTaskBatch(ctx, b, cons, q, n); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -51,16 +65,25 @@ func (e *Endpoint) pullTasks(ctx context.Context, b binding, cons jetstream.Cons
 	}
 }
 
-// pullTaskBatch sends one pull of n tasks and queues what it brings. It returns an error only
-// for a consumer that is gone; a pull that failed otherwise is sent again after a pause.
-func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.Consumer, q *pullQueue, n int) error {
-	pctx, cancel := context.WithTimeout(ctx, taskPullWait)
+// pullTaskBatch sends one pull of n tasks and queues what it brings, and returns how many it
+// brought. It returns an error only for a consumer that is gone; a pull that failed otherwise
+// is sent again after a pause.
+func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.Consumer, q *pullQueue, n int) (int, error) {
+	opts := []jetstream.FetchOpt{jetstream.FetchHeartbeat(pullHeartbeat)}
+	wait := taskPullWait
+	if n > 1 {
+		opts, wait = nil, taskAheadWait // too short for heartbeats
+	}
+	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	reconnected := e.conn.reconnectSignal()
-	batch, err := cons.Fetch(n, jetstream.FetchContext(pctx), jetstream.FetchHeartbeat(pullHeartbeat))
+	q.setPullOpen(true)
+	defer q.setPullOpen(false)
+	batch, err := cons.Fetch(n, append(opts, jetstream.FetchContext(pctx))...)
 	if err != nil {
-		return e.taskPullFailed(ctx, cons, err)
+		return 0, e.taskPullFailed(ctx, cons, err)
 	}
+	brought := 0
 	for msgs := batch.Messages(); msgs != nil; {
 		select {
 		case m, ok := <-msgs:
@@ -69,6 +92,7 @@ func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.
 				break
 			}
 			q.push(inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m})
+			brought++
 		case <-reconnected:
 			// The broker may have lost this pull with the connection; pull afresh.
 			e.stats.pullsReissued.Add(1)
@@ -77,9 +101,9 @@ func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.
 		}
 	}
 	if err := batch.Error(); err != nil && pctx.Err() == nil {
-		return e.taskPullFailed(ctx, cons, err)
+		return brought, e.taskPullFailed(ctx, cons, err)
 	}
-	return nil
+	return brought, nil
 }
 
 // taskPullFailed returns err when the consumer is gone, and otherwise waits a moment (or for
