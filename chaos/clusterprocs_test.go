@@ -255,6 +255,14 @@ func node1Lag(t *testing.T, b bins, dir string) string {
 	return ""
 }
 
+// onlyFinalPresenceFailed says whether the one error an agent process ended with, the last
+// lines of its output out, is its Endpoint's Close failing to write the final offline presence.
+func onlyFinalPresenceFailed(out string) bool {
+	out = strings.TrimSpace(out)
+	last := out[strings.LastIndex(out, "\nagentproc: ")+1:]
+	return strings.HasPrefix(last, "agentproc: final offline presence:") && !strings.Contains(last, "\n")
+}
+
 // lineWith is the first line of out that contains s, or "".
 func lineWith(out, s string) string {
 	for _, line := range strings.Split(out, "\n") {

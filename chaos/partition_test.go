@@ -72,10 +72,12 @@ func TestAPartitionedNodeAcknowledgesNothingAndLosesNothing(t *testing.T) {
 		pub.proc.stop(t)
 		switch {
 		case pub.proc.code == 0:
-		case pub == minority:
-			// Once, its Close after the heal found no responder for its final offline
-			// presence; its journal, which the checker reads, is whole either way.
-			t.Logf("publisher %s, through node 1, exited %d:\n%s", pub.proc.name, pub.proc.code, tail(pub.proc.out.String(), 1000))
+		case pub == minority || onlyFinalPresenceFailed(pub.proc.out.String()):
+			// A Close after the heal may meet the elections that follow it (a route the cut
+			// left stalled is closed up to its 10 s write deadline later) and find no
+			// responder for its final offline presence; peers see the instance offline
+			// by its TTL instead (SPEC §6). Its journal, which the checker reads, is whole.
+			t.Logf("publisher %s exited %d:\n%s", pub.proc.name, pub.proc.code, tail(pub.proc.out.String(), 1000))
 		default:
 			t.Errorf("publisher %s exited %d:\n%s", pub.proc.name, pub.proc.code, tail(pub.proc.out.String(), 3000))
 		}
