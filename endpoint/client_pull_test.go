@@ -90,6 +90,102 @@ func (c *lossyConn) frame() (int, bool) {
 	return n, drop
 }
 
+// slowLinkProvider hands out in-process connections that deliver what the broker sends delay
+// late, as a slow or distant link does; what the client sends is not delayed.
+type slowLinkProvider struct {
+	inner nats.InProcessConnProvider
+	delay time.Duration
+}
+
+func (p *slowLinkProvider) InProcessConn() (net.Conn, error) {
+	c, err := p.inner.InProcessConn()
+	if err != nil {
+		return nil, err
+	}
+	s := &slowConn{Conn: c, delay: p.delay, chunks: make(chan stamped, 4096)}
+	go s.pump()
+	return s, nil
+}
+
+// stamped is what one read from the broker brought, and when.
+type stamped struct {
+	data []byte
+	at   time.Time
+	err  error
+}
+
+// slowConn is a delay line in front of the broker's side of a connection.
+type slowConn struct {
+	net.Conn
+	delay  time.Duration
+	chunks chan stamped
+	rest   []byte
+	err    error
+}
+
+func (c *slowConn) pump() {
+	for {
+		buf := make([]byte, 32<<10)
+		n, err := c.Conn.Read(buf)
+		c.chunks <- stamped{data: buf[:n], at: time.Now(), err: err}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *slowConn) Read(b []byte) (int, error) {
+	for len(c.rest) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		s := <-c.chunks
+		due := time.NewTimer(time.Until(s.at.Add(c.delay)))
+		<-due.C
+		c.rest, c.err = s.data, s.err
+	}
+	n := copy(b, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
+}
+
+// A pull of tasks ahead loses none on a slow link: it is not cancelled when its time is up,
+// so the tasks still on their way when the broker expires it are handed on rather than left
+// to wait out their ack wait (docs/durable.md "Pulling tasks").
+func TestAPullAheadLosesNoTaskOnASlowLink(t *testing.T) {
+	const tasks = 60
+	m := spacetest.New(t)
+	alice := meshAgent(t, m, admin.MintSpec{Name: "alice"})
+	cred := meshMint(t, m, admin.MintSpec{Name: "worker", Role: "reviewer"})
+	worker := meshConnect(t, m, cred, func(o *endpoint.Options) {
+		o.InProcess = &slowLinkProvider{inner: m.InProcess(), delay: 300 * time.Millisecond}
+	})
+	// Paced over 3 s, so that tasks are on their way whenever a pull ahead expires.
+	pace := time.NewTicker(50 * time.Millisecond)
+	defer pace.Stop()
+	ids := make([]string, tasks)
+	for i := range ids {
+		<-pace.C
+		sent, err := alice.SendAnycast(ctxT(t), "reviewer", text(fmt.Sprint("task ", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = sent.ID
+	}
+	// Well inside the 60 s ack wait after which a lost task would come back.
+	await.True(t, settle, "the worker handles every task", func() bool {
+		for _, id := range ids {
+			if len(worker.rec.withID(id)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if r := worker.Stats().Redeliveries; r != 0 {
+		t.Errorf("the worker got %d redelivered tasks, want 0", r)
+	}
+}
+
 // A pull request lost on its way to the broker leaves the Endpoint's client counting copies
 // nobody owes it; the missed heartbeats make it ask again, so a DM waiting on that consumer
 // arrives within seconds, not after the 30 s the lost request would have lasted, and Stats

@@ -24,8 +24,9 @@ const (
 	// Consume does. A lost pull is noticed sooner, by its missed heartbeats.
 	taskPullWait = 30 * time.Second
 	// taskAheadWait is how long a pull of more than one task waits on the broker, so that a
-	// Handler that stalls stops taking tasks within it. A pull ahead goes out only after the
-	// last one brought tasks; an idle holder is back to pulls of one.
+	// Handler that stalls stops taking tasks within it; too short for idle heartbeats. A pull
+	// ahead goes out only after the last one brought tasks; an idle holder is back to pulls
+	// of one.
 	taskAheadWait = time.Second
 	// taskHandBack is how long the task in hand may take before the tasks waiting behind it
 	// are handed back, with a nak, to the role's other holders.
@@ -33,8 +34,8 @@ const (
 )
 
 // pullTasks pulls b (svc_<role>) into a queue that one worker hands to the Handler, one pull
-// at a time, each sized by the queue's pace, until ctx ends or the consumer is lost. A pull
-// ends early on a reconnect, when its heartbeats stop, or when ctx ends.
+// at a time, each sized by the queue's pace, until ctx ends or the consumer is lost. A pull of
+// one task ends early on a reconnect, when its heartbeats stop, or when ctx ends.
 func (e *Endpoint) pullTasks(ctx context.Context, b binding, cons jetstream.Consumer) error {
 	q := newPullQueue()
 	q.handBackAfter = taskHandBack
@@ -69,17 +70,15 @@ func (e *Endpoint) pullTasks(ctx context.Context, b binding, cons jetstream.Cons
 // brought. It returns an error only for a consumer that is gone; a pull that failed otherwise
 // is sent again after a pause.
 func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.Consumer, q *pullQueue, n int) (int, error) {
-	opts := []jetstream.FetchOpt{jetstream.FetchHeartbeat(pullHeartbeat)}
-	wait := taskPullWait
-	if n > 1 {
-		opts, wait = nil, taskAheadWait // too short for heartbeats
-	}
-	pctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	reconnected := e.conn.reconnectSignal()
 	q.setPullOpen(true)
 	defer q.setPullOpen(false)
-	batch, err := cons.Fetch(n, append(opts, jetstream.FetchContext(pctx))...)
+	if n > 1 {
+		return e.pullTasksAhead(ctx, b, cons, q, n)
+	}
+	pctx, cancel := context.WithTimeout(ctx, taskPullWait)
+	defer cancel()
+	reconnected := e.conn.reconnectSignal()
+	batch, err := cons.Fetch(1, jetstream.FetchContext(pctx), jetstream.FetchHeartbeat(pullHeartbeat))
 	if err != nil {
 		return 0, e.taskPullFailed(ctx, cons, err)
 	}
@@ -91,7 +90,7 @@ func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.
 				msgs = nil
 				break
 			}
-			q.push(inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m})
+			q.push(taskInbound(b, m))
 			brought++
 		case <-reconnected:
 			// The broker may have lost this pull with the connection; pull afresh.
@@ -104,6 +103,31 @@ func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.
 		return brought, e.taskPullFailed(ctx, cons, err)
 	}
 	return brought, nil
+}
+
+// pullTasksAhead sends one pull of n tasks that waits taskAheadWait on the broker, and queues
+// all it brings. It is never cancelled: nats.go drops what a cancelled pull received but had
+// not handed on yet, and those tasks would wait out their ack wait. It ends when the broker
+// says it expired, or a second later by nats.go's own timer when that word is lost (a
+// reconnect).
+func (e *Endpoint) pullTasksAhead(ctx context.Context, b binding, cons jetstream.Consumer, q *pullQueue, n int) (int, error) {
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(taskAheadWait))
+	if err != nil {
+		return 0, e.taskPullFailed(ctx, cons, err)
+	}
+	brought := 0
+	for m := range batch.Messages() {
+		q.push(taskInbound(b, m))
+		brought++
+	}
+	if err := batch.Error(); err != nil {
+		return brought, e.taskPullFailed(ctx, cons, err)
+	}
+	return brought, nil
+}
+
+func taskInbound(b binding, m jetstream.Msg) inbound {
+	return inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
 }
 
 // taskPullFailed returns err when the consumer is gone, and otherwise waits a moment (or for
