@@ -285,6 +285,57 @@ func TestACopyInAHandlerLongerThanItsAckWaitIsNotRedelivered(t *testing.T) {
 	}
 }
 
+// taskTally counts how many times each task was handled.
+type taskTally struct {
+	mu      sync.Mutex
+	handled map[string]int
+}
+
+func (c *taskTally) record(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.handled == nil {
+		c.handled = map[string]int{}
+	}
+	c.handled[id]++
+}
+
+// handler records each task it handles; one that blocks says so first signals busy and waits
+// for release.
+func (c *taskTally) handler(busy chan<- struct{}, release <-chan struct{}, blocks func(endpoint.Delivery) bool) endpoint.Handler {
+	return func(ctx context.Context, d endpoint.Delivery) error {
+		if blocks(d) {
+			busy <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		c.record(d.Message.ID)
+		return nil
+	}
+}
+
+// unique is how many tasks were handled at least once.
+func (c *taskTally) unique() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.handled)
+}
+
+// handledOnce fails t for every task handled more than once.
+func (c *taskTally) handledOnce(t *testing.T) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, n := range c.handled {
+		if n != 1 {
+			t.Errorf("task %s handled %d times, want once", id, n)
+		}
+	}
+}
+
 // A holder of a role whose Handler is busy holds only the task in hand: the role's other
 // holders take the rest at once, none of them after a redelivery, and no task is handled twice
 // (docs/durable.md "Pulling tasks").
@@ -292,30 +343,10 @@ func TestABusyHolderHoldsOnlyTheTaskInHand(t *testing.T) {
 	const tasks = 12
 	m := spacetest.New(t, func(o *space.Options) { o.AckWait = 2 * time.Second })
 	alice := meshAgent(t, m, admin.MintSpec{Name: "alice"})
-	var mu sync.Mutex
-	handled := map[string]int{}
-	record := func(id string) {
-		mu.Lock()
-		handled[id]++
-		mu.Unlock()
-	}
-	unique := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(handled)
-	}
+	var tally taskTally
 	release, busy := make(chan struct{}), make(chan struct{}, tasks)
 	slow := meshAgent(t, m, admin.MintSpec{Name: "slow", Role: "reviewer"}, func(o *endpoint.Options) {
-		o.Handler = func(ctx context.Context, d endpoint.Delivery) error {
-			busy <- struct{}{}
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			record(d.Message.ID)
-			return nil
-		}
+		o.Handler = tally.handler(busy, release, func(endpoint.Delivery) bool { return true })
 	})
 	for i := 0; i < tasks; i++ {
 		if _, err := alice.SendAnycast(ctxT(t), "reviewer", text(fmt.Sprint("task ", i))); err != nil {
@@ -328,18 +359,12 @@ func TestABusyHolderHoldsOnlyTheTaskInHand(t *testing.T) {
 		t.Fatal("the slow holder got no task")
 	}
 	fast := meshAgent(t, m, admin.MintSpec{Name: "fast", Role: "reviewer"}, func(o *endpoint.Options) {
-		o.Handler = func(_ context.Context, d endpoint.Delivery) error { record(d.Message.ID); return nil }
+		o.Handler = func(_ context.Context, d endpoint.Delivery) error { tally.record(d.Message.ID); return nil }
 	})
-	await.True(t, settle, "the fast holder handles every task but the one in hand", func() bool { return unique() == tasks-1 })
+	await.True(t, settle, "the fast holder handles every task but the one in hand", func() bool { return tally.unique() == tasks-1 })
 	close(release)
-	await.True(t, settle, "every task handled", func() bool { return unique() == tasks })
-	mu.Lock()
-	defer mu.Unlock()
-	for id, n := range handled {
-		if n != 1 {
-			t.Errorf("task %s handled %d times, want once", id, n)
-		}
-	}
+	await.True(t, settle, "every task handled", func() bool { return tally.unique() == tasks })
+	tally.handledOnce(t)
 	for name, p := range map[string]*peer{"slow": slow, "fast": fast} {
 		if r := p.Stats().Redeliveries; r != 0 {
 			t.Errorf("the %s holder got %d redelivered tasks, want 0", name, r)
@@ -353,32 +378,10 @@ func TestAStalledHolderHandsBackTheTasksBehindIt(t *testing.T) {
 	const warm, behind = 20, 10
 	m := spacetest.New(t)
 	alice := meshAgent(t, m, admin.MintSpec{Name: "alice"})
-	var mu sync.Mutex
-	handled := map[string]int{}
-	record := func(id string) {
-		mu.Lock()
-		handled[id]++
-		mu.Unlock()
-	}
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(handled)
-	}
+	var tally taskTally
 	release, busy := make(chan struct{}), make(chan struct{}, 1)
 	stalled := meshAgent(t, m, admin.MintSpec{Name: "stalled", Role: "reviewer"}, func(o *endpoint.Options) {
-		o.Handler = func(ctx context.Context, d endpoint.Delivery) error {
-			if d.Message.Parts[0].Text == "stall" {
-				busy <- struct{}{}
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			record(d.Message.ID)
-			return nil
-		}
+		o.Handler = tally.handler(busy, release, func(d endpoint.Delivery) bool { return d.Message.Parts[0].Text == "stall" })
 	})
 	send := func(body string) {
 		t.Helper()
@@ -389,7 +392,7 @@ func TestAStalledHolderHandsBackTheTasksBehindIt(t *testing.T) {
 	for i := range warm {
 		send(fmt.Sprint("warm ", i))
 	}
-	await.True(t, settle, "the warm-up tasks handled", func() bool { return count() == warm })
+	await.True(t, settle, "the warm-up tasks handled", func() bool { return tally.unique() == warm })
 	send("stall")
 	for i := range behind {
 		send(fmt.Sprint("task ", i))
@@ -404,21 +407,15 @@ func TestAStalledHolderHandsBackTheTasksBehindIt(t *testing.T) {
 		return err == nil && b.Anycast != nil && b.Anycast.Pending == 0 && b.Anycast.AckPending == behind+1
 	})
 	meshAgent(t, m, admin.MintSpec{Name: "other", Role: "reviewer"}, func(o *endpoint.Options) {
-		o.Handler = func(_ context.Context, d endpoint.Delivery) error { record(d.Message.ID); return nil }
+		o.Handler = func(_ context.Context, d endpoint.Delivery) error { tally.record(d.Message.ID); return nil }
 	})
 	await.True(t, settle, "the other holder handles the tasks behind the stalled one", func() bool {
-		return count() == warm+behind
+		return tally.unique() == warm+behind
 	})
 	if n := stalled.Stats().TasksHandedBack; n != behind {
 		t.Errorf("the stalled holder handed back %d tasks, want %d", n, behind)
 	}
 	close(release)
-	await.True(t, settle, "every task handled", func() bool { return count() == warm+behind+1 })
-	mu.Lock()
-	defer mu.Unlock()
-	for id, n := range handled {
-		if n != 1 {
-			t.Errorf("task %s handled %d times, want once", id, n)
-		}
-	}
+	await.True(t, settle, "every task handled", func() bool { return tally.unique() == warm+behind+1 })
+	tally.handledOnce(t)
 }
