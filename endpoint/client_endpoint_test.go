@@ -223,6 +223,7 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 	var reconnected = make(chan struct{}, 1)
 	bob := h.connect("bob", func(o *endpoint.Options) {
 		o.Channels = []string{"team"}
+		o.Role = "reviewer"
 		o.ReconnectWait = 50 * time.Millisecond
 		o.OnEvent = func(ev endpoint.Event) {
 			if ev.Kind == endpoint.EventReconnected {
@@ -232,6 +233,18 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 				}
 			}
 		}
+	})
+	// Tasks handled at once give bob a pace, so the disconnect finds a pull ahead open.
+	var before []string
+	for i := range 3 {
+		task, err := alice.SendAnycast(ctxT(t), "reviewer", text(fmt.Sprint("before ", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, task.ID)
+	}
+	await.True(t, settle, "the tasks before the reconnect", func() bool {
+		return len(bob.rec.withID(before[len(before)-1])) == 1
 	})
 	cid, err := endpoint.Conn(bob.Endpoint).GetClientID()
 	if err != nil {
@@ -258,8 +271,13 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	await.True(t, settle, "the DM and the channel message", func() bool {
-		return len(bob.rec.withID(dm.ID)) == 1 && len(bob.rec.withID(live.ID)) == 1
+	task, err := alice.SendAnycast(ctxT(t), "reviewer", text("after reconnect"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	await.True(t, settle, "the DM, the channel message and the task", func() bool {
+		return len(bob.rec.withID(dm.ID)) == 1 && len(bob.rec.withID(live.ID)) == 1 &&
+			len(bob.rec.withID(task.ID)) == 1
 	})
 	if err := alice.SetStatus(ctxT(t), wire.StatusWorking, "post-reconnect"); err != nil {
 		t.Fatal(err)

@@ -108,22 +108,47 @@ func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.
 // pullTasksAhead sends one pull of n tasks that waits taskAheadWait on the broker, and queues
 // all it brings. It is never cancelled: nats.go drops what a cancelled pull received but had
 // not handed on yet, and those tasks would wait out their ack wait. It ends when the broker
-// says it expired, or a second later by nats.go's own timer when that word is lost (a
-// reconnect).
+// says it expired. After a reconnect, which loses the pull on the broker, it returns at once
+// so that the next pull goes out, and what nats.go still holds of it is queued as it comes,
+// until nats.go's own timer ends it a second past its expiry.
 func (e *Endpoint) pullTasksAhead(ctx context.Context, b binding, cons jetstream.Consumer, q *pullQueue, n int) (int, error) {
+	reconnected := e.conn.reconnectSignal()
 	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(taskAheadWait))
 	if err != nil {
 		return 0, e.taskPullFailed(ctx, cons, err)
 	}
 	brought := 0
-	for m := range batch.Messages() {
-		q.push(taskInbound(b, m))
-		brought++
+	msgs := batch.Messages()
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				if err := batch.Error(); err != nil {
+					return brought, e.taskPullFailed(ctx, cons, err)
+				}
+				return brought, nil
+			}
+			q.push(taskInbound(b, m))
+			brought++
+		case <-reconnected:
+			e.stats.pullsReissued.Add(1)
+			drain := func(context.Context) { queueTasks(b, q, msgs) }
+			if !e.spawn(drain) {
+				drain(ctx)
+			}
+			return brought, nil
+		}
 	}
-	if err := batch.Error(); err != nil {
-		return brought, e.taskPullFailed(ctx, cons, err)
+}
+
+// queueTasks queues every task msgs brings until it is closed; one the closed queue refuses is
+// handed back with a nak.
+func queueTasks(b binding, q *pullQueue, msgs <-chan jetstream.Msg) {
+	for m := range msgs {
+		if !q.push(taskInbound(b, m)) {
+			_ = m.Nak()
+		}
 	}
-	return brought, nil
 }
 
 func taskInbound(b binding, m jetstream.Msg) inbound {
