@@ -235,14 +235,7 @@ func TestEndpointRestoresEverythingAfterAReconnect(t *testing.T) {
 		}
 	})
 	// Tasks handled at once give bob a pace, so the disconnect finds a pull ahead open.
-	var before []string
-	for i := range 3 {
-		task, err := alice.SendAnycast(ctxT(t), "reviewer", text(fmt.Sprint("before ", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		before = append(before, task.ID)
-	}
+	before := sendTasks(t, alice, "reviewer", "before", 3)
 	await.True(t, settle, "the tasks before the reconnect", func() bool {
 		return len(bob.rec.withID(before[len(before)-1])) == 1
 	})

@@ -348,11 +348,7 @@ func TestABusyHolderHoldsOnlyTheTaskInHand(t *testing.T) {
 	slow := meshAgent(t, m, admin.MintSpec{Name: "slow", Role: "reviewer"}, func(o *endpoint.Options) {
 		o.Handler = tally.handler(busy, release, func(endpoint.Delivery) bool { return true })
 	})
-	for i := 0; i < tasks; i++ {
-		if _, err := alice.SendAnycast(ctxT(t), "reviewer", text(fmt.Sprint("task ", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendTasks(t, alice, "reviewer", "task", tasks)
 	select {
 	case <-busy:
 	case <-ctxT(t).Done():
@@ -383,20 +379,12 @@ func TestAStalledHolderHandsBackTheTasksBehindIt(t *testing.T) {
 	stalled := meshAgent(t, m, admin.MintSpec{Name: "stalled", Role: "reviewer"}, func(o *endpoint.Options) {
 		o.Handler = tally.handler(busy, release, func(d endpoint.Delivery) bool { return d.Message.Parts[0].Text == "stall" })
 	})
-	send := func(body string) {
-		t.Helper()
-		if _, err := alice.SendAnycast(ctxT(t), "reviewer", text(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range warm {
-		send(fmt.Sprint("warm ", i))
-	}
+	sendTasks(t, alice, "reviewer", "warm", warm)
 	await.True(t, settle, "the warm-up tasks handled", func() bool { return tally.unique() == warm })
-	send("stall")
-	for i := range behind {
-		send(fmt.Sprint("task ", i))
+	if _, err := alice.SendAnycast(ctxT(t), "reviewer", text("stall")); err != nil {
+		t.Fatal(err)
 	}
+	sendTasks(t, alice, "reviewer", "task", behind)
 	select {
 	case <-busy:
 	case <-ctxT(t).Done():

@@ -55,6 +55,20 @@ func sendN(t *testing.T, from *peer, channel string, n int) []string {
 	return ids
 }
 
+// sendTasks sends n anycasts to role, numbered after prefix, and returns their ids in order.
+func sendTasks(t *testing.T, from *peer, role, prefix string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		r, err := from.SendAnycast(ctxT(t), role, text(fmt.Sprintf("%s %d", prefix, i)))
+		if err != nil {
+			t.Fatalf("send a task to %s: %v", role, err)
+		}
+		ids[i] = r.ID
+	}
+	return ids
+}
+
 func TestHistoryReturnsTheLastMessagesOldestFirstForEveryProfile(t *testing.T) {
 	m := spacetest.New(t)
 	general := []string{"general"}

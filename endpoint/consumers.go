@@ -41,6 +41,16 @@ type binding struct {
 	state    *bindState
 }
 
+// inbound is m as the receive pipeline takes it; a durable copy carries its Nats-Msg-Id, by
+// which a copy already surfaced live is found undecoded.
+func (b binding) inbound(m jetstream.Msg) inbound {
+	in := inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
+	if b.src == srcDurable {
+		in.msgID = m.Headers().Get(nats.MsgIdHdr)
+	}
+	return in
+}
+
 // bindState is what the rest of the Endpoint knows of a binding: Connect waits for it to
 // settle, Backlog reports whether it is bound.
 type bindState struct {
@@ -142,11 +152,7 @@ func (e *Endpoint) consume(ctx context.Context, b binding, cons jetstream.Consum
 	silent := make(chan struct{}, 1)
 	deliver, finish := e.deliverer(cons)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		in := inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
-		if b.src == srcDurable {
-			in.msgID = m.Headers().Get(nats.MsgIdHdr)
-		}
-		deliver(in)
+		deliver(b.inbound(m))
 	}, append(e.pullOptions(), jetstream.ConsumeErrHandler(consumeErrors(lost, silent)))...)
 	if err != nil {
 		finish()

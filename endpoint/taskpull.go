@@ -90,7 +90,7 @@ func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.
 				msgs = nil
 				break
 			}
-			q.push(taskInbound(b, m))
+			q.push(b.inbound(m))
 			brought++
 		case <-reconnected:
 			// The broker may have lost this pull with the connection; pull afresh.
@@ -128,7 +128,7 @@ func (e *Endpoint) pullTasksAhead(ctx context.Context, b binding, cons jetstream
 				}
 				return brought, nil
 			}
-			q.push(taskInbound(b, m))
+			q.push(b.inbound(m))
 			brought++
 		case <-reconnected:
 			e.stats.pullsReissued.Add(1)
@@ -145,14 +145,10 @@ func (e *Endpoint) pullTasksAhead(ctx context.Context, b binding, cons jetstream
 // handed back with a nak.
 func queueTasks(b binding, q *pullQueue, msgs <-chan jetstream.Msg) {
 	for m := range msgs {
-		if !q.push(taskInbound(b, m)) {
+		if !q.push(b.inbound(m)) {
 			_ = m.Nak()
 		}
 	}
-}
-
-func taskInbound(b binding, m jetstream.Msg) inbound {
-	return inbound{src: b.src, subject: m.Subject(), data: m.Data(), msg: m}
 }
 
 // taskPullFailed returns err when the consumer is gone, and otherwise waits a moment (or for
