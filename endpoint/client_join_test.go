@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -251,5 +252,63 @@ func TestJoinDurableChannelWithBackstopIsJoinedDurable(t *testing.T) {
 	again, err := bob.Join(ctxT(t), "ops")
 	if err != nil || again.State != endpoint.JoinedDurable {
 		t.Fatalf("second join %+v, %v; want the current state", again, err)
+	}
+}
+
+// A Handler may itself join a channel while the backfill of another is being surfaced: the
+// nested join waits for the first history read, which goes on without the Handler, and every
+// historical copy is surfaced once, oldest first.
+func TestAHandlerJoinsAChannelWhileABackfillIsSurfaced(t *testing.T) {
+	h := newHarness(t)
+	alice := h.connect("alice")
+	const n = 600 // more than one history pull
+	var sent []string
+	for i := range n {
+		r, err := alice.Send(ctxT(t), "team.backend", text(fmt.Sprint("early ", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, r.ID)
+	}
+	if _, err := alice.Send(ctxT(t), "team.other", text("elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		bob      *endpoint.Endpoint
+		mu       sync.Mutex
+		backend  []string
+		nested   endpoint.JoinResult
+		errJoin  error
+		joinedAt = -1
+	)
+	bob = h.connect("bob", func(o *endpoint.Options) {
+		o.Handler = func(ctx context.Context, d endpoint.Delivery) error {
+			if d.Message.Channel != "team.backend" || !d.Meta.Historical {
+				return nil
+			}
+			mu.Lock()
+			backend = append(backend, d.Message.ID)
+			first := len(backend) == 1
+			mu.Unlock()
+			if first {
+				res, err := bob.Join(ctx, "team.other")
+				mu.Lock()
+				nested, errJoin, joinedAt = res, err, len(backend)
+				mu.Unlock()
+			}
+			return nil
+		}
+	}).Endpoint
+	res, err := bob.Join(ctxT(t), "team.backend")
+	if err != nil || res.Backfilled != n || res.BackfillErr != nil {
+		t.Fatalf("join: %+v, %v; want %d backfilled", res, err, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if errJoin != nil || nested.Backfilled != 1 || joinedAt != 1 {
+		t.Fatalf("the Handler's join: %+v, %v, after %d copies; want 1 backfilled after the first", nested, errJoin, joinedAt)
+	}
+	if !slices.Equal(backend, sent) {
+		t.Fatalf("surfaced %d historical copies, want the %d sent, once each, oldest first", len(backend), n)
 	}
 }

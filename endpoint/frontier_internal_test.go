@@ -26,8 +26,9 @@ func TestAJoinsLostReadsAreAskedAgain(t *testing.T) {
 			return int(seq), err
 		}},
 		{"the history consumer", func(ctx context.Context, e *Endpoint) (int, error) {
-			copies, err := e.readHistory(ctx, "general", 3, 0, 0)
-			return len(copies), err
+			n := 0
+			err := e.readHistory(ctx, "general", 3, 0, func(inbound) { n++ })
+			return n, err
 		}},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,26 +21,78 @@ const (
 )
 
 // backfill reads the channel's retained messages up to watermark through the pinned
-// single-filter history consumer and surfaces each with Historical set (SPEC §7 steps 3–5).
-// The messages are read before any is surfaced, so the history consumer is gone by the time
-// the Handler runs and may itself join a channel. It returns how many were surfaced.
+// single-filter history consumer and surfaces each with Historical set (SPEC §7 steps 3–5),
+// oldest first, while the read goes on: the read runs on its own goroutine into a queue
+// without bound, so a Handler that itself joins a channel, and so waits for this read to end
+// (one read at a time per instance), never holds the read up. It returns how many were
+// surfaced once every copy read was surfaced.
 func (e *Endpoint) backfill(ctx context.Context, name string, watermark uint64, window time.Duration) (int, error) {
-	copies, err := e.readHistory(ctx, name, watermark, window, 0)
+	q := newHistoryQueue()
+	go func() { q.close(e.readHistory(ctx, name, watermark, window, q.push)) }()
 	surfaced := 0
-	for _, in := range copies {
-		if e.receive(in) == outSurfaced {
-			surfaced++
+	for {
+		copies, done, err := q.take()
+		for _, in := range copies {
+			if e.receive(in) == outSurfaced {
+				surfaced++
+			}
+		}
+		if done {
+			return surfaced, err
 		}
 	}
-	return surfaced, err
+}
+
+// historyQueue hands copies from a history read to the goroutine that surfaces them.
+type historyQueue struct {
+	mu     sync.Mutex
+	ready  *sync.Cond
+	copies []inbound
+	closed bool
+	err    error
+}
+
+func newHistoryQueue() *historyQueue {
+	q := &historyQueue{}
+	q.ready = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *historyQueue) push(in inbound) {
+	q.mu.Lock()
+	q.copies = append(q.copies, in)
+	q.mu.Unlock()
+	q.ready.Signal()
+}
+
+// close ends the read with err, nil when it read everything.
+func (q *historyQueue) close(err error) {
+	q.mu.Lock()
+	q.closed, q.err = true, err
+	q.mu.Unlock()
+	q.ready.Signal()
+}
+
+// take waits for copies and returns every one queued, oldest first; once the read has ended
+// and none is left, it returns done and the read's error.
+func (q *historyQueue) take() (copies []inbound, done bool, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.copies) == 0 && !q.closed {
+		q.ready.Wait()
+	}
+	if len(q.copies) > 0 {
+		copies, q.copies = q.copies, nil
+		return copies, false, nil
+	}
+	return nil, true, q.err
 }
 
 // readHistory creates chathist_<id> with exactly one filter, ChatFilter(name) (the only CHAT
-// consumer create an agent holds, SPEC §9 item 4), reads it up to watermark, and deletes it
-// before and after (docs/storage.md "Consumers"). One history read runs at a time per instance,
-// since the consumer name is fixed. With keep > 0 only the last keep copies are kept while
-// reading.
-func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint64, window time.Duration, keep int) ([]inbound, error) {
+// consumer create an agent holds, SPEC §9 item 4), reads it up to watermark, handing each copy
+// to emit in stream order, and deletes it before and after (docs/storage.md "Consumers"). One
+// history read runs at a time per instance, since the consumer name is fixed.
+func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint64, window time.Duration, emit func(inbound)) error {
 	e.histMu.Lock()
 	defer e.histMu.Unlock()
 	var since time.Time
@@ -58,28 +111,26 @@ func (e *Endpoint) readHistory(ctx context.Context, name string, watermark uint6
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create history consumer %s: %w", consumer, err)
+		return fmt.Errorf("create history consumer %s: %w", consumer, err)
 	}
 	defer e.deleteHistory(context.WithoutCancel(ctx), stream, consumer)
-	return e.fetchHistory(ctx, cons, watermark, keep)
+	return fetchHistory(ctx, cons, watermark, emit)
 }
 
-// fetchHistory pulls until the consumer has nothing pending or passes the watermark; copies
-// past the watermark arrive on the live subscription instead. With keep > 0 it holds only the
-// last keep copies, so a short read of a long history stays small.
-func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, watermark uint64, keep int) ([]inbound, error) {
-	var out []inbound
+// fetchHistory pulls until the consumer has nothing pending or passes the watermark, handing
+// each copy to emit; copies past the watermark arrive on the live subscription instead.
+func fetchHistory(ctx context.Context, cons jetstream.Consumer, watermark uint64, emit func(inbound)) error {
 	pending := cons.CachedInfo().NumPending
 	for pending > 0 {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return err
 		}
 		msgs, err := fetchBatch(ctx, cons, int(min(pending, historyBatch)))
 		if err == nil && len(msgs) == 0 {
 			msgs, err = fetchSettled(ctx, cons, int(min(pending, historyBatch)))
 		}
 		if err != nil {
-			return out, fmt.Errorf("fetch history: %w", err)
+			return fmt.Errorf("fetch history: %w", err)
 		}
 		for _, m := range msgs {
 			md, err := m.Metadata()
@@ -88,19 +139,16 @@ func (e *Endpoint) fetchHistory(ctx context.Context, cons jetstream.Consumer, wa
 			}
 			pending = md.NumPending
 			if md.Sequence.Stream > watermark {
-				return out, nil
+				return nil
 			}
-			out = append(out, inbound{src: srcHistory, subject: m.Subject(), data: m.Data(), seq: md.Sequence.Stream,
+			emit(inbound{src: srcHistory, subject: m.Subject(), data: m.Data(), seq: md.Sequence.Stream,
 				msgID: m.Headers().Get(nats.MsgIdHdr)})
-			if keep > 0 && len(out) > keep {
-				out = out[1:]
-			}
 		}
 		if len(msgs) == 0 {
-			return out, nil
+			return nil
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // fetchSettled asks again while pulls come back empty although copies are pending: a

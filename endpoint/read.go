@@ -39,7 +39,14 @@ func (e *Endpoint) History(ctx context.Context, channel string, limit int) ([]De
 		"." + e.names.ChatFilter(name)
 	ctx, stop := e.violations.watch(ctx, opPublish, create, ErrReadRefused)
 	defer stop()
-	copies, err := e.readHistory(ctx, name, math.MaxUint64, 0, limit)
+	// Only the last limit copies are kept while reading, so a short read of a long history
+	// stays small.
+	var copies []inbound
+	err := e.readHistory(ctx, name, math.MaxUint64, 0, func(in inbound) {
+		if copies = append(copies, in); len(copies) > limit {
+			copies = copies[1:]
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read the history of %s: %w", name, refusal(ctx, err))
 	}
