@@ -262,17 +262,8 @@ func TestAHandlerJoinsAChannelWhileABackfillIsSurfaced(t *testing.T) {
 	h := newHarness(t)
 	alice := h.connect("alice")
 	const n = 600 // more than one history pull
-	var sent []string
-	for i := range n {
-		r, err := alice.Send(ctxT(t), "team.backend", text(fmt.Sprint("early ", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent = append(sent, r.ID)
-	}
-	if _, err := alice.Send(ctxT(t), "team.other", text("elsewhere")); err != nil {
-		t.Fatal(err)
-	}
+	sent := sendN(t, alice, "team.backend", n)
+	sendN(t, alice, "team.other", 1)
 	var (
 		bob      *endpoint.Endpoint
 		mu       sync.Mutex

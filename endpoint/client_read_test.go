@@ -44,25 +44,25 @@ func readSpec(name, profile string, acl []string) admin.MintSpec {
 // sendN sends n messages on channel and returns their ids in order.
 func sendN(t *testing.T, from *peer, channel string, n int) []string {
 	t.Helper()
-	ids := make([]string, n)
-	for i := range ids {
-		r, err := from.Send(ctxT(t), channel, text(fmt.Sprintf("%s %d", channel, i)))
-		if err != nil {
-			t.Fatalf("send on %s: %v", channel, err)
-		}
-		ids[i] = r.ID
-	}
-	return ids
+	return sendEach(t, from.Send, channel, channel, n)
 }
 
 // sendTasks sends n anycasts to role, numbered after prefix, and returns their ids in order.
 func sendTasks(t *testing.T, from *peer, role, prefix string, n int) []string {
 	t.Helper()
+	return sendEach(t, from.SendAnycast, role, prefix, n)
+}
+
+// sendEach sends n texts numbered after prefix to `to` with send, one at a time, and returns
+// their ids in order.
+func sendEach(t *testing.T, send func(context.Context, string, []wire.Part, ...endpoint.SendOption) (endpoint.Receipt, error),
+	to, prefix string, n int) []string {
+	t.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		r, err := from.SendAnycast(ctxT(t), role, text(fmt.Sprintf("%s %d", prefix, i)))
+		r, err := send(ctxT(t), to, text(fmt.Sprintf("%s %d", prefix, i)))
 		if err != nil {
-			t.Fatalf("send a task to %s: %v", role, err)
+			t.Fatalf("send to %s: %v", to, err)
 		}
 		ids[i] = r.ID
 	}

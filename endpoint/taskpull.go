@@ -90,7 +90,7 @@ func (e *Endpoint) pullTaskBatch(ctx context.Context, b binding, cons jetstream.
 				msgs = nil
 				break
 			}
-			q.push(b.inbound(m))
+			queueTask(b, q, m)
 			brought++
 		case <-reconnected:
 			// The broker may have lost this pull with the connection; pull afresh.
@@ -128,7 +128,7 @@ func (e *Endpoint) pullTasksAhead(ctx context.Context, b binding, cons jetstream
 				}
 				return brought, nil
 			}
-			q.push(b.inbound(m))
+			queueTask(b, q, m)
 			brought++
 		case <-reconnected:
 			e.stats.pullsReissued.Add(1)
@@ -141,13 +141,17 @@ func (e *Endpoint) pullTasksAhead(ctx context.Context, b binding, cons jetstream
 	}
 }
 
-// queueTasks queues every task msgs brings until it is closed; one the closed queue refuses is
-// handed back with a nak.
+// queueTasks queues every task msgs brings until it is closed.
 func queueTasks(b binding, q *pullQueue, msgs <-chan jetstream.Msg) {
 	for m := range msgs {
-		if !q.push(b.inbound(m)) {
-			_ = m.Nak()
-		}
+		queueTask(b, q, m)
+	}
+}
+
+// queueTask queues task m; one the closed queue refuses is handed back with a nak.
+func queueTask(b binding, q *pullQueue, m jetstream.Msg) {
+	if !q.push(b.inbound(m)) {
+		_ = m.Nak()
 	}
 }
 
